@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from acceptmon.cli import main
+
+raise SystemExit(main())

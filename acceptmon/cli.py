@@ -1,0 +1,244 @@
+"""The command line: parses arguments, wires one source to sinks, reports errors in one line.
+
+Heavy or optional libraries (textual, prometheus_client, watchfiles) are imported
+inside the command that needs them, so ``parse`` and ``runs`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from acceptmon import __version__
+from acceptmon.errors import AcceptmonError, InputError
+from acceptmon.grammar import load_grammars, read_grammar_file
+from acceptmon.parse import Tally
+from acceptmon.pipeline import Progress, default_jobs, run
+from acceptmon.records import Record
+from acceptmon.sinks.table import TableFormat, format_records, header, infer_format
+from acceptmon.source import check_path
+from acceptmon.stats import RunSummary, Stats
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``acceptmon`` command; returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except AcceptmonError as exc:
+        print(f"acceptmon: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader (e.g. `head`) went away: not an error
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="acceptmon", description="Speculative-decoding acceptance from SGLang server logs."
+    )
+    p.add_argument("--version", action="version", version=f"acceptmon {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line")
+    parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    parse.add_argument("-o", "--output", help="output file (default: stdout)")
+    parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
+    _grammar_option(parse)
+    parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    parse.set_defaults(func=cmd_parse)
+
+    runs = sub.add_parser("runs", help="one summary per server launch (config, accept len, throughput)")
+    runs.add_argument("files", nargs="+", metavar="FILE")
+    runs.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    _grammar_option(runs)
+    runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    runs.set_defaults(func=cmd_runs)
+
+    gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
+    gram.add_argument("action", nargs="?", choices=("list", "check"), default="list")
+    gram.add_argument("files", nargs="*", metavar="FILE")
+    _grammar_option(gram)
+    gram.set_defaults(func=cmd_grammars)
+    return p
+
+
+def _grammar_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--grammar", action="append", default=[], type=Path, metavar="FILE", help="extra grammar file (repeatable)"
+    )
+
+
+class _TableJob:
+    """Format decode records (in workers too) and write them in order."""
+
+    def __init__(self, fmt: TableFormat, out: IO[bytes]) -> None:
+        self.fmt, self.out, self.records = fmt, out, 0
+
+    def chunk(self, records: list[Record]) -> tuple[int, bytes]:
+        data = format_records(records, self.fmt)
+        return sum(1 for r in records if r.kind == "decode"), data
+
+    def collect(self, part: tuple[int, bytes]) -> None:
+        self.records += part[0]
+        self.out.write(part[1])
+
+
+class _StatsJob:
+    """Aggregate records per run (in workers too) and merge in order."""
+
+    def __init__(self) -> None:
+        self.stats = Stats()
+        self.records = 0
+
+    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
+        part = Stats()
+        part.update(records)
+        return sum(1 for r in records if r.kind == "decode"), part
+
+    def collect(self, part: tuple[int, Stats]) -> None:
+        self.records += part[0]
+        self.stats.merge(part[1])
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    for f in args.files:
+        check_path(f)
+    grammars = load_grammars(args.grammar)
+    fmt = infer_format(args.output, args.format)
+    out: IO[bytes]
+    if args.output:
+        try:
+            out = open(args.output, "wb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise InputError(args.output, f"cannot write: {exc.strerror}") from None
+    else:
+        out = sys.stdout.buffer
+    job = _TableJob(fmt, out)
+    started = time.monotonic()
+    try:
+        out.write(header(fmt))
+        result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+    finally:
+        out.flush()
+        if out is not sys.stdout.buffer:
+            out.close()
+    _summary(result.tally, job.records, time.monotonic() - started, args.output)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    for f in args.files:
+        check_path(f)
+    grammars = load_grammars(args.grammar)
+    job = _StatsJob()
+    run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+    summaries = job.stats.summaries()
+    if args.format == "json":
+        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+    elif args.format == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow(RunSummary.model_fields)
+        for s in summaries:
+            w.writerow(["" if v is None else v for v in s.model_dump(mode="json").values()])
+    else:
+        print(render_runs_table(summaries))
+    return 0
+
+
+def cmd_grammars(args: argparse.Namespace) -> int:
+    if args.action == "check":
+        if not args.files:
+            raise InputError("grammars check", "name at least one grammar FILE")
+        for f in args.files:
+            check_path(f)
+            read_grammar_file(Path(f))
+        load_grammars([*args.grammar, *map(Path, args.files)])
+        for f in args.files:
+            print(f"{f}: ok")
+        return 0
+    gset = load_grammars(args.grammar)
+    for g in gset.all:
+        spec = g.spec
+        what = spec.kind if spec.kind == "envelope" else f"{spec.record} ({spec.server})"
+        print(f"{spec.name:28} {what:18} {len(spec.samples):3} samples  {g.path}")
+    return 0
+
+
+def render_runs_table(summaries: Sequence[RunSummary]) -> str:
+    """Aligned text table of run summaries, one row per launch."""
+    head = ("file", "run", "start", "model", "spec", "steps", "topk", "draft", "batches",
+            "accept_len", "p10", "p50", "p90", "rate", "draft_rate", "tok/s", "duration")  # fmt: skip
+    rows = [head]
+    for s in summaries:
+        rows.append(
+            (
+                Path(s.file).name, str(s.run), s.start.isoformat(sep=" ") if s.start else "-",
+                _short_model(s.model), s.spec_algorithm or "none", _fmt(s.spec_num_steps),
+                _fmt(s.spec_eagle_topk), _fmt(s.spec_num_draft_tokens), str(s.batches),
+                _fmt(s.accept_len_mean), _fmt(s.accept_len_p10), _fmt(s.accept_len_p50),
+                _fmt(s.accept_len_p90), _fmt(s.accept_rate_mean), _fmt(s.draft_accept_rate_mean),
+                _fmt(s.gen_throughput_mean, 1), _duration(s.duration_s),
+            )
+        )  # fmt: skip
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _fmt(value: float | int | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _short_model(model: str | None) -> str:
+    return model.rstrip("/").split("/")[-1] if model else "-"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def _progress_printer() -> object:
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(p: Progress) -> None:
+        if p.total:
+            rate = p.done / max(time.monotonic() - started, 1e-6) / 1e6
+            sys.stderr.write(f"\racceptmon: {100 * p.done // p.total:3d}%  {rate:6.0f} MB/s")
+            sys.stderr.flush()
+
+    return show
+
+
+def _summary(tally: Tally, records: int, seconds: float, output: str | None) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    k = tally.kinds
+    print(
+        f"acceptmon: {tally.lines:,} lines read, {records:,} decode records"
+        f"{' -> ' + output if output else ''}; {k['prefill']:,} prefill, {k['launch']:,} launch lines; "
+        f"{tally.accept_noise:,} noise lines contain 'accept'; {k['unrecognized']:,} unrecognized; "
+        f"{k['oversized']:,} oversized ({seconds:.2f}s)",
+        file=sys.stderr,
+    )
+    for file, line, text in tally.unrecognized[:3]:
+        print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)

@@ -1,0 +1,193 @@
+"""One-shot pipeline: files -> blocks -> parser -> a job's chunk work -> collected in order.
+
+A :class:`Job` says what to do with the records of one chunk (format them, or
+aggregate them) and how to collect the chunk results in file order. The same
+job runs sequentially (stdin, ``.gz``, small files) or on several processes for a
+large regular file. The parallel path first scans each byte range for its line
+count and launch lines (cheap: a newline count and a literal search), so every
+worker starts its parser in the exact state the file has at its range: same line
+numbers, same run index and launch config, hence byte-identical output.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.pool import AsyncResult
+from typing import Any, Generic, Protocol, TypeVar
+
+from acceptmon.grammar import GrammarSet
+from acceptmon.parse import ParseState, Parser, Tally
+from acceptmon.records import LaunchConfig, Record
+from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
+
+T = TypeVar("T")
+PARALLEL_MIN_BYTES = 32 << 20
+"""Files smaller than this are read on one process (start-up would cost more)."""
+RANGE_BYTES = 16 << 20
+"""Target size of one parallel work unit."""
+
+
+class Job(Protocol[T]):
+    """What a pipeline run does with records."""
+
+    def chunk(self, records: list[Record]) -> T:
+        """Turn one chunk's records into a partial result (may run in a worker process)."""
+        ...
+
+    def collect(self, part: T) -> None:
+        """Take partial results in file order (main process)."""
+        ...
+
+
+@dataclass
+class Progress:
+    """Bytes done so far across all files, for a progress display."""
+
+    total: int = 0
+    done: int = 0
+
+
+@dataclass
+class RunResult(Generic[T]):
+    tally: Tally = field(default_factory=Tally)
+    files: int = 0
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def run(
+    paths: Sequence[str],
+    grammars: GrammarSet,
+    job: Job[T],
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> RunResult[T]:
+    """Parse every path in order, feeding ``job``; return the line tally."""
+    result: RunResult[T] = RunResult()
+    progress = Progress(total=sum(_size(p) for p in paths))
+    for path in paths:
+        if jobs > 1 and path != "-" and _size(path) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
+            tally = _run_parallel(path, grammars, job, jobs, progress, on_progress)
+        else:
+            tally = _run_sequential(path, grammars, job, progress, on_progress)
+        result.tally.merge(tally)
+        result.files += 1
+    return result
+
+
+def _run_sequential(
+    path: str, grammars: GrammarSet, job: Job[T], progress: Progress, on_progress: Callable[[Progress], None] | None
+) -> Tally:
+    parser = Parser(grammars, path)
+    with open_log(path) as stream:
+        for block in iter_blocks(stream):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+                continue
+            assert isinstance(block, bytes)
+            job.collect(job.chunk(parser.feed(block)))
+            progress.done += len(block)
+            if on_progress:
+                on_progress(progress)
+    return parser.tally
+
+
+# Worker-side globals, inherited through fork (grammars and job are not re-sent per task).
+_WORKER: dict[str, Any] = {}
+
+
+def _scan_range(task: tuple[str, int, int]) -> tuple[int, int, LaunchConfig | None]:
+    path, start, end = task
+    parser = Parser(_WORKER["grammars"], path)
+    with open(path, "rb") as f:
+        f.seek(start)
+        for block in iter_blocks(f, limit=end - start):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+            else:
+                assert isinstance(block, bytes)
+                parser.scan_launches(block)
+    return parser.line, parser.run, parser.launch
+
+
+def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
+    path, start, end, state = task
+    parser = Parser(_WORKER["grammars"], path, state)
+    job: Job[Any] = _WORKER["job"]
+    parts = []
+    with open(path, "rb") as f:
+        f.seek(start)
+        for block in iter_blocks(f, limit=end - start):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+            else:
+                assert isinstance(block, bytes)
+                parts.append(job.chunk(parser.feed(block)))
+    return parts, parser.tally
+
+
+def _run_parallel(
+    path: str,
+    grammars: GrammarSet,
+    job: Job[T],
+    jobs: int,
+    progress: Progress,
+    on_progress: Callable[[Progress], None] | None,
+) -> Tally:
+    size = _size(path)
+    ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES))
+    _WORKER.update(grammars=grammars, job=job)
+    ctx = multiprocessing.get_context("fork")
+    tally = Tally()
+    with ctx.Pool(jobs) as pool:
+        scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
+        states, state = [], ParseState()
+        for lines, runs, launch in scans:
+            states.append(state)
+            state = ParseState(state.line + lines, state.run + runs, launch or state.launch)
+        pending: deque[tuple[int, AsyncResult[tuple[list[Any], Tally]]]] = deque()
+        tasks = iter(zip(ranges, states, strict=True))
+        for (start, end), st in tasks:
+            pending.append((end - start, pool.apply_async(_parse_range, ((path, start, end, st),))))
+            if len(pending) >= jobs * 2:
+                _collect(pending.popleft(), job, tally, progress, on_progress)
+        while pending:
+            _collect(pending.popleft(), job, tally, progress, on_progress)
+    _WORKER.clear()
+    return tally
+
+
+def _collect(
+    item: tuple[int, AsyncResult[tuple[list[Any], Tally]]],
+    job: Job[Any],
+    tally: Tally,
+    progress: Progress,
+    on_progress: Callable[[Progress], None] | None,
+) -> None:
+    nbytes, result = item
+    parts, part_tally = result.get()
+    for part in parts:
+        job.collect(part)
+    tally.merge(part_tally)
+    progress.done += nbytes
+    if on_progress:
+        on_progress(progress)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path) if path != "-" else 0
+    except OSError:
+        return 0
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"

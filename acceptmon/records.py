@@ -1,0 +1,160 @@
+"""Typed records produced by the parser.
+
+Every recognised log line becomes one frozen pydantic model. The parser builds
+them on a hot path, so it uses :func:`build`, which fills a model from values
+that the grammar converters have already given their declared types (``int``,
+``float``, ``bool``, ``str``, ``datetime``). ``tests/test_records.py`` checks
+that a record built this way equals one built by full pydantic validation, so
+the shortcut never lies about types.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LineKind: TypeAlias = Literal["decode", "prefill", "launch", "unrecognized", "oversized", "other"]
+"""How a line was classified; the ``kind`` label of ``acceptmon_lines_total``."""
+
+LINE_KINDS: tuple[LineKind, ...] = ("decode", "prefill", "launch", "unrecognized", "oversized", "other")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str = ""
+    """The file the line came from, as given on the command line ('-' for stdin)."""
+    line: int = 0
+    """1-based line number in that file."""
+    timestamp: datetime | None = None
+    """Log time of the line (naive, as logged)."""
+    rank: str | None = None
+    """Rank tokens as logged, e.g. ``DP0 TP0 EP0``; None when the prefix has none."""
+    server: str = "sglang"
+    """Which serving engine wrote the line."""
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
+
+
+class DecodeStats(_Record):
+    """One scheduler decode-batch line (with or without speculative fields)."""
+
+    kind: Literal["decode"] = "decode"
+    iteration: int | None = None
+    """Forward iteration number (``Decode batch [N]``), when logged."""
+    accept_len: float | None = None
+    """Mean tokens emitted per request per verify step, bonus token included."""
+    accept_rate: float | None = None
+    """``accept rate`` exactly as logged; its definition depends on the SGLang version."""
+    draft_accept_rate: float | None = None
+    """(accept_len - 1) / (num_draft_tokens - 1): accepted drafts / proposed drafts, one definition."""
+    gen_throughput: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    token_usage: float | None = None
+    """``token usage``; on hybrid models the full-attention (or GPU) pool's usage."""
+    num_tokens: int | None = None
+    """``#token``; on hybrid models ``#full token`` (or ``#gpu token``)."""
+    cuda_graph: bool | None = None
+    """Whether the last batch ran under a device graph (``cuda/cpu/npu/musa graph``)."""
+    spec_algorithm: str | None = None
+    spec_num_steps: int | None = None
+    spec_num_draft_tokens: int | None = None
+    cap_len: float | None = None
+    block_accept_len: float | None = None
+    est_uncap_accept_len: float | None = None
+    pre_allocated_usage: float | None = None
+    prealloc_req: int | None = None
+    transfer_req: int | None = None
+    retracted_req: int | None = None
+    swa_token_usage: float | None = None
+    mamba_usage: float | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+    """``key: value`` pairs the grammar does not know, as logged (format drift shows here)."""
+
+
+class PrefillStats(_Record):
+    """One scheduler prefill-batch line."""
+
+    kind: Literal["prefill"] = "prefill"
+    iteration: int | None = None
+    new_seq: int | None = None
+    new_token: int | None = None
+    cached_token: int | None = None
+    token_usage: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    input_throughput: float | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+class LaunchConfig(BaseModel):
+    """The part of a server launch's ``server_args`` that acceptmon reports on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_path: str | None = None
+    spec_algorithm: str | None = None
+    spec_num_steps: int | None = None
+    spec_eagle_topk: int | None = None
+    spec_num_draft_tokens: int | None = None
+    spec_draft_model_path: str | None = None
+    tp_size: int | None = None
+    dp_size: int | None = None
+    ep_size: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Every other server_args key, with its value as logged (Python literals decoded)."""
+
+    @property
+    def draft_tokens(self) -> int | None:
+        """Tokens proposed per verify step: num_draft_tokens, or steps + 1 for a chain."""
+        if self.spec_algorithm is None:
+            return None
+        if self.spec_num_draft_tokens is not None:
+            return self.spec_num_draft_tokens
+        if self.spec_num_steps is not None and self.spec_eagle_topk in (None, 1):
+            return self.spec_num_steps + 1
+        return None
+
+
+class ServerLaunch(_Record):
+    """A ``server_args=...`` line: one server launch, which starts a run."""
+
+    kind: Literal["launch"] = "launch"
+    config: LaunchConfig = Field(default_factory=LaunchConfig)
+
+
+Record: TypeAlias = DecodeStats | PrefillStats | ServerLaunch
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def build(model: type[R], values: dict[str, Any]) -> R:
+    """Make a model from values that already have their declared types.
+
+    The parser's converters guarantee the types, so this skips validation (the
+    cost that matters at a million lines); fields not given take their defaults.
+    """
+    obj = model.__new__(model)
+    data = dict(_defaults(model))
+    data.update(values)
+    object.__setattr__(obj, "__dict__", data)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
+_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    cached = _DEFAULTS.get(model)
+    if cached is None:
+        cached = {name: f.get_default(call_default_factory=True) for name, f in model.model_fields.items()}
+        _DEFAULTS[model] = cached
+    if "extra" in cached:
+        return {**cached, "extra": {}}
+    return cached

@@ -1,0 +1,137 @@
+"""Reading logs: files, ``.gz`` files and stdin, as blocks of complete lines.
+
+The reader never holds more than one block plus one line: a line longer than
+``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
+It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from acceptmon.errors import InputError
+
+BLOCK_SIZE: Final = 1 << 22
+"""Bytes read at a time (4 MiB)."""
+MAX_LINE: Final = 1 << 20
+"""Longest line parsed (1 MiB); server_args dumps are 2-13 kB."""
+
+
+class _Oversized:
+    """Marker: the reader skipped one line longer than ``max_line``."""
+
+    def __repr__(self) -> str:
+        return "OVERSIZED"
+
+
+OVERSIZED: Final = _Oversized()
+
+
+def check_path(path: str) -> None:
+    """Raise InputError with a one-line reason if ``path`` cannot be read as a log."""
+    if path == "-":
+        return
+    p = Path(path)
+    if not p.exists():
+        raise InputError(path, "no such file")
+    if p.is_dir():
+        raise InputError(path, "is a directory, not a log file")
+    if not os.access(p, os.R_OK):
+        raise InputError(path, "permission denied")
+
+
+@contextmanager
+def open_log(path: str) -> Iterator[BinaryIO]:
+    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed."""
+    check_path(path)
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        with open(path, "rb") as raw:
+            magic = raw.read(2)
+            raw.seek(0)
+            if magic == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=raw) as gz:
+                    yield gz  # type: ignore[misc]
+            else:
+                yield raw
+    except OSError as exc:
+        if isinstance(exc, gzip.BadGzipFile) or "gzip" in str(exc).lower():
+            raise InputError(path, f"not a valid gzip file ({exc})") from None
+        raise InputError(path, exc.strerror or str(exc)) from None
+    except EOFError:
+        raise InputError(path, "gzip file ends early (truncated)") from None
+
+
+def iter_blocks(
+    stream: BinaryIO, *, limit: int | None = None, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE
+) -> Iterator[bytes | _Oversized]:
+    """Yield blocks of complete lines, or OVERSIZED for each skipped long line.
+
+    A last line without a newline is completed with one. ``limit`` stops after
+    that many bytes (used by parallel readers on a byte range that ends at a line start).
+    """
+    carry = b""
+    skipping = False
+    remaining = limit
+    while remaining is None or remaining > 0:
+        size = block_size if remaining is None else min(block_size, remaining)
+        data = stream.read(size)
+        if not data:
+            break
+        if remaining is not None:
+            remaining -= len(data)
+        if skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                continue
+            skipping = False
+            yield OVERSIZED
+            data = data[nl + 1 :]
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            carry = buf
+        else:
+            carry = buf[cut + 1 :]
+            yield buf[: cut + 1]
+        if len(carry) > max_line:
+            carry, skipping = b"", True
+    if skipping:
+        yield OVERSIZED
+    elif carry:
+        yield carry + b"\n"
+
+
+def split_ranges(path: str, parts: int, *, min_size: int = BLOCK_SIZE) -> list[tuple[int, int]]:
+    """Cut a regular file into about ``parts`` byte ranges that each start at a line start."""
+    size = os.path.getsize(path)
+    if parts <= 1 or size < 2 * min_size:
+        return [(0, size)]
+    step = max(size // parts, min_size)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for guess in range(step, size, step):
+            if guess <= cuts[-1]:
+                continue
+            f.seek(guess - 1)
+            while True:
+                window = f.read(1 << 16)
+                if not window:
+                    pos = size
+                    break
+                nl = window.find(b"\n")
+                if nl >= 0:
+                    pos = f.tell() - len(window) + nl + 1
+                    break
+            if cuts[-1] < pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return list(zip(cuts, cuts[1:], strict=False))

@@ -1,0 +1,180 @@
+"""Aggregation of records per run (server launch) and per rank; no I/O.
+
+:class:`Stats` is fed records in file order and answers "what did each launch
+achieve": batches, accept length mean and percentiles, raw and normalized accept
+rate, throughput, duration. Percentiles are exact: accept lengths are logged with
+two decimals, so a counter of distinct values stays small whatever the log size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from acceptmon.records import DecodeStats, LaunchConfig, Record, ServerLaunch
+
+
+@dataclass
+class Series:
+    """Count, sum and (optionally) the distribution of one value."""
+
+    keep_values: bool = False
+    count: int = 0
+    total: float = 0.0
+    values: Counter[float] = field(default_factory=Counter)
+
+    def add(self, value: float | None) -> None:
+        if value is None:
+            return
+        self.count += 1
+        self.total += value
+        if self.keep_values:
+            self.values[value] += 1
+
+    def merge(self, other: Series) -> None:
+        self.count += other.count
+        self.total += other.total
+        self.values.update(other.values)
+
+    @property
+    def mean(self) -> float | None:
+        return round(self.total / self.count, 4) if self.count else None
+
+    def quantile(self, q: float) -> float | None:
+        """Nearest-rank quantile (``q`` in 0..1) over the kept values."""
+        n = sum(self.values.values())
+        if not n:
+            return None
+        rank = max(1, math.ceil(q * n - 1e-9))
+        seen = 0
+        for value in sorted(self.values):
+            seen += self.values[value]
+            if seen >= rank:
+                return value
+        return max(self.values)
+
+
+class RunSummary(BaseModel):
+    """One server launch in one file, summarised."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    run: int
+    start: datetime | None
+    end: datetime | None
+    duration_s: float | None
+    model: str | None
+    spec_algorithm: str | None
+    spec_num_steps: int | None
+    spec_eagle_topk: int | None
+    spec_num_draft_tokens: int | None
+    batches: int
+    ranks: int
+    accept_len_mean: float | None
+    accept_len_p10: float | None
+    accept_len_p50: float | None
+    accept_len_p90: float | None
+    accept_rate_mean: float | None
+    draft_accept_rate_mean: float | None
+    gen_throughput_mean: float | None
+
+
+@dataclass
+class RunStats:
+    """Running aggregate of one run."""
+
+    file: str
+    run: int
+    launch: LaunchConfig | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    batches: int = 0
+    ranks: set[str] = field(default_factory=set)
+    accept_len: Series = field(default_factory=lambda: Series(keep_values=True))
+    accept_rate: Series = field(default_factory=Series)
+    draft_accept_rate: Series = field(default_factory=Series)
+    gen_throughput: Series = field(default_factory=Series)
+
+    def add(self, r: DecodeStats) -> None:
+        self.batches += 1
+        self.ranks.add(r.rank or "")
+        if r.timestamp is not None:
+            self.start = self.start or r.timestamp
+            self.end = r.timestamp
+        self.accept_len.add(r.accept_len)
+        self.accept_rate.add(r.accept_rate)
+        self.draft_accept_rate.add(r.draft_accept_rate)
+        self.gen_throughput.add(r.gen_throughput)
+
+    def merge(self, other: RunStats) -> None:
+        """Fold in the same run's aggregate from a later part of the file."""
+        self.launch = self.launch or other.launch
+        self.start = self.start or other.start
+        self.end = other.end or self.end
+        self.batches += other.batches
+        self.ranks |= other.ranks
+        for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput"):
+            getattr(self, name).merge(getattr(other, name))
+
+    def summary(self) -> RunSummary:
+        cfg = self.launch or LaunchConfig()
+        duration = (self.end - self.start).total_seconds() if self.start and self.end else None
+        return RunSummary(
+            file=self.file,
+            run=self.run,
+            start=self.start,
+            end=self.end,
+            duration_s=duration,
+            model=cfg.model_path,
+            spec_algorithm=cfg.spec_algorithm,
+            spec_num_steps=cfg.spec_num_steps,
+            spec_eagle_topk=cfg.spec_eagle_topk,
+            spec_num_draft_tokens=cfg.spec_num_draft_tokens,
+            batches=self.batches,
+            ranks=len(self.ranks),
+            accept_len_mean=self.accept_len.mean,
+            accept_len_p10=self.accept_len.quantile(0.1),
+            accept_len_p50=self.accept_len.quantile(0.5),
+            accept_len_p90=self.accept_len.quantile(0.9),
+            accept_rate_mean=self.accept_rate.mean,
+            draft_accept_rate_mean=self.draft_accept_rate.mean,
+            gen_throughput_mean=self.gen_throughput.mean,
+        )
+
+
+class Stats:
+    """Runs of every file fed so far, in order of appearance."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str, int], RunStats] = {}
+
+    def update(self, records: Iterable[Record]) -> None:
+        for r in records:
+            key = (r.file, r.run)
+            run = self.runs.get(key)
+            if run is None:
+                run = self.runs[key] = RunStats(r.file, r.run)
+            if isinstance(r, ServerLaunch):
+                run.launch = r.config
+                run.start = r.timestamp or run.start
+            elif isinstance(r, DecodeStats):
+                run.add(r)
+
+    def merge(self, other: Stats) -> None:
+        """Fold in the aggregate of a later part of the same files."""
+        for key, run in other.runs.items():
+            mine = self.runs.get(key)
+            if mine is None:
+                self.runs[key] = run
+            else:
+                mine.merge(run)
+
+    def summaries(self) -> list[RunSummary]:
+        """Every launch, plus a run 0 where decode lines came before any launch."""
+        return [s.summary() for s in self.runs.values() if s.run > 0 or s.batches]
