@@ -7,6 +7,7 @@ another one that happens to come first) and yield every expected value.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import regex
@@ -63,7 +64,7 @@ def _values(record: Any) -> dict[str, Any]:
 def _compare(g: Grammar, where: str, got: dict[str, Any], expect: dict[str, Any]) -> None:
     for key, want in expect.items():
         have = got.get(key)
-        if hasattr(have, "isoformat") and isinstance(want, str):
+        if isinstance(have, datetime) and isinstance(want, str):
             have = have.isoformat()
         if have != want:
             raise GrammarError(str(g.path), f"{where}.expect.{key}", f"expected {want!r}, got {have!r}")

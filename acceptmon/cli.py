@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -73,7 +73,12 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _grammar_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--grammar", action="append", default=[], type=Path, metavar="FILE", help="extra grammar file (repeatable)"
+        "--grammar",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="extra grammar file (repeatable)",
     )
 
 
@@ -117,7 +122,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     out: IO[bytes]
     if args.output:
         try:
-            out = open(args.output, "wb")  # noqa: SIM115 - closed below
+            out = open(args.output, "wb")
         except OSError as exc:
             raise InputError(args.output, f"cannot write: {exc.strerror}") from None
     else:
@@ -215,7 +220,7 @@ def _duration(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def _progress_printer() -> object:
+def _progress_printer() -> Callable[[Progress], None] | None:
     if not sys.stderr.isatty():
         return None
     started = time.monotonic()

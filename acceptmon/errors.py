@@ -1,8 +1,8 @@
 """Errors that reach the user as one line, never as a traceback.
 
-    AcceptmonError
-    ├── GrammarError   a grammar file is unreadable, off-schema or fails its samples
-    └── InputError     a log file or argument cannot be used
+AcceptmonError
+├── GrammarError   a grammar file is unreadable, off-schema or fails its samples
+└── InputError     a log file or argument cannot be used
 """
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def read_grammar_file(path: Path) -> GrammarFile:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "-"
-        raise GrammarError(str(path), key, err["msg"]) from None
+        raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
 
 
 def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True) -> GrammarSet:
@@ -262,7 +262,9 @@ def _check_declarations(g: Grammar) -> None:
     if groups != declared:
         missing, undeclared = sorted(declared - groups), sorted(groups - declared)
         raise GrammarError(
-            where, "fields", f"named groups and declared fields differ: undeclared {undeclared}, missing {missing}"
+            where,
+            "fields",
+            f"named groups and declared fields differ: undeclared {undeclared}, missing {missing}",
         )
     if spec.kind == "envelope":
         unknown = sorted(declared - ENVELOPE_FIELDS)

@@ -20,7 +20,7 @@ from multiprocessing.pool import AsyncResult
 from typing import Any, Generic, Protocol, TypeVar
 
 from acceptmon.grammar import GrammarSet
-from acceptmon.parse import ParseState, Parser, Tally
+from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
 from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
 
@@ -83,7 +83,11 @@ def run(
 
 
 def _run_sequential(
-    path: str, grammars: GrammarSet, job: Job[T], progress: Progress, on_progress: Callable[[Progress], None] | None
+    path: str,
+    grammars: GrammarSet,
+    job: Job[T],
+    progress: Progress,
+    on_progress: Callable[[Progress], None] | None,
 ) -> Tally:
     parser = Parser(grammars, path)
     with open_log(path) as stream:

@@ -8,6 +8,7 @@ It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import sys
 from collections.abc import Iterator
@@ -67,7 +68,7 @@ def open_log(path: str) -> Iterator[BinaryIO]:
             raise InputError(path, f"not a valid gzip file ({exc})") from None
         raise InputError(path, exc.strerror or str(exc)) from None
     except EOFError:
-        raise InputError(path, "gzip file ends early (truncated)") from None
+        raise InputError(path, "not a valid gzip file (it ends early: truncated)") from None
 
 
 def iter_blocks(
@@ -134,4 +135,4 @@ def split_ranges(path: str, parts: int, *, min_size: int = BLOCK_SIZE) -> list[t
             if cuts[-1] < pos < size:
                 cuts.append(pos)
     cuts.append(size)
-    return list(zip(cuts, cuts[1:], strict=False))
+    return list(itertools.pairwise(cuts))

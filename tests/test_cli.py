@@ -1,0 +1,188 @@
+"""The acceptmon command as a user runs it: real processes, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from acceptmon import pipeline
+from acceptmon.cli import _TableJob, main
+from acceptmon.pipeline import run
+from acceptmon.sinks.table import COLUMNS
+from tests.conftest import GOLDEN, ROOT, SAMPLES
+
+SEED = SAMPLES / "seed_eagle3_moe.log"
+DECODE = (
+    b"[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, accept len: 2.85, "
+    b"accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\n"
+)
+
+
+def acceptmon(*args, stdin=None, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "acceptmon", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_parse_csv_columns_and_summary(tmp_path):
+    out = tmp_path / "out.csv"
+    p = acceptmon("parse", SEED, "-o", out)
+    assert p.returncode == 0, p.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert list(rows[0])[: len(COLUMNS)] == list(COLUMNS)
+    assert len(rows) == 384
+    assert rows[0]["rank"] == "DP0 TP0 EP0" and rows[0]["run"] == "1" and rows[0]["spec_algorithm"] == "EAGLE3"
+    summary = p.stderr.decode().strip().splitlines()[-1]
+    assert "668 lines read, 384 decode records" in summary
+    assert "5 launch lines" in summary and "0 unrecognized" in summary
+
+
+def test_parse_jsonl_from_suffix_matches_golden(tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert acceptmon("parse", "sample_logs/old_0.4.4.log", "-o", out).returncode == 0
+    assert out.read_text() == (GOLDEN / "old_0.4.4.jsonl").read_text()
+
+
+def test_parse_gz_stdin_and_several_files(tmp_path):
+    gz = tmp_path / "old.log.gz"
+    gz.write_bytes(gzip.compress((SAMPLES / "old_0.4.4.log").read_bytes()))
+    p = acceptmon("parse", gz, "-", "--format", "jsonl", stdin=DECODE * 2)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.decode().splitlines()]
+    assert len(rows) == 52
+    assert {r["file"] for r in rows} == {str(gz), "-"}
+    assert [r["line"] for r in rows[-2:]] == [1, 2]
+
+
+def test_runs_json_keys(tmp_path):
+    p = acceptmon("runs", SEED, "--format", "json")
+    runs = json.loads(p.stdout)
+    assert [r["run"] for r in runs] == [1, 2, 3, 4, 5]
+    for key in (
+        "run",
+        "spec_algorithm",
+        "spec_num_steps",
+        "spec_num_draft_tokens",
+        "batches",
+        "accept_len_mean",
+    ):
+        assert key in runs[0]
+    assert runs[0]["accept_len_mean"] < 1.2 < 2.75 < runs[1]["accept_len_mean"]
+
+
+def test_runs_table_reads_as_a_sweep():
+    p = acceptmon("runs", SEED)
+    lines = p.stdout.decode().splitlines()
+    assert lines[0].split()[:5] == ["file", "run", "start", "model", "spec"]
+    assert len(lines) == 6
+    assert "EAGLE3" in lines[1] and "Qwen3-30B-A3B" in lines[1]
+
+
+def test_grammars_list_and_check(tmp_path):
+    p = acceptmon("grammars")
+    assert p.returncode == 0 and b"sglang_decode" in p.stdout
+    good = acceptmon("grammars", "check", ROOT / "tests/data/bad_grammars/../../../grammars/sglang_decode.toml")
+    assert good.returncode == 2 and b"already loaded" in good.stderr
+    bad = acceptmon("grammars", "check", ROOT / "tests/data/bad_grammars/wrong_value.toml")
+    ok = tmp_path / "ok.toml"
+    ok.write_text(
+        (ROOT / "tests/data/bad_grammars/wrong_value.toml")
+        .read_text()
+        .replace("9.99", "2.85")
+        .replace("priority = 1", "priority = 200")
+    )
+    fine = acceptmon("grammars", "check", ok)
+    assert fine.returncode == 0 and fine.stdout.decode().strip() == f"{ok}: ok"
+    assert bad.returncode == 2
+    assert bad.stderr.decode().strip().endswith("samples.0.expect.accept_len: expected 9.99, got 2.85")
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda d: d / "missing.log", "no such file"),
+        (lambda d: d, "is a directory"),
+        (lambda d: _bad_gzip(d), "not a valid gzip file"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, make, words):
+    path = make(tmp_path)
+    p = acceptmon("parse", path)
+    err = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 2
+    assert len(err) == 1 and "Traceback" not in p.stderr.decode()
+    assert err[0].startswith(f"acceptmon: error: {path}: ") and words in err[0]
+
+
+def test_bad_grammar_option_is_one_line(tmp_path):
+    p = acceptmon("parse", SEED, "--grammar", ROOT / "tests/data/bad_grammars/bad_regex.toml")
+    assert p.returncode == 2
+    assert p.stderr.decode().count("\n") == 1 and "pattern: does not compile" in p.stderr.decode()
+
+
+def test_huge_line_random_bytes_and_invalid_utf8(tmp_path):
+    log = tmp_path / "hostile.log"
+    with log.open("wb") as f:
+        f.write(DECODE)
+        f.write(b"x" * (10 << 20) + b"Decode batch" + b"\n")  # 10 MB line
+        f.write(os.urandom(4096).replace(b"\n", b" ") + b"\n")
+        f.write(b"\xff\xfe invalid \x80 utf-8\n")
+        f.write(DECODE)
+    p = acceptmon("parse", log, "--format", "jsonl")
+    assert p.returncode == 0
+    assert [json.loads(line)["line"] for line in p.stdout.decode().splitlines()] == [1, 5]
+    assert "1 oversized" in p.stderr.decode()
+
+
+def test_parallel_output_is_identical_to_sequential(tmp_path, grammars, monkeypatch):
+    big = tmp_path / "big.log"
+    data = SEED.read_bytes()
+    big.write_bytes(data * 40)  # 5 MB, 200 launches, cut into many ranges
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 18)
+    outs = []
+    for jobs in (1, 2):
+        buf = io.BytesIO()
+        result = run([str(big)], grammars, _TableJob("csv", buf), jobs=jobs)
+        outs.append((buf.getvalue(), dict(result.tally.kinds), result.tally.accept_noise))
+    assert outs[0] == outs[1]
+    assert outs[0][1]["decode"] == 384 * 40
+    last = outs[0][0].decode().splitlines()[-1].split(",")
+    assert last[1] == str(668 * 40) and last[15] == "200"  # line number and run index carried across ranges
+
+
+def test_unreadable_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "secret.log"
+    path.write_bytes(DECODE)
+    path.chmod(0)
+    if os.access(path, os.R_OK):  # root reads anything: make open() fail as it does for a user
+        real_open = open
+
+        def refuse(file, *a, **k):
+            if str(file) == str(path):
+                raise PermissionError(13, "Permission denied", str(file))
+            return real_open(file, *a, **k)
+
+        monkeypatch.setattr("builtins.open", refuse)
+    assert main(["parse", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"acceptmon: error: {path}: Permission denied"] or err == [
+        f"acceptmon: error: {path}: permission denied"
+    ]
+
+
+def _bad_gzip(d):
+    p = d / "broken.log.gz"
+    p.write_bytes(gzip.compress(DECODE * 1000)[:200])
+    return p

@@ -1,0 +1,70 @@
+"""Grammar files: the shipped ones load; each bad file fails with file, key and reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from acceptmon.errors import GrammarError
+from acceptmon.grammar import builtin_grammar_dir, load_grammars
+
+BAD = Path(__file__).parent / "data" / "bad_grammars"
+
+
+def test_builtin_grammars_load_with_all_samples(grammars):
+    names = [g.name for g in grammars.all]
+    assert names[:3] == ["sglang_envelope", "python_logging_envelope", "bare_envelope"]
+    assert {"sglang_decode", "sglang_prefill", "sglang_launch", "sglang_launch_dict"} <= set(names)
+    decode = next(g for g in grammars.records if g.name == "sglang_decode")
+    assert len(decode.spec.samples) >= 15
+
+
+@pytest.mark.parametrize(
+    ("filename", "key", "words"),
+    [
+        ("not_toml.toml", "-", "not valid TOML"),
+        ("bad_regex.toml", "pattern", "does not compile"),
+        ("undeclared_group.toml", "fields", "undeclared ['queue']"),
+        ("unknown_field.toml", "keys.accept len", "'acceptance' is not a field of decode records"),
+        ("sample_mismatch.toml", "samples.0", "does not match"),
+        ("wrong_value.toml", "samples.0.expect.accept_len", "expected 9.99, got 2.85"),
+        ("counter_matches.toml", "counter_samples.0", "must not match"),
+        ("extra_key.toml", "colour", "Extra inputs are not permitted"),
+        ("no_samples.toml", "samples", "at least 1 item"),
+        ("no_anchor.toml", "anchor", "needs a literal anchor"),
+    ],
+)
+def test_bad_grammar_names_file_key_and_reason(filename, key, words):
+    path = BAD / filename
+    with pytest.raises(GrammarError) as info:
+        load_grammars([path])
+    err = info.value
+    assert err.file == str(path)
+    assert err.key == key
+    assert words in err.reason
+    assert str(err).startswith(f"{path}: {key}: ")
+
+
+def test_duplicate_name_is_refused():
+    with pytest.raises(GrammarError, match="already loaded"):
+        load_grammars([builtin_grammar_dir() / "sglang_decode.toml"])
+
+
+def test_user_grammar_adds_a_family(tmp_path):
+    g = tmp_path / "mine.toml"
+    g.write_text(
+        """
+name = "custom_decode"
+record = "decode"
+anchor = "DECODE"
+pattern = '''DECODE al=(?P<accept_len>[\\d.]+)'''
+[fields]
+accept_len = { kind = "float" }
+[[samples]]
+line = "[2026-01-01 00:00:00 TP3] DECODE al=2.50"
+expect = { accept_len = 2.5, rank = "TP3" }
+"""
+    )
+    gset = load_grammars([g])
+    assert gset.records[-1].name == "custom_decode"

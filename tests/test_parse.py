@@ -1,0 +1,288 @@
+"""Parser: every variant in the reference, the noise a naive grep hits, and robustness."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acceptmon.parse import Parser, ParseState
+from acceptmon.records import DecodeStats, LaunchConfig, PrefillStats, ServerLaunch, build
+
+# (line, expected subset of decode fields) — one row per documented variant
+DECODE_VARIANTS = [
+    (  # D0 0.4.1 spec off: a baseline record with null accept fields
+        "[2025-01-07 20:16:05 TP0] Decode batch. #running-req: 64, #token: 21504, token usage: 0.05, "
+        "gen throughput (token/s): 5123.77, #queue-req: 0",
+        {
+            "rank": "TP0",
+            "running_req": 64,
+            "accept_len": None,
+            "accept_rate": None,
+            "gen_throughput": 5123.77,
+        },
+    ),
+    (  # D1 0.4.3
+        "[2025-02-20 10:00:00 TP0] Decode batch. #running-req: 8, #token: 3180, token usage: 0.01, "
+        "accept len: 3.42, gen throughput (token/s): 655.31, #queue-req: 0",
+        {"accept_len": 3.42, "num_tokens": 3180},
+    ),
+    (  # D2 0.4.4 largest-len and trailing separator, spec off (verbatim)
+        "[2025-03-14 02:16:14 TP0] Decode batch. #running-req: 509, #token: 180776, token usage: 0.43, "
+        "gen throughput (token/s): 7897.87, largest-len: 0, #queue-req: 0, ",
+        {"running_req": 509, "queue_req": 0, "token_usage": 0.43, "extra": {"largest-len": "0"}},
+    ),
+    (  # D3 0.4.5
+        "[2025-04-10 09:00:00 TP0] Decode batch. #running-req: 16, #token: 7040, token usage: 0.03, "
+        "accept len: 3.10, gen throughput (token/s): 1210.52, #queue-req: 0, ",
+        {"accept_len": 3.1, "gen_throughput": 1210.52},
+    ),
+    (  # D4 0.4.6 pre-allocated usage must not be read as token usage
+        "[2025-05-05 09:00:00 TP0] Decode batch. #running-req: 16, #token: 7040, token usage: 0.03, "
+        "accept len: 3.10, pre-allocated usage: 0.05, gen throughput (token/s): 1210.52, #queue-req: 0",
+        {"token_usage": 0.03, "pre_allocated_usage": 0.05},
+    ),
+    (  # D5 empty rank prefix at tp=1
+        "[2025-06-01 12:00:00] Decode batch. #running-req: 16, #token: 7040, token usage: 0.03, accept len: 3.10, "
+        "cuda graph: True, gen throughput (token/s): 1210.52, #queue-req: 0",
+        {"rank": None, "cuda_graph": True},
+    ),
+    (  # D5 0.4.9 SWA full=/swa=
+        "[2025-07-01 12:00:00 TP0] Decode batch. #running-req: 4, #token: full=8192, swa=4096, token usage: "
+        "full=0.05, swa=0.12, accept len: 2.90, cuda graph: True, gen throughput (token/s): 310.22, #queue-req: 0",
+        {"num_tokens": 8192, "token_usage": 0.05, "accept_len": 2.9},
+    ),
+    (  # D6 TP EP prefix with trailing separator
+        "[2025-08-20 12:00:00 TP0 EP0] Decode batch. #running-req: 24, #token: 20480, token usage: 0.10, "
+        "accept len: 3.21, cuda graph: True, gen throughput (token/s): 1830.40, #queue-req: 0, ",
+        {"rank": "TP0 EP0", "accept_len": 3.21, "queue_req": 0},
+    ),
+    (  # D7 0.5.4 iteration number
+        "[2025-10-20 12:00:00 TP0] Decode batch [5120], #running-req: 8, #token: 4000, token usage: 0.02, "
+        "accept len: 3.05, accept rate: 0.76, cuda graph: True, gen throughput (token/s): 700.12, #queue-req: 0, ",
+        {"iteration": 5120, "accept_rate": 0.76},
+    ),
+    (  # D8 DP PP TP EP order
+        "[2025-12-01 12:00:00 DP0 PP0 TP0 EP0] Decode batch, #running-req: 8, #token: 4000, token usage: 0.02, "
+        "accept len: 3.05, accept rate: 0.76, cuda graph: True, gen throughput (token/s): 700.12, #queue-req: 0, ",
+        {"rank": "DP0 PP0 TP0 EP0"},
+    ),
+    (  # D8 ms timestamp and iterations
+        "[2025-12-01 12:00:00.481 TP0] Decode batch [20480], #running-req: 8, #token: 4000, token usage: 0.02, "
+        "accept len: 3.05, accept rate: 0.76, cuda graph: True, gen throughput (token/s): 700.12, #queue-req: 0, ",
+        {"timestamp": datetime(2025, 12, 1, 12, 0, 0, 481000), "iteration": 20480},
+    ),
+    (  # D10 verbatim NPU
+        "[2026-07-21 15:00:13 TP0 EP0] Decode batch, #running-req: 24, #token: 233600, token usage: 0.66, "
+        "accept len: 3.05, accept rate: 0.68, npu graph: True, gen throughput (token/s): 239.06, #queue-req: 2",
+        {"cuda_graph": True, "queue_req": 2, "accept_rate": 0.68},
+    ),
+    (  # D10 verbatim PD decode
+        "[2026-08-14 14:02:47 TP0] Decode batch, #running-req: 3, #token: 266624, token usage: 0.43, accept len: "
+        "1.67, accept rate: 0.13, pre-allocated usage: 0.22, #prealloc-req: 0, #transfer-req: 1, #retracted-req: 0, "
+        "cuda graph: True, gen throughput (token/s): 183.10, #queue-req: 0",
+        {"accept_len": 1.67, "transfer_req": 1, "pre_allocated_usage": 0.22, "token_usage": 0.43},
+    ),
+    (  # D10 spec off, verbatim
+        "[2026-04-08 14:05:21 TP0] Decode batch, #running-req: 5, #token: 20800, token usage: 0.29, cuda graph: "
+        "True, gen throughput (token/s): 144.95, #queue-req: 0",
+        {"accept_len": None, "gen_throughput": 144.95},
+    ),
+    (  # D11 est uncap acc len holds ', ' inside its value
+        "[2026-09-01 12:00:00 TP0] Decode batch, #running-req: 8, #token: 4000, token usage: 0.02, accept len: 3.05, "
+        "accept rate: 0.68, cap len: 3.40, block accept len: 3.20, est uncap acc len: 3.31 [3.12, 3.50], cuda graph: "
+        "True, gen throughput (token/s): 700.12, #queue-req: 0, fwd occupancy: 91.20%, fwd+idle occupancy: 99.80%",
+        {
+            "est_uncap_accept_len": 3.31,
+            "cuda_graph": True,
+            "extra": {"fwd occupancy": "91.20%", "fwd+idle occupancy": "99.80%"},
+        },
+    ),
+    (  # Ray actor prefix
+        "(SchedulerActor pid=4242, ip=10.0.0.5) [2025-12-01 12:00:00 DP0 TP0] Decode batch, #running-req: 8, "
+        "#token: 4000, token usage: 0.02, accept len: 3.05, accept rate: 0.76, cuda graph: True, "
+        "gen throughput (token/s): 700.12, #queue-req: 0, ",
+        {"rank": "DP0 TP0", "accept_len": 3.05},
+    ),
+    (  # ANSI colour codes around the prefix, CRLF line end
+        "\x1b[32m[2026-02-26 14:09:45 TP0]\x1b[0m Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\r",
+        {"accept_len": 2.85, "queue_req": 0},
+    ),
+    (  # a future field SGLang has not released: kept in extra, the rest still read
+        "[2027-01-01 00:00:00 DP0 SP1 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: 2.85, draft tree depth: 4, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0",
+        {"rank": "DP0 SP1 TP0", "accept_len": 2.85, "extra": {"draft tree depth": "4"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "expect"), DECODE_VARIANTS)
+def test_decode_variants(parser, line, expect):
+    record = parser.parse_line(line)
+    assert isinstance(record, DecodeStats)
+    for key, value in expect.items():
+        assert getattr(record, key) == value, key
+
+
+NOISE = [
+    "[2026-03-01 11:59:00] server_args=ServerArgs(speculative_accept_threshold_single=1.0, "  # truncated dump
+    "speculative_accept_threshold_acc=1.0",
+    "[2026-03-01 12:30:00 TP0] avg_spec_accept_length=3.0521",
+    "[2026-03-01 12:30:01] Finish: obj=GenerateReqInput(rid='57'), out={'meta_info': {'spec_accept_rate': 0.61, "
+    "'spec_accept_length': 2.83, 'spec_verify_ct': 147}}",
+    "[2026-03-01 12:30:02 TP0] Grammar accept_token failed for req 57 with token 151643: invalid token",
+    "[2026-03-01 12:30:03 TP0] Some requests timed out when bootstrapping. If a greater mean TTFT is acceptable, "
+    "you can 'export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600'",
+    "[2026-09-01 12:00:01 TP0] DFLASH Triton accept/bonus failed; falling back to eager path: out of resources",
+    "Accept length:                           3.05      ",
+    "Mean accept length (bench_serving): 2.85, accept rate: 0.47",
+    '$ grep "Decode batch" server.log | grep "accept len: 1.12"',
+    "i={i}, req={req}\\naccept_index=tensor([[0, 1, 2]])",
+    'My log says "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, accept len: 1.12" after the upgrade',
+    "> [2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, accept len: 1.12, #queue-req: 0",
+    '[2025-01-07 20:16:02] INFO:     127.0.0.1:41452 - "GET /get_model_info HTTP/1.1" 200 OK',
+    "[2025-12-01 12:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 512, #cached-token: 64, token usage: 0.01, "
+    "#running-req: 3, #queue-req: 0, ",
+]
+
+
+@pytest.mark.parametrize("line", NOISE)
+def test_noise_yields_no_decode_record(parser, line):
+    record = parser.parse_line(line)
+    assert not isinstance(record, DecodeStats)
+
+
+def test_noise_accept_lines_are_counted(parser):
+    text = "\n".join(NOISE) + "\n"
+    parser.feed(text.encode())
+    k = parser.tally.kinds
+    assert k["decode"] == 0
+    assert k["prefill"] == 1
+    assert k["unrecognized"] == 1  # the truncated server_args dump starts like a launch line
+    # every NOISE line but the access line, the prefill line and 'Accept length:' contains 'accept'
+    assert parser.tally.accept_noise == 11
+
+
+def test_unrecognized_stats_like_line_is_counted_and_kept(parser):
+    parser.feed(b"[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, accept len: two\nok\n")
+    assert parser.tally.kinds["unrecognized"] == 1
+    assert parser.tally.kinds["other"] == 1
+    assert parser.tally.unrecognized[0][:2] == ("test.log", 1)
+
+
+def test_prefill_record(parser):
+    r = parser.parse_line(
+        "[2026-07-21 15:00:13 TP0 EP0] Prefill batch, #new-seq: 8, #new-token: 54400, #cached-token: 482304, "
+        "token usage: 0.66, #running-req: 16, #queue-req: 2, #pending-token: 0, npu graph: False, "
+        "input throughput (token/s): 2793.64"
+    )
+    assert isinstance(r, PrefillStats)
+    assert (r.new_seq, r.new_token, r.cached_token, r.running_req, r.queue_req) == (8, 54400, 482304, 16, 2)
+    assert r.input_throughput == 2793.64
+
+
+def test_launch_starts_a_run_and_normalizes_accept_rate(parser):
+    lines = [
+        "[2026-02-26 14:00:00 TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.01, accept len: 2.00, "
+        "gen throughput (token/s): 1.0, #queue-req: 0",
+        "[2026-02-26 14:00:01] server_args=ServerArgs(model_path='org/m', tp_size=8, cuda_graph_bs=[1, 2], "
+        "speculative_algorithm='EAGLE3', speculative_num_steps=3, speculative_eagle_topk=1, "
+        "speculative_num_draft_tokens=4, speculative_accept_threshold_single=1.0)",
+        "[2026-02-26 14:00:02 TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.01, accept len: 2.85, "
+        "accept rate: 0.47, gen throughput (token/s): 1.0, #queue-req: 0",
+    ]
+    records = parser.feed(("\n".join(lines) + "\n").encode())
+    before, launch, after = records
+    assert isinstance(launch, ServerLaunch)
+    assert launch.config.model_path == "org/m"
+    assert launch.config.tp_size == 8
+    assert launch.config.extra["cuda_graph_bs"] == "[1, 2]"
+    assert launch.config.extra["speculative_accept_threshold_single"] == 1.0
+    assert (before.run, before.draft_accept_rate, before.spec_algorithm) == (0, None, None)
+    assert (after.run, after.spec_algorithm, after.spec_num_steps, after.spec_num_draft_tokens) == (
+        1,
+        "EAGLE3",
+        3,
+        4,
+    )
+    assert after.draft_accept_rate == round(1.85 / 3, 4)
+    assert after.accept_rate == 0.47  # as logged, whatever its version's definition
+
+
+@pytest.mark.parametrize(
+    ("config", "tokens"),
+    [
+        ({"spec_algorithm": "EAGLE", "spec_num_steps": 3, "spec_eagle_topk": 1}, 4),  # chain: steps + 1
+        (
+            {
+                "spec_algorithm": "EAGLE",
+                "spec_num_steps": 5,
+                "spec_eagle_topk": 8,
+                "spec_num_draft_tokens": 64,
+            },
+            64,
+        ),
+        ({"spec_algorithm": "EAGLE", "spec_num_steps": 5, "spec_eagle_topk": 4}, None),  # tree, size unknown
+        ({"spec_algorithm": None, "spec_num_steps": 5, "spec_num_draft_tokens": 64}, None),  # spec off
+    ],
+)
+def test_draft_tokens(config, tokens):
+    assert LaunchConfig(**config).draft_tokens == tokens
+
+
+def test_state_carries_line_and_run(grammars):
+    p = Parser(
+        grammars,
+        "f",
+        ParseState(line=100, run=2, launch=LaunchConfig(spec_algorithm="EAGLE", spec_num_steps=1)),
+    )
+    r = p.parse_line(
+        "[2026-02-26 14:00:02 TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.01, accept len: 1.50, "
+        "gen throughput (token/s): 1.0, #queue-req: 0"
+    )
+    assert (r.line, r.run, r.draft_accept_rate) == (101, 2, 0.5)
+
+
+def test_built_record_equals_validated_record(parser):
+    for line, _ in DECODE_VARIANTS:
+        fast = parser.parse_line(line)
+        assert fast == DecodeStats.model_validate(fast.model_dump())
+    assert build(DecodeStats, {"line": 3}) == DecodeStats(line=3)
+
+
+def test_line_numbers_count_every_line(parser):
+    block = b"a\n\nb\n[2026-02-26 14:00:02 TP0] Decode batch, #running-req: 1, #token: 1, #queue-req: 0\nc"
+    (r,) = parser.feed(block)
+    assert r.line == 4
+    assert parser.line == 5
+    assert parser.tally.lines == 5
+
+
+def test_invalid_utf8_and_random_bytes_do_not_hide_good_lines(parser):
+    good = b"[2026-02-26 14:00:02 TP0] Decode batch, #running-req: 1, #token: 1, accept len: 2.00, #queue-req: 0\n"
+    block = b"\xff\xfe\x00garbage\x80\n" + good + b"Decode batch\xff\xfe #running\n" + good
+    records = parser.feed(block)
+    assert [r.line for r in records] == [2, 4]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=400))
+def test_parse_never_raises_on_text(grammars, text):
+    p = Parser(grammars, "fuzz")
+    stats_like = "[2026-02-26 14:00:02 TP0] Decode batch, #running-req: " + text
+    for chunk in (text, stats_like):
+        data = chunk.encode("utf-8", "surrogatepass")
+        p.feed(data)
+    expected = sum(c.count("\n") + (0 if not c or c.endswith("\n") else 1) for c in (text, stats_like))
+    assert p.line == p.tally.lines == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=600))
+def test_parse_never_raises_on_bytes(grammars, data):
+    p = Parser(grammars, "fuzz")
+    p.feed(data)
+    assert p.line == data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)

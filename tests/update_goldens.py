@@ -1,0 +1,26 @@
+"""Rewrite tests/golden/*.jsonl from sample_logs/*.log (run from the repo root; review the diff)."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+from acceptmon.cli import _TableJob
+from acceptmon.grammar import load_grammars
+from acceptmon.pipeline import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def golden_text(log: Path) -> bytes:
+    out = io.BytesIO()
+    run([os.path.relpath(log, ROOT)], load_grammars(), _TableJob("jsonl", out))
+    return out.getvalue()
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    for log in sorted((ROOT / "sample_logs").glob("*.log")):
+        (ROOT / "tests" / "golden" / f"{log.stem}.jsonl").write_bytes(golden_text(log))
+        print("wrote", log.stem)
