@@ -85,6 +85,8 @@ def _grammar_option(p: argparse.ArgumentParser) -> None:
 class _TableJob:
     """Format decode records (in workers too) and write them in order."""
 
+    records_wanted = frozenset({"decode"})
+
     def __init__(self, fmt: TableFormat, out: IO[bytes]) -> None:
         self.fmt, self.out, self.records = fmt, out, 0
 
@@ -99,6 +101,8 @@ class _TableJob:
 
 class _StatsJob:
     """Aggregate records per run (in workers too) and merge in order."""
+
+    records_wanted = frozenset({"decode"})
 
     def __init__(self) -> None:
         self.stats = Stats()

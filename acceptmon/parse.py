@@ -24,7 +24,7 @@ from typing import Any
 
 import regex
 
-from acceptmon.grammar import Converter, Grammar, GrammarSet
+from acceptmon.grammar import Converter, Grammar, GrammarSet, _to_timestamp
 from acceptmon.records import DecodeStats, LaunchConfig, LineKind, PrefillStats, Record, ServerLaunch, build
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -65,8 +65,17 @@ class Tally:
 class Parser:
     """Parses the lines of one file, in order."""
 
-    def __init__(self, grammars: GrammarSet, file: str = "", state: ParseState | None = None) -> None:
+    def __init__(
+        self,
+        grammars: GrammarSet,
+        file: str = "",
+        state: ParseState | None = None,
+        *,
+        records: frozenset[str] = frozenset({"decode", "prefill", "launch"}),
+    ) -> None:
+        """Start a parser at ``state``; ``records`` are the kinds built (others are only counted)."""
         self.grammars = grammars
+        self.wanted = records | {"launch"}  # launches carry run state: always built
         self.file = file
         state = state or ParseState()
         self.line = state.line
@@ -140,12 +149,18 @@ class Parser:
         """Match one line against the grammars whose anchor it contains."""
         if "\x1b" in text:
             text = ANSI.sub("", text)
-        text = text.rstrip("\r")
-        candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
+        if text.endswith("\r"):
+            text = text.rstrip("\r")
+        anchors = self._anchors
+        candidates = anchors[0][2] if len(anchors) == 1 or anchors[0][0] in text and anchors[1][0] not in text else [
+            g for a, _, gs in anchors if a in text for g in gs
+        ]
         for g in candidates:
             m = g.regex.match(text) if g.regex else None
             if m is None:
                 continue
+            if g.spec.record not in self.wanted:
+                return g.spec.record, None  # type: ignore[return-value]
             try:
                 record = self._build(g, m)
             except (ValueError, SyntaxError):
@@ -190,16 +205,16 @@ class Parser:
 
     def _build(self, g: Grammar, m: regex.Match[str]) -> Record:
         values: dict[str, Any] = {"file": self.file, "line": self.line, "server": g.spec.server}
-        groups = m.groupdict()
-        for name, conv in self.grammars.envelope_fields.items():
-            raw = groups.get(name)
-            if raw is not None and name in ("timestamp", "rank"):
-                values[name] = conv(raw)
+        ts, rank = m.group("timestamp", "rank")
+        if ts is not None:
+            values["timestamp"] = _to_timestamp(ts)
+        if rank:
+            values["rank"] = " ".join(rank.split())
         for name, conv in g.fields.items():
-            raw = groups.get(name)
+            raw = m.group(name)
             if raw is not None:
                 values[conv.field] = conv(raw)
-        body = groups.get("body")
+        body = m.group("body") if g.spec.body != "none" else None
         record_type = g.spec.record
         if record_type == "launch":
             return self._launch(g, body or "", values)
@@ -240,13 +255,38 @@ class Parser:
 
 
 def _read_pairs(body: str, keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]) -> None:
-    """Read ``key: value, key: value`` where a value may itself contain ', '.
+    """Read ``key: value, key: value`` at known keys, in any order.
 
-    A piece starts a new pair only if its key is known or looks like a key;
-    anything else continues the previous value (``est uncap acc len: 3.3 [3.1, 3.5]``).
+    Fast path: every piece is one pair. A piece without ``: `` means a value itself
+    holds ', ' (``est uncap acc len: 3.3 [3.1, 3.5]``, ``#token: full=1, swa=2``);
+    then the careful reader reads the body instead.
     """
+    pieces = body.rstrip(", \t").split(", ")
+    found: dict[str, Any] = {}
+    unknown: dict[str, str] = {}
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if not sep:
+            _read_pairs_careful(pieces, keys, values, extra)
+            return
+        conv = keys.get(key)
+        if conv is None:
+            unknown[key] = value
+        elif not (conv.fallback and conv.field in found):
+            try:
+                found[conv.field] = conv.convert(value)
+            except ValueError:
+                found[conv.field] = conv(value)
+    values.update(found)
+    extra.update(unknown)
+
+
+def _read_pairs_careful(
+    pieces: list[str], keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
+) -> None:
+    """A piece starts a new pair only if its key is known or looks like a key."""
     pairs: list[list[str]] = []
-    for piece in body.rstrip(", \t").split(", "):
+    for piece in pieces:
         key, sep, value = piece.partition(": ")
         if sep and (key in keys or _KEYLIKE.fullmatch(key)):
             pairs.append([key, value])

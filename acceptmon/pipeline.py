@@ -34,6 +34,9 @@ RANGE_BYTES = 16 << 20
 class Job(Protocol[T]):
     """What a pipeline run does with records."""
 
+    records_wanted: frozenset[str]
+    """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""
+
     def chunk(self, records: list[Record]) -> T:
         """Turn one chunk's records into a partial result (may run in a worker process)."""
         ...
@@ -89,7 +92,7 @@ def _run_sequential(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
 ) -> Tally:
-    parser = Parser(grammars, path)
+    parser = Parser(grammars, path, records=job.records_wanted)
     with open_log(path) as stream:
         for block in iter_blocks(stream):
             if block is OVERSIZED:
@@ -123,8 +126,8 @@ def _scan_range(task: tuple[str, int, int]) -> tuple[int, int, LaunchConfig | No
 
 def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
     path, start, end, state = task
-    parser = Parser(_WORKER["grammars"], path, state)
     job: Job[Any] = _WORKER["job"]
+    parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
     parts = []
     with open(path, "rb") as f:
         f.seek(start)
