@@ -102,13 +102,35 @@ def iter_blocks(
             carry = buf
         else:
             carry = buf[cut + 1 :]
-            yield buf[: cut + 1]
+            yield from split_oversized(buf[: cut + 1], max_line)
         if len(carry) > max_line:
             carry, skipping = b"", True
     if skipping:
         yield OVERSIZED
     elif carry:
-        yield carry + b"\n"
+        yield from split_oversized(carry + b"\n", max_line)
+
+
+def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Oversized]:
+    """Replace each complete line longer than ``max_line`` in ``block`` by OVERSIZED."""
+    if len(block) <= max_line:
+        return [block]
+    lines = block.split(b"\n")
+    if max(map(len, lines)) <= max_line:
+        return [block]
+    out: list[bytes | _Oversized] = []
+    keep: list[bytes] = []
+    for line in lines[:-1]:
+        if len(line) > max_line:
+            if keep:
+                out.append(b"\n".join(keep) + b"\n")
+                keep = []
+            out.append(OVERSIZED)
+        else:
+            keep.append(line)
+    if keep:
+        out.append(b"\n".join(keep) + b"\n")
+    return out
 
 
 def split_ranges(path: str, parts: int, *, min_size: int = BLOCK_SIZE) -> list[tuple[int, int]]:

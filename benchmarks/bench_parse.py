@@ -25,7 +25,7 @@ AWK = (
     "grep -F 'Decode batch' {log} | awk -F', ' '{{ for (i = 1; i <= NF; i++) {{ n = split($i, kv, \": \"); "
     'if (n == 2) v[kv[1]] = kv[2] }} print $1 "," v["accept len"] "," v["accept rate"] "," '
     'v["gen throughput (token/s)"] "," v["#running-req"] "," v["#queue-req"] "," v["token usage"] "," '
-    "v[\"#token\"] \",\" v[\"cuda graph\"]; delete v }}' > {out}"
+    'v["#token"] "," v["cuda graph"]; delete v }}\' > {out}'
 )
 
 
@@ -35,7 +35,9 @@ def generate(path: Path, megabytes: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
     from make_sample_logs import NOISE_WARNINGS, server_args
 
-    args = server_args("Qwen/Qwen3-30B-A3B", {"algo": "EAGLE3", "draft": "d/e3", "steps": 3, "topk": 1, "tokens": 4}, 8, 8, 8)
+    args = server_args(
+        "Qwen/Qwen3-30B-A3B", {"algo": "EAGLE3", "draft": "d/e3", "steps": 3, "topk": 1, "tokens": 4}, 8, 8, 8
+    )
     target = megabytes << 20
     size, sec = 0, 0
     with path.open("w") as f:

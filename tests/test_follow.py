@@ -1,0 +1,135 @@
+"""The follower through appends, partial lines, truncation, rotation and a late file (one case each)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from acceptmon.follow import Follower, watch
+from acceptmon.source import OVERSIZED
+
+
+class Lines:
+    def __init__(self):
+        self.lines: list[bytes] = []
+        self.oversized = 0
+
+    def __call__(self, block):
+        if block is OVERSIZED:
+            self.oversized += 1
+        else:
+            self.lines.extend(block.splitlines())
+
+
+def test_append_and_partial_line(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"a\nb")
+    got = Lines()
+    f = Follower(str(log), got)
+    f.poll_once()
+    assert got.lines == [b"a"]  # 'b' has no newline yet: held
+    with log.open("ab") as w:
+        w.write(b"c\nd\n")
+    f.poll_once()
+    assert got.lines == [b"a", b"bc", b"d"]
+
+
+def test_start_at_end(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"old\n")
+    got = Lines()
+    f = Follower(str(log), got, start=None)
+    f.poll_once()
+    with log.open("ab") as w:
+        w.write(b"new\n")
+    f.poll_once()
+    assert got.lines == [b"new"]
+
+
+def test_truncation_copytruncate(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"1\n2\n3\n")
+    got = Lines()
+    f = Follower(str(log), got)
+    f.poll_once()
+    log.write_bytes(b"4\n")  # truncated and rewritten, shorter than before
+    f.poll_once()
+    assert got.lines == [b"1", b"2", b"3", b"4"]
+    assert f.truncations == 1
+
+
+def test_rotation_drains_old_file_first(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"1\n")
+    got = Lines()
+    f = Follower(str(log), got)
+    f.poll_once()
+    with log.open("ab") as w:
+        w.write(b"2\n")  # written just before the rename: must not be lost
+    os.rename(log, tmp_path / "s.log.1")
+    log.write_bytes(b"3\n")
+    f.poll_once()
+    assert got.lines == [b"1", b"2", b"3"]
+    assert f.rotations == 1
+
+
+def test_delete_and_recreate(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"1\n")
+    got = Lines()
+    f = Follower(str(log), got)
+    f.poll_once()
+    log.unlink()
+    f.poll_once()
+    log.write_bytes(b"2\n")
+    f.poll_once()
+    assert got.lines == [b"1", b"2"]
+
+
+def test_missing_file_waits(tmp_path):
+    log = tmp_path / "later.log"
+    got = Lines()
+    f = Follower(str(log), got)
+    assert f.poll_once() == 0 and f.waiting
+    log.write_bytes(b"hello\n")
+    f.poll_once()
+    assert not f.waiting and got.lines == [b"hello"]
+
+
+def test_oversized_line_is_skipped_not_buffered(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"a\n" + b"x" * 5000 + b"\nb\n")
+    got = Lines()
+    f = Follower(str(log), got, max_line=1000)
+    f.poll_once()
+    assert got.lines == [b"a", b"b"] and got.oversized == 1
+
+
+def test_watch_wakes_on_append_quickly(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"")
+    got = Lines()
+    f = Follower(str(log), got)
+    stop = threading.Event()
+    t = threading.Thread(target=watch, args=([f], stop), daemon=True)
+    t.start()
+    time.sleep(0.3)
+    with log.open("ab") as w:
+        w.write(b"fresh\n")
+    deadline = time.monotonic() + 5
+    while not got.lines and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    t.join(timeout=5)
+    assert got.lines == [b"fresh"]
+
+
+def test_complete_oversized_line_in_one_block_is_counted_by_the_reader_too(tmp_path):
+    import io
+
+    from acceptmon.source import iter_blocks
+
+    data = b"a\n" + b"x" * 5000 + b"\nb\n"
+    out = list(iter_blocks(io.BytesIO(data), max_line=1000, block_size=1 << 16))
+    assert out == [b"a\n", OVERSIZED, b"b\n"]
