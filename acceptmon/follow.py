@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
-from acceptmon.source import MAX_LINE, OVERSIZED, _Oversized, split_oversized
+from acceptmon.source import MAX_LINE, LineAssembler, _Oversized
 
 Sink = Callable[[bytes | _Oversized], None]
 READ_SIZE = 1 << 20
@@ -34,13 +34,11 @@ class Follower:
         """``start``: byte offset to begin at in the current file (None: its end)."""
         self.path = path
         self.sink = sink
-        self.max_line = max_line
         self._start = start
         self._file: BinaryIO | None = None
         self._ino: tuple[int, int] | None = None
         self.pos = 0
-        self._carry = b""
-        self._skipping = False
+        self._lines = LineAssembler(max_line)
         self.rotations = 0
         self.truncations = 0
 
@@ -70,7 +68,7 @@ class Follower:
             self.truncations += 1
             self._file.seek(0)
             self.pos = 0
-            self._carry, self._skipping = b"", False
+            self._lines.reset()
             n += self._drain()
         return n
 
@@ -86,7 +84,7 @@ class Follower:
         self._file, self._ino = f, (st.st_dev, st.st_ino)
         self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
         f.seek(self.pos)
-        self._carry, self._skipping = b"", False
+        self._lines.reset()
         return True
 
     def _close(self) -> None:
@@ -106,23 +104,8 @@ class Follower:
             self._take(data)
 
     def _take(self, data: bytes) -> None:
-        if self._skipping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                return
-            self._skipping = False
-            self.sink(OVERSIZED)
-            data = data[nl + 1 :]
-        buf = self._carry + data if self._carry else data
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            self._carry = buf
-        else:
-            self._carry = buf[cut + 1 :]
-            for block in split_oversized(buf[: cut + 1], self.max_line):
-                self.sink(block)
-        if len(self._carry) > self.max_line:
-            self._carry, self._skipping = b"", True
+        for block in self._lines.feed(data):
+            self.sink(block)
 
 
 def watch(followers: Sequence[Follower], stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:

@@ -71,6 +71,54 @@ def open_log(path: str) -> Iterator[BinaryIO]:
         raise InputError(path, "not a valid gzip file (it ends early: truncated)") from None
 
 
+class LineAssembler:
+    """Cuts a byte stream into blocks of complete lines.
+
+    A partial last line is held until its newline; a line longer than ``max_line``
+    is skipped (one OVERSIZED marker) without ever being buffered whole.
+    """
+
+    def __init__(self, max_line: int = MAX_LINE) -> None:
+        self.max_line = max_line
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget any held partial line (the stream starts over)."""
+        self.carry = b""
+        self.skipping = False
+
+    def feed(self, data: bytes) -> list[bytes | _Oversized]:
+        out: list[bytes | _Oversized] = []
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return out
+            self.skipping = False
+            out.append(OVERSIZED)
+            data = data[nl + 1 :]
+        buf = self.carry + data if self.carry else data
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            self.carry = buf
+        else:
+            self.carry = buf[cut + 1 :]
+            out.extend(split_oversized(buf[: cut + 1], self.max_line))
+        if len(self.carry) > self.max_line:
+            self.carry, self.skipping = b"", True
+        return out
+
+    def finish(self) -> list[bytes | _Oversized]:
+        """At end of input: the last line, completed with a newline."""
+        if self.skipping:
+            out: list[bytes | _Oversized] = [OVERSIZED]
+        elif self.carry:
+            out = split_oversized(self.carry + b"\n", self.max_line)
+        else:
+            out = []
+        self.reset()
+        return out
+
+
 def iter_blocks(
     stream: BinaryIO, *, limit: int | None = None, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE
 ) -> Iterator[bytes | _Oversized]:
@@ -79,36 +127,16 @@ def iter_blocks(
     A last line without a newline is completed with one. ``limit`` stops after
     that many bytes (used by parallel readers on a byte range that ends at a line start).
     """
-    carry = b""
-    skipping = False
+    lines = LineAssembler(max_line)
     remaining = limit
     while remaining is None or remaining > 0:
-        size = block_size if remaining is None else min(block_size, remaining)
-        data = stream.read(size)
+        data = stream.read(block_size if remaining is None else min(block_size, remaining))
         if not data:
             break
         if remaining is not None:
             remaining -= len(data)
-        if skipping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                continue
-            skipping = False
-            yield OVERSIZED
-            data = data[nl + 1 :]
-        buf = carry + data if carry else data
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            carry = buf
-        else:
-            carry = buf[cut + 1 :]
-            yield from split_oversized(buf[: cut + 1], max_line)
-        if len(carry) > max_line:
-            carry, skipping = b"", True
-    if skipping:
-        yield OVERSIZED
-    elif carry:
-        yield from split_oversized(carry + b"\n", max_line)
+        yield from lines.feed(data)
+    yield from lines.finish()
 
 
 def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Oversized]:
