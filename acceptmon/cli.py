@@ -192,7 +192,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
     for s in summaries:
         rows.append(
             (
-                Path(s.file).name, str(s.run), s.start.isoformat(sep=" ") if s.start else "-",
+                Path(s.file).name, str(s.run), s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
                 _short_model(s.model), s.spec_algorithm or "none", _fmt(s.spec_num_steps),
                 _fmt(s.spec_eagle_topk), _fmt(s.spec_num_draft_tokens), str(s.batches),
                 _fmt(s.accept_len_mean), _fmt(s.accept_len_p10), _fmt(s.accept_len_p50),
