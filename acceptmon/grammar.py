@@ -193,9 +193,6 @@ class GrammarSet:
         if not self.envelopes:
             raise GrammarError("<grammars>", "kind", "no envelope grammar is loaded")
         self.envelope_pattern = "|".join(f"(?:{g.spec.pattern})" for g in self.envelopes)
-        self.envelope_fields: dict[str, Converter] = {}
-        for g in self.envelopes:
-            self.envelope_fields.update(g.fields)
         for g in self.records:
             g.compile(self.envelope_pattern)
         self.anchors = tuple(dict.fromkeys(g.anchor for g in self.records if g.anchor))

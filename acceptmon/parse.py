@@ -151,12 +151,7 @@ class Parser:
             text = ANSI.sub("", text)
         if text.endswith("\r"):
             text = text.rstrip("\r")
-        anchors = self._anchors
-        candidates = (
-            anchors[0][2]
-            if len(anchors) == 1 or (anchors[0][0] in text and anchors[1][0] not in text)
-            else [g for a, _, gs in anchors if a in text for g in gs]
-        )
+        candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
         for g in candidates:
             m = g.regex.match(text) if g.regex else None
             if m is None:

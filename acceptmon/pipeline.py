@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.pool import AsyncResult
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
@@ -55,7 +55,7 @@ class Progress:
 
 
 @dataclass
-class RunResult(Generic[T]):
+class RunResult:
     tally: Tally = field(default_factory=Tally)
     files: int = 0
 
@@ -71,9 +71,9 @@ def run(
     *,
     jobs: int = 1,
     on_progress: Callable[[Progress], None] | None = None,
-) -> RunResult[T]:
+) -> RunResult:
     """Parse every path in order, feeding ``job``; return the line tally."""
-    result: RunResult[T] = RunResult()
+    result = RunResult()
     progress = Progress(total=sum(_size(p) for p in paths))
     for path in paths:
         if jobs > 1 and path != "-" and _size(path) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
