@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,12 +65,50 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     runs.set_defaults(func=cmd_runs)
 
+    serve = sub.add_parser("serve", help="follow live logs and export Prometheus metrics at /metrics")
+    serve.add_argument("files", nargs="+", metavar="FILE", help="log files or globs ('/var/log/sglang/*.log')")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=9464, help="port to bind (default: 9464)")
+    serve.add_argument("--web-config", type=Path, metavar="FILE", help="exporter-toolkit web config: TLS, basic auth")
+    serve.add_argument("--stale-after", type=duration, default=300.0, metavar="DURATION",
+                       help="drop a rank's gauges after this long without a line (default: 5m)")  # fmt: skip
+    serve.add_argument("--max-series", type=int, default=512, help="cap on (file, rank) series (default: 512)")
+    _live_options(serve)
+    _grammar_option(serve)
+    serve.set_defaults(func=cmd_serve)
+
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
     gram.add_argument("action", nargs="?", choices=("list", "check"), default="list")
     gram.add_argument("files", nargs="*", metavar="FILE")
     _grammar_option(gram)
     gram.set_defaults(func=cmd_grammars)
     return p
+
+
+def _live_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from-start", action="store_true", help="process whole files, not just the current run")
+    p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems, containers)")
+    p.add_argument("--poll-interval", type=duration, default=0.1, metavar="DURATION", help="default: 100ms")
+    p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
+
+
+def duration(text: str) -> float:
+    """``250ms``, ``30s``, ``5m``, ``1h`` or plain seconds, as seconds."""
+    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    t = text.strip().lower()
+    for suffix in ("ms", "s", "m", "h"):
+        if t.endswith(suffix):
+            number, scale = t[: -len(suffix)], units[suffix]
+            break
+    else:
+        number, scale = t, 1.0
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (say 250ms, 30s, 5m or 1h)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"a duration must be positive: {text!r}")
+    return value
 
 
 def _grammar_option(p: argparse.ArgumentParser) -> None:
@@ -162,6 +202,63 @@ def cmd_runs(args: argparse.Namespace) -> int:
             w.writerow(["" if v is None else v for v in s.model_dump(mode="json").values()])
     else:
         print(render_runs_table(summaries))
+    return 0
+
+
+def _note(message: str) -> None:
+    print(f"acceptmon: {message}", file=sys.stderr, flush=True)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from acceptmon.follow import LiveSource
+    from acceptmon.live import LiveStats
+    from acceptmon.sinks.httpserver import MetricsServer, load_web_config
+    from acceptmon.sinks.prometheus import MetricsPage
+
+    grammars = load_grammars(args.grammar)
+    web, tls = load_web_config(args.web_config) if args.web_config else (None, None)
+    live = LiveStats(max_series=max(1, args.max_series))
+    source = LiveSource(
+        args.files,
+        grammars,
+        live.update,
+        from_start=args.from_start,
+        state_file=args.state_file,
+        note=_note,
+        on_waiting=live.set_waiting,
+    )
+    server = MetricsServer(
+        MetricsPage(live, stale_after=args.stale_after).render, args.host, args.port, web=web, tls=tls
+    )
+    stop = threading.Event()
+    _stop_on_signals(stop)
+    server.start()
+    _note(f"serving metrics at {server.url}")
+    if args.host in ("127.0.0.1", "localhost", "::1"):
+        _note("only this machine can scrape it; to expose it: --host 0.0.0.0 --web-config web.yml (TLS, basic auth)")
+    elif web is None or not web.basic_auth_users:
+        _note("listening beyond this machine without authentication; see --web-config")
+    try:
+        source.run(stop, poll=args.poll, interval=args.poll_interval)
+    finally:
+        server.stop()
+        source.close()
+    for info in live.snapshot().files:
+        k = info.lines
+        _note(
+            f"stopped: {info.file}: {sum(k.values()):,} lines read, {k['decode']:,} decode, {k['launch']:,} launch, "
+            f"{k['unrecognized']:,} unrecognized"
+        )
+    if args.state_file:
+        _note(f"positions saved to {args.state_file}")
     return 0
 
 

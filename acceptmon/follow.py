@@ -1,4 +1,4 @@
-"""Following a live log: new complete lines as they are written, through rotation and truncation.
+"""Following live logs: new complete lines as they are written, through rotation and truncation.
 
 :class:`Follower` owns one path. :meth:`Follower.poll_once` reads whatever is new and
 hands complete lines (blocks ending in a newline, or OVERSIZED markers) to a callback;
@@ -9,32 +9,61 @@ a partial last line is held until its newline arrives. Between polls it notices:
   old file is drained to its end first, then the new one is read from its start;
 - a missing file: it waits, and says so through :attr:`Follower.waiting`.
 
-:func:`watch` runs followers until stopped, woken by watchfiles (inotify) with a short
-debounce, or by a timer in ``poll`` mode (network filesystems, containers). The
-follower does no parsing: the caller feeds the blocks to a :class:`~acceptmon.parse.Parser`.
+:class:`LiveSource` is the one live pipeline that ``serve`` and ``tail`` share: it
+expands paths and globs (new matches are picked up), chooses where each file starts
+(its end after back-filling the current run, ``--from-start``, or a saved position),
+feeds every block to that file's :class:`~acceptmon.parse.Parser` and hands the
+records to a sink. :func:`watch_loop` wakes it through watchfiles (inotify) with a
+short debounce, or by a timer in poll mode (network filesystems, containers).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
-from acceptmon.source import MAX_LINE, LineAssembler, _Oversized
+from acceptmon import statefile
+from acceptmon.grammar import GrammarSet
+from acceptmon.parse import Parser, ParseState, Tally
+from acceptmon.records import Record, ServerLaunch
+from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized
 
 Sink = Callable[[bytes | _Oversized], None]
 READ_SIZE = 1 << 20
+BACKFILL_LIMIT = 64 << 20
+"""At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
+RESCAN_SECONDS = 1.0
+"""How often globs are expanded again for new matches."""
+SAVE_SECONDS = 5.0
+"""How often positions are written to the state file (and always on exit)."""
 
 
 class Follower:
     """Tails one path, surviving rotation and truncation."""
 
-    def __init__(self, path: str, sink: Sink, *, start: int | None = 0, max_line: int = MAX_LINE) -> None:
-        """``start``: byte offset to begin at in the current file (None: its end)."""
+    def __init__(
+        self,
+        path: str,
+        sink: Sink,
+        *,
+        start: int | None = 0,
+        max_line: int = MAX_LINE,
+        skipping: bool = False,
+    ) -> None:
+        """``start``: byte offset to begin at in the current file (None: its end).
+
+        ``skipping``: the start offset lies inside an over-long line (a resumed position).
+        """
         self.path = path
         self.sink = sink
         self._start = start
+        self._skipping = skipping
         self._file: BinaryIO | None = None
         self._ino: tuple[int, int] | None = None
         self.pos = 0
@@ -46,6 +75,13 @@ class Follower:
     def waiting(self) -> bool:
         """True while the path does not exist (yet)."""
         return self._file is None
+
+    def position(self) -> tuple[int, int, int, bool] | None:
+        """(device, inode, offset of the first unprocessed line, skipping) of the open file."""
+        if self._ino is None or self._file is None:
+            return None
+        held = len(self._lines.carry)
+        return self._ino[0], self._ino[1], self.pos - held, self._lines.skipping
 
     def poll_once(self) -> int:
         """Read what is new; return the number of bytes consumed."""
@@ -85,12 +121,14 @@ class Follower:
         self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
         f.seek(self.pos)
         self._lines.reset()
+        self._lines.skipping, self._skipping = self._skipping, False
         return True
 
     def _close(self) -> None:
         if self._file is not None:
             self._file.close()
         self._file = None
+        self._ino = None
 
     def _drain(self) -> int:
         assert self._file is not None
@@ -101,27 +139,299 @@ class Follower:
                 return total
             total += len(data)
             self.pos += len(data)
-            self._take(data)
-
-    def _take(self, data: bytes) -> None:
-        for block in self._lines.feed(data):
-            self.sink(block)
+            for block in self._lines.feed(data):
+                self.sink(block)
 
 
-def watch(followers: Sequence[Follower], stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:
-    """Poll the followers whenever their directories change (or every ``interval`` in poll mode)."""
-    for f in followers:
-        f.poll_once()
-    if poll:
+def watch_loop(
+    tick: Callable[[], object],
+    dirs: Callable[[], Sequence[str]],
+    stop: threading.Event,
+    *,
+    poll: bool = False,
+    interval: float = 0.1,
+) -> None:
+    """Call ``tick`` whenever something changes in ``dirs`` (or every ``interval`` in poll mode).
+
+    With inotify, ``tick`` also runs every ``interval`` without events, so late files and
+    new glob matches are found even where a directory did not exist at first.
+    """
+    tick()
+    watched = [d for d in dirs() if os.path.isdir(d)]
+    if poll or not watched:
         while not stop.wait(interval):
-            for f in followers:
-                f.poll_once()
+            tick()
         return
     import watchfiles  # the core never imports it; only the live path does
 
-    dirs = sorted({os.path.dirname(os.path.abspath(f.path)) for f in followers})
     for _ in watchfiles.watch(
-        *dirs, stop_event=stop, debounce=50, step=10, rust_timeout=int(interval * 1000), yield_on_timeout=True
+        *watched,
+        stop_event=stop,
+        debounce=50,
+        step=10,
+        rust_timeout=int(interval * 1000) or 1,
+        yield_on_timeout=True,
+        raise_interrupt=False,
     ):
+        tick()
+        if stop.is_set():
+            return
+
+
+def watch(followers: Sequence[Follower], stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:
+    """Poll fixed followers whenever their directories change."""
+
+    def tick() -> None:
         for f in followers:
             f.poll_once()
+
+    watch_loop(tick, lambda: sorted({os.path.dirname(os.path.abspath(f.path)) for f in followers}), stop,
+               poll=poll, interval=interval)  # fmt: skip
+
+
+def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, ServerLaunch] | None:
+    """The last launch line of a file: its byte offset and record, searching backwards.
+
+    Only lines holding a launch grammar's literal anchor are parsed, so this costs a
+    backwards literal search even on a multi-GB log.
+    """
+    anchors = sorted({g.anchor.encode() for g in grammars.records if g.spec.record == "launch" and g.anchor})
+    if not anchors:
+        return None
+    probe = Parser(grammars, path)
+    overlap = max(map(len, anchors))
+    with open(path, "rb") as f:
+        end = os.fstat(f.fileno()).st_size
+        while end > 0:
+            start = max(0, end - chunk)
+            f.seek(start)
+            data = f.read(end - start + overlap)
+            hits = sorted({start + i for a in anchors for i in _find_all(data, a)}, reverse=True)
+            for pos in hits:
+                line_start = _line_start(f, pos)
+                f.seek(line_start)
+                raw = f.readline(MAX_LINE + 1)
+                if len(raw) > MAX_LINE:
+                    continue
+                kind, record = probe.classify(raw.decode("utf-8", "replace").rstrip("\n"))
+                if kind == "launch" and isinstance(record, ServerLaunch):
+                    return line_start, record
+            end = start
+    return None
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    out, pos = [], data.find(needle)
+    while pos >= 0:
+        out.append(pos)
+        pos = data.find(needle, pos + 1)
+    return out
+
+
+def _line_start(f: BinaryIO, pos: int) -> int:
+    """Offset of the start of the line holding byte ``pos``."""
+    end = pos
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        f.seek(start)
+        nl = f.read(end - start).rfind(b"\n")
+        if nl >= 0:
+            return start + nl + 1
+        end = start
+    return 0
+
+
+def _next_line_start(path: str, offset: int) -> int:
+    if offset <= 0:
+        return 0
+    with open(path, "rb") as f:
+        f.seek(offset - 1)
+        while True:
+            data = f.read(1 << 16)
+            if not data:
+                return f.tell()
+            nl = data.find(b"\n")
+            if nl >= 0:
+                return f.tell() - len(data) + nl + 1
+
+
+LiveSink = Callable[[str, list[Record], Tally], None]
+"""Receives (file, records, that file's cumulative tally) after every block."""
+Note = Callable[[str], None]
+
+
+@dataclass
+class Watched:
+    """One followed file: its follower and its parser."""
+
+    path: str
+    follower: Follower
+    parser: Parser
+
+
+class LiveSource:
+    """Follows paths and globs, parses what they append and hands records to a sink."""
+
+    def __init__(
+        self,
+        patterns: Sequence[str],
+        grammars: GrammarSet,
+        sink: LiveSink,
+        *,
+        from_start: bool = False,
+        state_file: Path | None = None,
+        records: frozenset[str] = frozenset({"decode", "launch"}),
+        backfill_limit: int = BACKFILL_LIMIT,
+        note: Note = lambda _msg: None,
+        on_waiting: Callable[[str, bool], None] | None = None,
+    ) -> None:
+        self.patterns = list(patterns)
+        self.grammars = grammars
+        self.sink = sink
+        self.from_start = from_start
+        self.state_file = state_file
+        self.records = records
+        self.backfill_limit = backfill_limit
+        self.note = note
+        self.on_waiting = on_waiting
+        self.files: dict[str, Watched] = {}
+        self._saved = statefile.load(state_file) if state_file else statefile.FollowState()
+        self._first_scan = True
+        self._last_scan = 0.0
+        self._last_save = time.monotonic()
+        self._waiting: dict[str, bool] = {}
+
+    # -- discovery and start positions -------------------------------------------------
+
+    def discover(self) -> None:
+        """Expand the patterns; start following paths not seen before."""
+        first, self._first_scan = self._first_scan, False
+        for pattern in self.patterns:
+            if glob.has_magic(pattern):
+                paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+            else:
+                paths = [pattern]
+            for path in paths:
+                if path not in self.files:
+                    self._add(path, existed_at_start=first and os.path.exists(path))
+        self._last_scan = time.monotonic()
+
+    def _add(self, path: str, *, existed_at_start: bool) -> None:
+        parser_box: list[Parser] = []
+
+        def on_block(block: bytes | _Oversized) -> None:
+            parser = parser_box[0]
+            if block is OVERSIZED:
+                parser.skip_oversized()
+                self.sink(path, [], parser.tally)
+            else:
+                assert isinstance(block, bytes)
+                self.sink(path, parser.feed(block), parser.tally)
+
+        start, skipping, state, preface = self._start(path, existed_at_start)
+        parser = Parser(self.grammars, path, state, records=self.records)
+        parser_box.append(parser)
+        if preface is not None:
+            parser.tally.kinds["launch"] += 1
+            self.sink(path, [preface], parser.tally)
+        follower = Follower(path, on_block, start=start, skipping=skipping)
+        self.files[path] = Watched(path, follower, parser)
+        if not os.path.exists(path):
+            self.note(f"{path}: does not exist yet; waiting for it")
+
+    def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, ServerLaunch | None]:
+        """Where to begin reading ``path``: (offset, skipping, parser state, launch record to pre-feed)."""
+        saved = self._saved.files.get(os.path.abspath(path))
+        if saved is not None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                st = None
+            if st is not None:
+                same = (st.st_dev, st.st_ino) == (saved.dev, saved.ino) and fingerprint_ok(path, saved.fingerprint)
+                if same and saved.offset <= st.st_size:
+                    self.note(f"{path}: resuming at byte {saved.offset:,} (state file)")
+                    return saved.offset, saved.skipping, saved.parse_state, None
+                self.note(f"{path}: replaced since the state file was written; reading it from the start")
+                return 0, False, ParseState(), None
+        if self.from_start or not existed_at_start:
+            return 0, False, ParseState(), None
+        size = os.path.getsize(path)
+        last = find_last_launch(path, self.grammars)
+        cut = _next_line_start(path, size - self.backfill_limit)
+        if last is None:
+            if cut:
+                self.note(f"{path}: no launch line found; replaying the last {size - cut:,} bytes")
+            return cut, False, ParseState(), None
+        offset, launch = last
+        if offset >= cut:
+            return offset, False, ParseState(), None
+        self.note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
+        state = ParseState(line=0, run=launch.run, launch=launch.config)
+        return cut, False, state, launch
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Find new files, read what is new in every file, save positions now and then."""
+        now = time.monotonic()
+        if now - self._last_scan >= RESCAN_SECONDS:
+            self.discover()
+        for w in list(self.files.values()):
+            w.follower.poll_once()
+            waiting = w.follower.waiting
+            if self._waiting.get(w.path) != waiting:
+                self._waiting[w.path] = waiting
+                if self.on_waiting is not None:
+                    self.on_waiting(w.path, waiting)
+        if self.state_file is not None and now - self._last_save >= SAVE_SECONDS:
+            self.save_state()
+
+    def dirs(self) -> list[str]:
+        out = set()
+        for pattern in self.patterns:
+            head = os.path.abspath(pattern)
+            while glob.has_magic(head):
+                head = os.path.dirname(head)
+            out.add(head if glob.has_magic(pattern) else os.path.dirname(head))
+        return sorted(out)
+
+    def run(self, stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:
+        """Follow until ``stop`` is set; positions are saved on the way out."""
+        self.discover()
+        try:
+            watch_loop(self.tick, self.dirs, stop, poll=poll, interval=interval)
+        finally:
+            if self.state_file is not None:
+                self.save_state()
+
+    def save_state(self) -> None:
+        assert self.state_file is not None
+        files = dict(self._saved.files)
+        for w in self.files.values():
+            pos = w.follower.position()
+            if pos is None:
+                continue
+            dev, ino, offset, skipping = pos
+            st = w.parser.state
+            files[os.path.abspath(w.path)] = statefile.FilePosition(
+                dev=dev,
+                ino=ino,
+                fingerprint=statefile.fingerprint(w.path),
+                offset=offset,
+                skipping=skipping,
+                line=st.line,
+                run=st.run,
+                launch=st.launch,
+            )
+        self._saved = statefile.FollowState(files=files)
+        statefile.save(self.state_file, self._saved)
+        self._last_save = time.monotonic()
+
+    def close(self) -> None:
+        for w in self.files.values():
+            w.follower.close()
+
+
+def fingerprint_ok(path: str, saved: str | None) -> bool:
+    return saved is None or statefile.fingerprint(path) == saved
