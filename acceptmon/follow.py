@@ -36,6 +36,7 @@ from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized
 
 Sink = Callable[[bytes | _Oversized], None]
 READ_SIZE = 1 << 20
+HEAD_BYTES = 256
 BACKFILL_LIMIT = 64 << 20
 """At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
 RESCAN_SECONDS = 1.0
@@ -70,6 +71,8 @@ class Follower:
         self._lines = LineAssembler(max_line)
         self.rotations = 0
         self.truncations = 0
+        self._head = b""
+        """The first bytes read from the file: if they change in place, it was truncated and rewritten."""
 
     @property
     def waiting(self) -> bool:
@@ -87,12 +90,12 @@ class Follower:
         """Read what is new; return the number of bytes consumed."""
         if self._file is None and not self._open():
             return 0
+        self._check_truncation()
         n = self._drain()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return n  # deleted: keep the old handle until a new file appears
-        assert self._file is not None
         if (st.st_dev, st.st_ino) != self._ino:
             n += self._drain()
             self._close()
@@ -100,13 +103,17 @@ class Follower:
             self._start = 0
             if self._open():
                 n += self._drain()
-        elif st.st_size < self.pos:
+        return n
+
+    def _check_truncation(self) -> None:
+        """Copytruncate: the open file got shorter than our offset, or its start was rewritten."""
+        assert self._file is not None
+        if os.fstat(self._file.fileno()).st_size < self.pos or self._rewritten():
             self.truncations += 1
             self._file.seek(0)
             self.pos = 0
+            self._head = b""
             self._lines.reset()
-            n += self._drain()
-        return n
 
     def close(self) -> None:
         self._close()
@@ -122,7 +129,15 @@ class Follower:
         f.seek(self.pos)
         self._lines.reset()
         self._lines.skipping, self._skipping = self._skipping, False
+        self._head = os.pread(f.fileno(), min(self.pos, HEAD_BYTES), 0)
         return True
+
+    def _rewritten(self) -> bool:
+        """The start of the file differs from what was read there (truncated, then grown past our position)."""
+        assert self._file is not None
+        if not self._head:
+            return False
+        return os.pread(self._file.fileno(), len(self._head), 0) != self._head
 
     def _close(self) -> None:
         if self._file is not None:
@@ -137,6 +152,8 @@ class Follower:
             data = self._file.read(READ_SIZE)
             if not data:
                 return total
+            if len(self._head) < HEAD_BYTES and self.pos < HEAD_BYTES:
+                self._head += data[: HEAD_BYTES - self.pos]
             total += len(data)
             self.pos += len(data)
             for block in self._lines.feed(data):

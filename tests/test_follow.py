@@ -133,3 +133,36 @@ def test_complete_oversized_line_in_one_block_is_counted_by_the_reader_too(tmp_p
     data = b"a\n" + b"x" * 5000 + b"\nb\n"
     out = list(iter_blocks(io.BytesIO(data), max_line=1000, block_size=1 << 16))
     assert out == [b"a\n", OVERSIZED, b"b\n"]
+
+
+def test_truncation_then_growth_past_the_old_position(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"first\n")
+    got = Lines()
+    f = Follower(str(log), got)
+    f.poll_once()
+    log.write_bytes(b"rewritten and already longer than before\n")  # truncated, then grew past our offset
+    f.poll_once()
+    assert got.lines == [b"first", b"rewritten and already longer than before"]
+    assert f.truncations == 1
+
+
+def test_position_excludes_the_held_partial_line(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"done\npart")
+    f = Follower(str(log), Lines())
+    f.poll_once()
+    st = os.stat(log)
+    assert f.position() == (st.st_dev, st.st_ino, 5, False)
+
+
+def test_resume_at_an_offset_reads_the_rest_once(tmp_path):
+    log = tmp_path / "s.log"
+    log.write_bytes(b"a\nb\nc\n")
+    got = Lines()
+    f = Follower(str(log), got, start=2)
+    f.poll_once()
+    with log.open("ab") as w:
+        w.write(b"d\n")
+    f.poll_once()
+    assert got.lines == [b"b", b"c", b"d"] and f.truncations == 0

@@ -1,0 +1,233 @@
+"""`acceptmon serve` as a real process: start position, live updates, signals, web config, state file."""
+
+from __future__ import annotations
+
+import re
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+
+import bcrypt
+import pytest
+
+from tests.serving import Serve, decode_line, launch_line, value, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def write(path, *lines: str) -> None:
+    with path.open("a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def decoded(serve: Serve, **labels: str) -> float | None:
+    return value(serve.metrics(), "acceptmon_decode_batches_total", **labels)
+
+
+def stopped_decode_count(stderr: str, file: str) -> int:
+    m = re.search(rf"stopped: {re.escape(file)}: [\d,]+ lines read, ([\d,]+) decode", stderr)
+    assert m, stderr
+    return int(m.group(1).replace(",", ""))
+
+
+def test_default_start_backfills_the_current_run_then_follows(tmp_path):
+    log = tmp_path / "server.log"
+    write(log, launch_line(steps=3, tokens=4), *(decode_line(i, acc=1.12) for i in range(50)))
+    write(log, launch_line(steps=5, tokens=6), *(decode_line(i, acc=3.2) for i in range(7)))
+    serve = Serve(str(log))
+    try:
+        serve.wait_listening()
+        m = wait_for(lambda: (x := serve.metrics()) and value(x, "acceptmon_decode_batches_total") and x)
+        assert value(m, "acceptmon_decode_batches_total") == 7  # only the current run was replayed
+        assert value(m, "acceptmon_accept_length") == 3.2
+        labels = dict(next(iter(m["acceptmon_run_info"])))
+        assert (labels["spec_num_steps"], labels["spec_num_draft_tokens"]) == ("5", "6")
+        start = time.monotonic()
+        write(log, decode_line(99, acc=2.0))
+        assert wait_for(lambda: decoded(serve) == 8, timeout=2.0), "appended line not visible within 2 s"
+        assert time.monotonic() - start < 2.0
+        assert value(serve.metrics(), "acceptmon_accept_length") == 2.0
+    finally:
+        assert serve.stop() == 0
+    assert "Traceback" not in serve.stderr
+    assert "serving metrics at http://127.0.0.1:" in serve.stderr
+
+
+def test_from_start_reads_everything(tmp_path):
+    log = tmp_path / "server.log"
+    write(log, launch_line(steps=3), *(decode_line(i) for i in range(50)), launch_line(steps=5), decode_line(51))
+    serve = Serve(str(log), "--from-start")
+    try:
+        serve.wait_listening()
+        assert wait_for(lambda: decoded(serve) == 51)
+        assert value(serve.metrics(), "acceptmon_server_launches_total") == 2
+    finally:
+        serve.stop()
+
+
+def test_missing_file_waits_then_is_read_from_its_start(tmp_path):
+    log = tmp_path / "later.log"
+    serve = Serve(str(log))
+    try:
+        serve.wait_listening()
+        m = serve.metrics()
+        assert value(m, "acceptmon_log_file_present", file=str(log)) == 0
+        write(log, launch_line(), decode_line(0), decode_line(1))
+        assert wait_for(lambda: decoded(serve) == 2, timeout=5)
+        assert value(serve.metrics(), "acceptmon_log_file_present", file=str(log)) == 1
+    finally:
+        serve.stop()
+    assert "does not exist yet; waiting for it" in serve.stderr
+
+
+def test_glob_picks_up_new_files(tmp_path):
+    write(tmp_path / "a.log", launch_line(), decode_line(0))
+    serve = Serve(str(tmp_path / "*.log"))
+    try:
+        serve.wait_listening()
+        assert wait_for(lambda: decoded(serve, file=str(tmp_path / "a.log")) == 1)
+        write(tmp_path / "b.log", launch_line(), decode_line(0), decode_line(1))
+        assert wait_for(lambda: decoded(serve, file=str(tmp_path / "b.log")) == 2, timeout=5)
+    finally:
+        serve.stop()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_stop_cleanly(tmp_path, sig):
+    log = tmp_path / "s.log"
+    write(log, decode_line(0))
+    serve = Serve(str(log))
+    serve.wait_listening()
+    assert serve.stop(sig) == 0
+    assert "Traceback" not in serve.stderr and "stopped: " in serve.stderr
+
+
+def test_restart_with_state_file_counts_every_line_once(tmp_path):
+    log, state = tmp_path / "s.log", tmp_path / "state.json"
+    log.write_text(launch_line() + "\n")
+    written = 0
+    first = Serve(str(log), "--state-file", str(state))
+    first.wait_listening()
+    with log.open("a") as f:
+        for _ in range(3):  # write while the first lifetime runs
+            for _ in range(400):
+                f.write(decode_line(written) + "\n")
+                written += 1
+            f.flush()
+            time.sleep(0.05)
+        f.write(decode_line(written)[:40])  # a partial line is pending when it stops
+        f.flush()
+        assert first.stop() == 0
+        counted_first = stopped_decode_count(first.stderr, str(log))
+        f.write(decode_line(written)[40:] + "\n")
+        written += 1
+        for _ in range(300):  # more lines while nobody is following
+            f.write(decode_line(written) + "\n")
+            written += 1
+    second = Serve(str(log), "--state-file", str(state))
+    try:
+        second.wait_listening()
+        with log.open("a") as f:
+            for _ in range(200):
+                f.write(decode_line(written) + "\n")
+                written += 1
+        assert wait_for(lambda: (counted_first + (decoded(second) or 0)) >= written, timeout=10)
+        time.sleep(0.3)
+        assert counted_first + decoded(second) == written
+        assert 0 < counted_first < written
+    finally:
+        second.stop()
+    assert "resuming at byte" in second.stderr
+
+
+def test_state_file_for_a_replaced_file_reads_the_new_one_whole(tmp_path):
+    log, state = tmp_path / "s.log", tmp_path / "state.json"
+    write(log, launch_line(), *(decode_line(i) for i in range(10)))
+    s1 = Serve(str(log), "--state-file", str(state), "--from-start")
+    s1.wait_listening()
+    wait_for(lambda: decoded(s1) == 10)
+    s1.stop()
+    log.unlink()
+    write(log, launch_line(steps=2, tokens=3), *(decode_line(i, ts="2026-03-01 10:00:00") for i in range(4)))
+    s2 = Serve(str(log), "--state-file", str(state))
+    try:
+        s2.wait_listening()
+        assert wait_for(lambda: decoded(s2) == 4)
+    finally:
+        s2.stop()
+    assert "replaced since the state file was written" in s2.stderr
+
+
+def _run_serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acceptmon", "serve", *args], capture_output=True, text=True, timeout=30
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("basic_auth_users: [\n", "not valid YAML"),
+        ("basic_auth_user:\n  a: b\n", "basic_auth_user: Extra inputs are not permitted"),
+        ("basic_auth_users:\n  prom: secret\n", "is not a bcrypt hash"),
+        ("tls_server_config:\n  cert_file: nope.crt\n  key_file: nope.key\n", "cannot load cert_file/key_file"),
+        ("tls_server_config:\n  cert_file: a.crt\n", "tls_server_config.key_file: Field required"),
+    ],
+)
+def test_bad_web_config_is_one_line_error(tmp_path, content, message):
+    web = tmp_path / "web.yml"
+    web.write_text(content)
+    r = _run_serve(str(tmp_path / "s.log"), "--web-config", str(web), "--port", "0")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(web) in lines[0] and message in lines[0], r.stderr
+
+
+def test_port_in_use_is_one_line_error(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = _run_serve(str(tmp_path / "s.log"), "--port", str(port))
+    assert r.returncode == 2 and "cannot listen" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_basic_auth_and_tls(tmp_path):
+    import trustme
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "server.crt"))
+    cert.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=10)).decode().replace("$2b$", "$2y$")
+    (tmp_path / "web.yml").write_text(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+        f"basic_auth_users:\n  prometheus: '{hashed}'\n"
+    )
+    log = tmp_path / "s.log"
+    write(log, launch_line(), decode_line(0))
+    ctx = ssl.create_default_context()
+    ca.configure_trust(ctx)
+    serve = Serve(str(log), "--web-config", str(tmp_path / "web.yml"), scheme="https")
+    try:
+        serve.wait_listening(context=ctx)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            serve.get(context=ctx)
+        assert err.value.code == 401
+        with pytest.raises(urllib.error.HTTPError) as err:
+            serve.get("prometheus", "wrong", context=ctx)
+        assert err.value.code == 401
+        auth = {"user": "prometheus", "password": "s3cret", "context": ctx}
+        assert wait_for(lambda: value(serve.metrics(**auth), "acceptmon_decode_batches_total") == 1)
+        plain = Serve.__new__(Serve)
+        plain.url = serve.url.replace("https://", "http://")
+        with pytest.raises(OSError):
+            plain.get("prometheus", "s3cret")  # plain HTTP to a TLS port gets no metrics
+    finally:
+        assert serve.stop() == 0
+    assert "Traceback" not in serve.stderr
