@@ -27,7 +27,7 @@ def scrape(page: MetricsPage) -> dict:
 
 
 def test_gauges_counters_and_run_info(grammars):
-    live, clock = LiveStats(clock=(c := Clock())), None
+    live = LiveStats(clock=Clock())
     parser = Parser(grammars, "s.log")
     feed(live, parser, launch_line(steps=3, tokens=4), decode_line(0, acc=2.5), decode_line(1, acc=3.25, tput=90.5))
     feed(live, parser, decode_line(2, rank="TP1", acc=1.1, running=7, queued=2), "INFO: 127.0.0.1 GET /health 200")
