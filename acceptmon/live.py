@@ -24,6 +24,8 @@ from acceptmon.records import LINE_KINDS, DecodeStats, LaunchConfig, Record, Ser
 
 ACCEPT_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0)
 """Upper bounds of the accept-length histogram (tokens per verify step); +Inf follows."""
+BASELINE_SECONDS = 600.0
+"""The start of a run whose mean accept length later batches are compared with (log time)."""
 DEFAULT_MAX_SERIES = 512
 MAX_LABEL = 200
 """Longest label value kept (model paths are the only free text)."""
@@ -43,12 +45,29 @@ class RankSeries:
     accept_sum: float = 0.0
     buckets: list[int] = field(default_factory=lambda: [0] * (len(ACCEPT_BUCKETS) + 1))
     """Per-bucket (not cumulative) counts of accept lengths; the last one is +Inf."""
+    run: int = -1
+    run_start: datetime | None = None
+    baseline_count: int = 0
+    baseline_sum: float = 0.0
+    """Accept lengths of the current run's first BASELINE_SECONDS (log time)."""
 
-    def add(self, r: DecodeStats, now: float) -> None:
+    @property
+    def baseline(self) -> float | None:
+        """Mean accept length over the current run's first ten minutes."""
+        return round(self.baseline_sum / self.baseline_count, 4) if self.baseline_count else None
+
+    def add(self, r: DecodeStats, now: float, run: int = 0, run_start: datetime | None = None) -> None:
         self.last, self.seen = r, now
         self.batches += 1
+        if run != self.run:
+            self.run, self.run_start = run, run_start or r.timestamp
+            self.baseline_count, self.baseline_sum = 0, 0.0
         a = r.accept_len
         if a is not None:
+            start, ts = self.run_start, r.timestamp
+            if start is None or ts is None or (ts - start).total_seconds() <= BASELINE_SECONDS:
+                self.baseline_count += 1
+                self.baseline_sum += a
             self.accept_count += 1
             self.accept_sum += a
             for i, bound in enumerate(ACCEPT_BUCKETS):
@@ -71,6 +90,8 @@ class FileInfo:
     launches: int = 0
     launch: LaunchConfig | None = None
     launch_time: datetime | None = None
+    run: int = 0
+    """Launches seen by this process: the current run's key (not the file's run index)."""
     waiting: bool = False
     """True while the path does not exist."""
     last_decode_seen: float | None = None
@@ -118,6 +139,7 @@ class LiveStats:
                     self._decode(info, r, now)
                 elif isinstance(r, ServerLaunch):
                     info.launches += 1
+                    info.run += 1
                     info.launch = r.config
                     info.launch_time = r.timestamp
             if tally is not None:
@@ -157,7 +179,7 @@ class LiveStats:
                 self._overflow += 1
                 return
             series = self._series[key] = RankSeries(info.file, key[1], r, now)
-        series.add(r, now)
+        series.add(r, now, info.run, info.launch_time)
         info.last_decode_seen = now
 
 

@@ -113,3 +113,21 @@ def test_page_cache_renders_again_only_on_change(grammars):
     assert value(parse_metrics(second.decode()), "acceptmon_accept_length") == 1.5
     clock.now += 1
     assert page.render() is not second  # the stale cut-off moved
+
+
+def test_run_baseline_is_the_first_ten_minutes_of_the_current_run(grammars):
+    live = LiveStats()
+    parser = Parser(grammars, "s.log")
+    feed(
+        live,
+        parser,
+        launch_line(ts="2026-02-26 14:00:00"),
+        decode_line(ts="2026-02-26 14:01:00", acc=3.0),
+        decode_line(ts="2026-02-26 14:09:59", acc=2.0),
+        decode_line(ts="2026-02-26 14:30:00", acc=1.1),  # after the first ten minutes: not in the baseline
+    )
+    m = scrape(MetricsPage(live))
+    assert value(m, "acceptmon_run_baseline_accept_length") == 2.5
+    feed(live, parser, launch_line(ts="2026-02-26 15:00:00"), decode_line(ts="2026-02-26 15:00:05", acc=1.2))
+    m = scrape(MetricsPage(live))
+    assert value(m, "acceptmon_run_baseline_accept_length") == 1.2  # a new launch starts a new baseline

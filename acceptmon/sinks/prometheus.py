@@ -73,6 +73,15 @@ class AcceptmonCollector(Collector):
                     g.add_metric((s.file, s.rank), float(value))
             yield g
         g = GaugeMetricFamily(
+            "acceptmon_run_baseline_accept_length",
+            "Mean accept length over the current run's first 10 minutes (log time): the collapse reference.",
+            labels=("file", "rank"),
+        )
+        for s in fresh:
+            if s.baseline is not None:
+                g.add_metric((s.file, s.rank), s.baseline)
+        yield g
+        g = GaugeMetricFamily(
             "acceptmon_last_decode_timestamp_seconds",
             "Log time of the last decode line (Unix seconds, from the server's local time).",
             labels=("file", "rank"),
