@@ -42,6 +42,12 @@ BACKFILL_LIMIT = 64 << 20
 RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 SAVE_SECONDS = 5.0
+DEBOUNCE_MS = 100
+"""inotify mode: changes are grouped for at most this long (watchfiles' default, 1600 ms, is too slow)."""
+STEP_MS = 20
+"""inotify mode: a group is handed over once no new change came for this long."""
+IDLE_TICK_MS = 1000
+"""inotify mode: without events, a tick still runs this often (late files, new glob matches)."""
 """How often positions are written to the state file (and always on exit)."""
 
 
@@ -170,8 +176,8 @@ def watch_loop(
 ) -> None:
     """Call ``tick`` whenever something changes in ``dirs`` (or every ``interval`` in poll mode).
 
-    With inotify, ``tick`` also runs every ``interval`` without events, so late files and
-    new glob matches are found even where a directory did not exist at first.
+    With inotify, ``tick`` also runs every :data:`IDLE_TICK_MS` without events, so late files
+    and new glob matches are found even where no event announces them.
     """
     tick()
     watched = [d for d in dirs() if os.path.isdir(d)]
@@ -184,9 +190,9 @@ def watch_loop(
     for _ in watchfiles.watch(
         *watched,
         stop_event=stop,
-        debounce=50,
-        step=10,
-        rust_timeout=int(interval * 1000) or 1,
+        debounce=DEBOUNCE_MS,
+        step=STEP_MS,
+        rust_timeout=IDLE_TICK_MS,
         yield_on_timeout=True,
         raise_interrupt=False,
     ):

@@ -1,0 +1,144 @@
+"""Benchmarks of `acceptmon serve` following a live log (figures for the live pipeline's goals).
+
+1. Append-to-visible latency: a decode line is appended; how long until /metrics shows it
+   (p50/p99 over N appends), with inotify and with --poll.
+2. CPU while following 1,000 lines/s for a while: process CPU time / wall time.
+3. RSS while following 10 M lines (rotated every 1 M lines to keep the disk small):
+   sampled after each million, to see that it stays flat.
+
+    python benchmarks/bench_live.py [--appends 200] [--cpu-seconds 30] [--lines 10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.serving import Serve, decode_line, launch_line, parse_metrics, value  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def latency(tmp: Path, appends: int, poll: bool) -> list[float]:
+    log = tmp / f"latency_{'poll' if poll else 'inotify'}.log"
+    log.write_text(launch_line() + "\n")
+    serve = Serve(str(log), *(["--poll"] if poll else []))
+    serve.wait_listening()
+    out = []
+    try:
+        with log.open("a") as f:
+            for i in range(1, appends + 1):
+                time.sleep(0.02)
+                f.write(decode_line(i, running=i) + "\n")
+                f.flush()
+                t0 = time.perf_counter()
+                while value(parse_metrics(serve.get()), "acceptmon_running_requests") != i:
+                    time.sleep(0.001)
+                out.append(time.perf_counter() - t0)
+    finally:
+        serve.stop()
+    return out
+
+
+def cpu_at_rate(tmp: Path, seconds: float, rate: int = 1000) -> tuple[float, int]:
+    log = tmp / "cpu.log"
+    log.write_text(launch_line() + "\n")
+    serve = Serve(str(log))
+    serve.wait_listening()
+    written = 0
+    try:
+        time.sleep(1.0)
+        c0, t0 = cpu_seconds(serve.proc.pid), time.monotonic()
+        with log.open("a") as f:
+            batch = rate // 100
+            next_at = time.monotonic()
+            while time.monotonic() - t0 < seconds:
+                f.write("".join(decode_line(written + k) + "\n" for k in range(batch)))
+                f.flush()
+                written += batch
+                next_at += 0.01
+                time.sleep(max(0.0, next_at - time.monotonic()))
+        busy = cpu_seconds(serve.proc.pid) - c0
+        wall = time.monotonic() - t0
+        assert value(parse_metrics(serve.get()), "acceptmon_decode_batches_total") is not None
+    finally:
+        serve.stop()
+    return 100 * busy / wall, written
+
+
+def rss_over_lines(tmp: Path, total: int, per_file: int = 1_000_000) -> list[tuple[int, float]]:
+    log = tmp / "rss.log"
+    log.write_text(launch_line() + "\n")
+    serve = Serve(str(log))
+    serve.wait_listening()
+    chunk_lines = [decode_line(i, rank=f"DP{i % 8} TP{i % 8}", acc=2 + (i % 100) / 100) for i in range(10_000)]
+    chunk = ("\n".join(chunk_lines) + "\n").encode()
+    samples = []
+    written = 0
+    try:
+        f = log.open("ab")
+        while written < total:
+            f.write(chunk)
+            written += len(chunk_lines)
+            if written % per_file == 0:
+                f.close()
+                deadline = time.monotonic() + 120
+                while (value(parse_metrics(serve.get()), "acceptmon_lines_total", kind="decode") or 0) < written:
+                    if time.monotonic() > deadline:
+                        raise SystemExit("the exporter fell behind by more than 2 minutes")
+                    time.sleep(0.05)
+                samples.append((written, rss_mib(serve.proc.pid)))
+                print(f"  {written:>12,} lines  RSS {samples[-1][1]:6.1f} MiB", flush=True)
+                os.rename(log, tmp / "rss.log.1")  # rotate; the old one is drained, then deleted
+                f = log.open("ab")
+                time.sleep(0.3)
+                os.unlink(tmp / "rss.log.1")
+        f.close()
+    finally:
+        serve.stop()
+    return samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--appends", type=int, default=200)
+    ap.add_argument("--cpu-seconds", type=float, default=30)
+    ap.add_argument("--lines", type=int, default=10_000_000)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for poll in (False, True):
+            lat = sorted(latency(tmp, a.appends, poll))
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            print(f"latency append->/metrics ({'poll 100ms' if poll else 'inotify'}): n={len(lat)} "
+                  f"p50 {statistics.median(lat) * 1e3:.0f} ms  p99 {p99 * 1e3:.0f} ms  max {lat[-1] * 1e3:.0f} ms "
+                  f"(goal p99 <= 250 ms)", flush=True)  # fmt: skip
+        pct, n = cpu_at_rate(tmp, a.cpu_seconds)
+        print(f"CPU following 1,000 lines/s for {a.cpu_seconds:.0f} s ({n:,} lines): {pct:.1f} % of one core "
+              "(goal <= 5 %)", flush=True)  # fmt: skip
+        print(f"RSS while following {a.lines:,} lines:")
+        samples = rss_over_lines(tmp, a.lines)
+        rss = [r for _, r in samples]
+        print(f"RSS: first {rss[0]:.1f} MiB, last {rss[-1]:.1f} MiB, max {max(rss):.1f} MiB (goal flat, <= 100 MiB)")
+
+
+if __name__ == "__main__":
+    main()
