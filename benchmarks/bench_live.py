@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.serving import Serve, decode_line, launch_line, parse_metrics, value  # noqa: E402
+from tests.serving import Serve, decode_line, launch_line, parse_metrics, value
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
