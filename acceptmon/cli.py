@@ -7,6 +7,7 @@ inside the command that needs them, so ``parse`` and ``runs`` start fast.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import signal
 import sys
@@ -14,17 +15,21 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from acceptmon import __version__
 from acceptmon.errors import AcceptmonError, InputError
-from acceptmon.grammar import load_grammars, read_grammar_file
+from acceptmon.grammar import GrammarSet, load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline import Progress, default_jobs, run
-from acceptmon.records import Record
+from acceptmon.records import DecodeStats, Record
 from acceptmon.sinks.table import TableFormat, format_records, header, infer_format
 from acceptmon.source import check_path
 from acceptmon.stats import RunSummary, Stats
+
+if TYPE_CHECKING:
+    from acceptmon.dashboard import DashboardState
+    from acceptmon.follow import LiveSource
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -77,12 +82,35 @@ def _build_parser() -> argparse.ArgumentParser:
     _grammar_option(serve)
     serve.set_defaults(func=cmd_serve)
 
+    tail = sub.add_parser("tail", help="live dashboard of a server log (or one line per record with --plain)")
+    tail.add_argument("files", nargs="+", metavar="FILE", help="log files or globs")
+    _tail_options(tail)
+    _live_options(tail)
+    _grammar_option(tail)
+    tail.set_defaults(func=cmd_tail)
+
+    demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
+    demo.add_argument("--speed", type=float, default=10.0, help="replay speed against log time (default: 10x)")
+    demo.add_argument("--sample", default="seed_eagle3_moe.log", help="bundled sample log to replay")
+    _tail_options(demo)
+    demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
+                      grammar=[])  # fmt: skip
+
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
     gram.add_argument("action", nargs="?", choices=("list", "check"), default="list")
     gram.add_argument("files", nargs="*", metavar="FILE")
     _grammar_option(gram)
     gram.set_defaults(func=cmd_grammars)
     return p
+
+
+def _tail_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--window", type=duration, default=300.0, metavar="DURATION", help="window (log time; default 5m)")
+    p.add_argument("--alert-below", type=float, metavar="LEN", help="flag a window mean accept len below this")
+    p.add_argument("--stale-after", type=duration, default=30.0, metavar="DURATION",
+                   help="flag no decode line for this long while requests are queued (default: 30s)")  # fmt: skip
+    p.add_argument("--metrics-port", type=int, metavar="PORT", help="also serve Prometheus metrics on this port")
+    p.add_argument("--plain", action="store_true", help="one line per record instead of the dashboard")
 
 
 def _live_options(p: argparse.ArgumentParser) -> None:
@@ -260,6 +288,149 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.state_file:
         _note(f"positions saved to {args.state_file}")
     return 0
+
+
+def plain_line(r: DecodeStats, with_file: bool = False) -> str:
+    """One compact, grep-friendly line per decode record."""
+    ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
+    where = f"{r.file} " if with_file else ""
+    return (
+        f"{where}{ts} {r.rank or '-'} accept_len={_fmt(r.accept_len)} accept_rate={_fmt(r.accept_rate)} "
+        f"draft_accept_rate={_fmt(r.draft_accept_rate)} gen_throughput={_fmt(r.gen_throughput)}"
+    )
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    grammars = load_grammars(args.grammar)
+    plain = args.plain or not sys.stdout.isatty()
+    return _tail(args, args.files, grammars, plain=plain)
+
+
+def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
+          label: str = "", before: Callable[[threading.Event, Callable[[str], None]], None] | None = None,
+          ) -> int:  # fmt: skip
+    """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
+    from acceptmon.follow import LiveSource
+    from acceptmon.live import LiveStats
+
+    sinks: list[Callable[[str, list[Record], Tally], None]] = []
+    live = LiveStats() if args.metrics_port else None
+    if live is not None:
+        sinks.append(live.update)
+    state = None
+    if plain:
+        multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
+
+        def show(file: str, records: list[Record], tally: Tally) -> None:
+            out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
+            if out:
+                sys.stdout.write("\n".join(out) + "\n")
+                sys.stdout.flush()
+
+        sinks.append(show)
+        note: Callable[[str], None] = _note
+    else:
+        from acceptmon.dashboard import DashboardState
+
+        state = DashboardState(window=args.window, alert_below=args.alert_below, stale_after=args.stale_after)
+        sinks.append(state.add)
+        note = state.note
+
+    def sink(file: str, records: list[Record], tally: Tally) -> None:
+        for s in sinks:
+            s(file, records, tally)
+
+    def on_waiting(file: str, waiting: bool) -> None:
+        if live is not None:
+            live.set_waiting(file, waiting)
+        if state is not None:
+            state.set_waiting(file, waiting)
+
+    source = LiveSource(files, grammars, sink, from_start=args.from_start, state_file=args.state_file, note=note,
+                        on_waiting=on_waiting)  # fmt: skip
+    server = None
+    if live is not None:
+        from acceptmon.sinks.httpserver import MetricsServer
+        from acceptmon.sinks.prometheus import MetricsPage
+
+        server = MetricsServer(MetricsPage(live).render, "127.0.0.1", args.metrics_port)
+        server.start()
+        note(f"serving metrics at {server.url}")
+
+    def follow(stop: threading.Event) -> None:
+        if before is not None:
+            before(stop, note)
+        source.discover()
+        if state is not None:
+            _start_history(source, grammars, state)
+        source.run(stop, poll=args.poll, interval=args.poll_interval)
+
+    try:
+        if state is None:
+            stop = threading.Event()
+            _stop_on_signals(stop)
+            follow(stop)
+        else:
+            from acceptmon.tui.app import AcceptmonApp
+
+            state.backfill = source.backfill_progress
+            app = AcceptmonApp(state, follow=follow, files=label)
+            app.run()
+            app.stop.set()
+    finally:
+        if server is not None:
+            server.stop()
+        source.close()
+    return 0
+
+
+def _start_history(source: LiveSource, grammars: GrammarSet, state: DashboardState) -> None:
+    """Read the runs before each file's live start in the background, for the run history."""
+    from acceptmon.pipeline import summarize_prefix
+
+    for path, end in source.history_end.items():
+
+        def work(path: str = path, end: int = end) -> None:
+            try:
+                state.set_history(path, summarize_prefix(path, grammars, end))
+            except OSError as exc:
+                state.note(f"{path}: run history unavailable: {exc.strerror or exc}")
+
+        threading.Thread(target=work, name=f"history {path}", daemon=True).start()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from acceptmon.replay import replay, sample_path
+
+    sample = sample_path(args.sample)
+    grammars = load_grammars()
+    plain = args.plain or not sys.stdout.isatty()
+    with tempfile.TemporaryDirectory(prefix="acceptmon-demo-") as tmp:
+        target = Path(tmp) / sample.name
+        target.touch()
+
+        def start_replay(stop: threading.Event, note: Callable[[str], None]) -> None:
+            def work() -> None:
+                lines = replay(sample, target, args.speed, stop)
+                if plain:  # a script ran the demo: end once the replay has been read
+                    time.sleep(0.5)
+                    stop.set()
+                else:
+                    note(f"replay finished: {lines} lines of {sample.name}; press q to quit")
+
+            threading.Thread(target=work, name="replay", daemon=True).start()
+
+        if plain:
+            _note(f"replaying {sample.name} at {args.speed:g}x (log time); one line per decode batch")
+        label = f"demo: {sample.name} replayed at {args.speed:g}x"
+        code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
+        if plain:
+            job = _StatsJob()
+            run([str(target)], grammars, job)
+            print("\n" + render_runs_table(job.stats.summaries()))
+        return code
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:

@@ -318,6 +318,9 @@ class LiveSource:
         self.note = note
         self.on_waiting = on_waiting
         self.files: dict[str, Watched] = {}
+        self.history_end: dict[str, int] = {}
+        """Per path started mid-file: where the current run starts (what came before is history)."""
+        self._backfill: dict[str, tuple[int, int]] = {}
         self._saved = statefile.load(state_file) if state_file else statefile.FollowState()
         self._first_scan = True
         self._last_scan = 0.0
@@ -359,6 +362,8 @@ class LiveSource:
             self.sink(path, [preface], parser.tally)
         follower = Follower(path, on_block, start=start, skipping=skipping)
         self.files[path] = Watched(path, follower, parser)
+        if os.path.exists(path) and start < os.path.getsize(path):
+            self._backfill[path] = (start, os.path.getsize(path))
         if not os.path.exists(path):
             self.note(f"{path}: does not exist yet; waiting for it")
 
@@ -385,8 +390,11 @@ class LiveSource:
         if last is None:
             if cut:
                 self.note(f"{path}: no launch line found; replaying the last {size - cut:,} bytes")
+                self.history_end[path] = cut
             return cut, False, ParseState(), None
         offset, launch = last
+        if offset:
+            self.history_end[path] = offset
         if offset >= cut:
             return offset, False, ParseState(), None
         self.note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
@@ -409,6 +417,19 @@ class LiveSource:
                     self.on_waiting(w.path, waiting)
         if self.state_file is not None and now - self._last_save >= SAVE_SECONDS:
             self.save_state()
+
+    def backfill_progress(self) -> float | None:
+        """Fraction of the start-up replay read so far; None once every file has caught up."""
+        done = total = 0
+        for path, (start, end) in list(self._backfill.items()):
+            w = self.files.get(path)
+            pos = w.follower.pos if w is not None else end
+            if pos >= end:
+                del self._backfill[path]
+                continue
+            done += max(0, pos - start)
+            total += end - start
+        return done / total if total else None
 
     def dirs(self) -> list[str]:
         out = set()

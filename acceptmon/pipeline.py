@@ -23,6 +23,7 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
 from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
+from acceptmon.stats import RunSummary, Stats
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 32 << 20
@@ -198,3 +199,17 @@ def _size(path: str) -> int:
 def _is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
+
+
+def summarize_prefix(path: str, grammars: GrammarSet, end: int) -> list[RunSummary]:
+    """Run summaries of the first ``end`` bytes of a file (the history before a live start)."""
+    stats = Stats()
+    parser = Parser(grammars, path, records=frozenset({"decode"}))
+    with open(path, "rb") as f:
+        for block in iter_blocks(f, limit=end):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+            else:
+                assert isinstance(block, bytes)
+                stats.update(parser.feed(block))
+    return stats.summaries()

@@ -1,0 +1,54 @@
+"""Replaying a log into a file as if a server were writing it (``acceptmon demo``).
+
+Lines are written with the gaps their own timestamps give, divided by ``speed``;
+lines without a timestamp follow at once. The bundled sample logs live in
+``sample_logs/`` (installed as package data).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from datetime import datetime
+from pathlib import Path
+
+from acceptmon.errors import InputError
+
+_TS = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+MAX_GAP = 5.0
+"""Longest pause between two lines, in replay seconds (restarts in a log can be far apart)."""
+
+
+def sample_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / "sample_logs"
+    return packaged if packaged.is_dir() else here.parent / "sample_logs"
+
+
+def sample_path(name: str) -> Path:
+    path = sample_dir() / name
+    if not path.is_file():
+        names = ", ".join(sorted(p.name for p in sample_dir().glob("*.log")))
+        raise InputError(name, f"no such bundled sample log (there are: {names})")
+    return path
+
+
+def replay(source: Path, target: Path, speed: float, stop: threading.Event) -> int:
+    """Copy ``source`` to ``target`` line by line in (scaled) log time; return lines written."""
+    speed = max(speed, 1e-3)
+    written = 0
+    prev: datetime | None = None
+    with source.open("rb") as src, target.open("ab") as out:
+        for line in src:
+            m = _TS.match(line)
+            if m:
+                ts = datetime.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S")
+                if prev is not None and ts > prev:
+                    out.flush()
+                    if stop.wait(min((ts - prev).total_seconds() / speed, MAX_GAP)):
+                        return written
+                prev = ts
+            out.write(line)
+            written += 1
+        out.flush()
+    return written
