@@ -77,6 +77,7 @@ class _File:
     baseline_count: int = 0
     run_start: datetime | None = None
     last_seen: float | None = None
+    last: DecodeStats | None = None
     collapsed: bool = False
     stale: bool = False
     unrecognized: int = 0
@@ -311,6 +312,7 @@ class DashboardState:
         f.run += 1
         f.launch, f.launch_time, f.run_start = r.config, r.timestamp, r.timestamp
         f.points.clear()
+        f.last = None
         f.baseline_sum, f.baseline_count, f.collapsed = 0.0, 0, False
         for key in [k for k in self._ranks if k[0] == f.file]:
             del self._ranks[key]
@@ -325,7 +327,7 @@ class DashboardState:
 
     def _decode(self, f: _File, r: DecodeStats, now: float) -> None:
         self._last_file = f.file
-        f.last_seen = now
+        f.last_seen, f.last = now, r
         t = _epoch(r.timestamp, now)
         f.run_start = f.run_start or r.timestamp
         rank = r.rank or ""
@@ -369,7 +371,7 @@ class DashboardState:
         if cur is None:
             return Tiles()
         mine = [r for r in ranks if r.file == cur.file]
-        last = max(mine, key=lambda r: r.seen).last if mine else None
+        last = cur.last
         mean = _mean(p.accept_len for p in cur.points)
         health: Health = "none"
         if mean is not None:

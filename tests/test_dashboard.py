@@ -1,0 +1,151 @@
+"""DashboardState: the numbers the dashboard shows, without a screen."""
+
+from __future__ import annotations
+
+from acceptmon.dashboard import DashboardState
+from acceptmon.parse import Parser
+from acceptmon.stats import RunSummary
+from tests.serving import decode_line, launch_line
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def feed(state: DashboardState, parser: Parser, *lines: str) -> None:
+    state.add(parser.file, parser.feed(("\n".join(lines) + "\n").encode()), parser.tally)
+
+
+def ts(second: int) -> str:
+    return f"2026-02-26 14:{second // 60:02d}:{second % 60:02d}"
+
+
+def test_tiles_from_the_latest_batches(grammars):
+    state = DashboardState()
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0), steps=3, tokens=4))
+    feed(state, p, decode_line(rank="TP0", acc=2.5, tput=90, running=3, queued=1, ts=ts(10)),
+         decode_line(rank="TP1", acc=3.1, tput=95.5, running=4, queued=0, ts=ts(10)))  # fmt: skip
+    v = state.view()
+    assert v.launch is not None and v.launch.spec_algorithm == "EAGLE3" and v.run == 1
+    t = v.tiles
+    assert t.accept_len_last == 3.1
+    assert t.accept_len_mean == 2.8
+    assert t.draft_accept_rate == 0.6  # mean of (2.5-1)/3 = 0.5 and (3.1-1)/3 = 0.7
+    assert t.accept_rate == 0.47
+    assert t.throughput == 185.5
+    assert (t.running, t.queued) == (7, 1)
+    assert t.health == "good"
+    assert [(r.rank, r.accept_len, r.window_mean) for r in v.ranks] == [("TP0", 2.5, 2.5), ("TP1", 3.1, 3.1)]
+
+
+def test_window_is_log_time(grammars):
+    state = DashboardState(window=60)
+    p = Parser(grammars, "s.log")
+    feed(state, p, decode_line(acc=1.0, ts=ts(0)), decode_line(acc=2.0, ts=ts(30)), decode_line(acc=3.0, ts=ts(90)))
+    v = state.view()
+    assert v.tiles.accept_len_mean == 2.5  # the batch at 0 s fell out of the 60 s window ending at 90 s
+    assert [y for _, y in v.accept_series] == [2.0, 3.0]
+    state.reset_window()
+    assert state.view().tiles.accept_len_mean is None
+
+
+def test_launch_starts_a_new_run_and_the_previous_mean_is_the_reference(grammars):
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0), algo="NONE"))
+    state.add("s.log", [])
+    feed(state, p, *(decode_line(acc=1.12, tput=80, ts=ts(1 + i)) for i in range(3)))
+    feed(state, p, launch_line(ts=ts(100)), *(decode_line(acc=2.85, tput=94, ts=ts(101 + i)) for i in range(3)))
+    v = state.view()
+    assert v.run == 2 and v.tiles.accept_len_mean == 2.85  # the window holds the current run only
+    assert v.accept_reference == 1.12 and v.accept_reference_label == "run 1 mean"
+    assert v.throughput_reference == 80 and v.throughput_reference_label == "run 1 mean"
+    assert [(h.run, h.accept_len_mean) for h in v.history] == [(1, 1.12), (2, 2.85)]
+    assert [e.text for e in v.events if e.text.startswith("launch")] == [
+        "launch: Qwen/Qwen3-8B, NONE steps 3 topk 1 draft 4",
+        "launch: Qwen/Qwen3-8B, EAGLE3 steps 3 topk 1 draft 4",
+    ]
+
+
+def test_no_speculation_baseline_is_the_throughput_reference(grammars):
+    state = DashboardState()
+    p = Parser(grammars, "s.log")
+    nospec = launch_line(ts=ts(0)).replace("speculative_algorithm='EAGLE3'", "speculative_algorithm=None")
+    feed(state, p, nospec, decode_line(tput=89.0, ts=ts(1)))
+    feed(state, p, launch_line(ts=ts(50)), decode_line(tput=70.0, ts=ts(51)))
+    feed(state, p, launch_line(ts=ts(100)), decode_line(tput=94.0, ts=ts(101)))
+    v = state.view()
+    assert v.throughput_reference == 89.0 and v.throughput_reference_label == "no-spec run 1 mean"
+    assert v.accept_reference == 2.85 and v.accept_reference_label == "run 2 mean"
+
+
+def test_collapse_below_threshold_and_recovery(grammars):
+    state = DashboardState(alert_below=2.0)
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=1.1, ts=ts(1 + i)) for i in range(6)))
+    v = state.view()
+    assert v.tiles.health == "bad"
+    assert [e.text for e in v.events if e.level == "bad"] == [
+        "acceptance collapse: window mean accept len 1.10, below 2"
+    ]
+    feed(state, p, *(decode_line(acc=3.5, ts=ts(10 + i)) for i in range(20)))
+    v = state.view()
+    assert v.tiles.health == "good"
+    assert v.events[-1].text.startswith("acceptance recovered")
+
+
+def test_collapse_against_the_runs_first_ten_minutes(grammars):
+    state = DashboardState(window=60)
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=3.0, ts=ts(10 + i)) for i in range(10)))
+    feed(state, p, *(decode_line(acc=1.8, ts=ts(900 + i)) for i in range(10)))  # 40% below the start
+    bad = [e.text for e in state.view().events if e.level == "bad"]
+    assert bad == ["acceptance collapse: window mean accept len 1.80, 40% below the run's start"]
+
+
+def test_stale_while_queued(grammars):
+    clock = Clock()
+    state = DashboardState(stale_after=30, clock=clock)
+    p = Parser(grammars, "s.log")
+    feed(state, p, decode_line(queued=0, ts=ts(0)))
+    clock.now += 60
+    state.check()
+    assert not [e for e in state.view().events if e.level == "bad"]  # idle, nothing queued: not stale
+    feed(state, p, decode_line(queued=4, ts=ts(61)))
+    clock.now += 31
+    state.check()
+    state.check()
+    assert [e.text for e in state.view().events if e.level == "bad"] == [
+        "s.log: no decode line for 31 s while 4 requests are queued"
+    ]
+
+
+def test_unrecognized_lines_are_format_drift_events(grammars):
+    state = DashboardState()
+    p = Parser(grammars, "s.log")
+    feed(state, p, "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: many, accept len: soon")
+    warn = [e.text for e in state.view().events if e.level == "warn"]
+    assert len(warn) == 1 and warn[0].startswith("format drift: 1 unrecognized stats-like line(s): line 1:")
+
+
+def test_history_before_the_live_start_numbers_the_runs(grammars):
+    state = DashboardState()
+    earlier = [
+        RunSummary(file="s.log", run=r, start=None, end=None, duration_s=None, model="m", spec_algorithm="EAGLE3",
+                   spec_num_steps=r, spec_eagle_topk=1, spec_num_draft_tokens=r + 1, batches=5, ranks=1,
+                   accept_len_mean=1.5 + r, accept_len_p10=None, accept_len_p50=None, accept_len_p90=None,
+                   accept_rate_mean=None, draft_accept_rate_mean=None, gen_throughput_mean=90.0)
+        for r in (1, 2)
+    ]  # fmt: skip
+    state.set_history("s.log", earlier)
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), decode_line(acc=3.0, ts=ts(1)))
+    v = state.view()
+    assert v.run == 3 and v.current_run_key == ("s.log", 3)
+    assert [(h.run, h.accept_len_mean) for h in v.history] == [(1, 2.5), (2, 3.5), (3, 3.0)]
+    assert v.accept_reference == 3.5

@@ -1,0 +1,109 @@
+"""`acceptmon tail` and `acceptmon demo` in a real terminal (tmux), read as a person would see them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.serving import decode_line, launch_line, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+class Terminal:
+    """One tmux session on a private server socket, 140x45."""
+
+    def __init__(self, command: str) -> None:
+        if shutil.which("tmux") is None:
+            pytest.fail("tmux not found: install Debian's tmux package (apt-get install tmux), or run ./scripts/test")
+        self.socket = f"acceptmon-test-{uuid.uuid4().hex[:8]}"
+        self.tmux("new-session", "-d", "-s", "t", "-x", "140", "-y", "45", f"{command}; echo EXITED $?; sleep 30")
+
+    def tmux(self, *args: str) -> str:
+        # A COLUMNS/LINES inherited from the test runner would override the pane's real size.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True,
+                              env=env).stdout  # fmt: skip
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, text: str, timeout: float = 10.0) -> bool:
+        return bool(wait_for(lambda: text in self.screen(), timeout=timeout, interval=0.05))
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def acceptmon(*args: str) -> str:
+    return " ".join([sys.executable, "-m", "acceptmon", *args])
+
+
+def test_tail_shows_the_run_follows_appends_and_quits(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([launch_line(steps=5, tokens=6), *(decode_line(i, acc=2.85) for i in range(5))]) + "\n")
+    term = Terminal(acceptmon("tail", str(log)))
+    try:
+        assert term.wait_for("EAGLE3  steps 5  topk 1  draft tokens 6"), term.screen()
+        assert term.wait_for("2.85"), term.screen()
+        with log.open("a") as f:
+            f.write(decode_line(6, acc=1.37) + "\n")
+        start = time.monotonic()
+        assert term.wait_for("1.37", timeout=2.0), term.screen()
+        print(f"\nappended line on screen after {time.monotonic() - start:.2f} s")
+        term.keys("q")
+        assert term.wait_for("EXITED 0", timeout=5.0), term.screen()
+    finally:
+        term.close()
+
+
+def test_tail_waits_for_a_missing_file(tmp_path):
+    log = tmp_path / "later.log"
+    term = Terminal(acceptmon("tail", str(log)))
+    try:
+        assert term.wait_for("to appear"), term.screen()
+        log.write_text(launch_line() + "\n" + decode_line(0, acc=3.21) + "\n")
+        assert term.wait_for("3.21", timeout=5.0), term.screen()
+        term.keys("q")
+        assert term.wait_for("EXITED 0", timeout=5.0)
+    finally:
+        term.close()
+
+
+def test_demo_replays_the_seed_scenario(tmp_path):
+    term = Terminal(acceptmon("demo", "--speed", "300"))
+    try:
+        assert term.wait_for("demo: seed_eagle3_moe.log replayed at 300x"), term.screen()
+        assert term.wait_for("replay finished", timeout=30.0), term.screen()
+        screen = term.screen()
+        for run, accept in (("1", "1.13"), ("2", "2.84"), ("3", "1.81"), ("4", "2.41"), ("5 *", "3.27")):
+            assert any(line.split("│")[-2:] and f" {run} " in line and accept in line for line in screen.splitlines()), (
+                run, screen)  # fmt: skip
+        term.keys("q")
+        assert term.wait_for("EXITED 0", timeout=5.0)
+    finally:
+        term.close()
+
+
+def test_plain_lines_pipe_into_grep(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([launch_line(), decode_line(0, rank="DP0 TP0"), decode_line(1, rank="DP1 TP1")]) + "\n")
+    cmd = acceptmon("tail", "--plain", "--from-start", str(log)) + " | grep --line-buffered TP1"
+    proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+    finally:
+        proc.terminate()
+        subprocess.run(["pkill", "-f", f"tail --plain --from-start {log}"], check=False)
+    assert line.strip() == (
+        "2026-02-26 14:00:01 DP1 TP1 accept_len=2.85 accept_rate=0.47 draft_accept_rate=0.62 gen_throughput=94.12"
+    )

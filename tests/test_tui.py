@@ -1,0 +1,107 @@
+"""The Textual dashboard, driven by Pilot: tiles, tables, header, keys; and an SVG snapshot."""
+
+from __future__ import annotations
+
+from acceptmon.dashboard import DashboardState
+from acceptmon.parse import Parser
+from acceptmon.tui.app import AcceptmonApp, Tile
+from tests.serving import decode_line, launch_line
+from tests.test_dashboard import Clock, feed, ts
+
+SIZE = (140, 45)
+
+
+def seeded_state(grammars) -> DashboardState:
+    """Two runs: a broken one (accept len 1.12) and the fixed one (about 2.85), two ranks."""
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "server.log")
+    feed(state, p, launch_line(ts=ts(0), steps=3, tokens=4))
+    feed(state, p, *(decode_line(rank=f"DP{i % 2} TP{i % 2}", acc=1.12, tput=75, ts=ts(1 + i)) for i in range(8)))
+    feed(state, p, launch_line(ts=ts(100), steps=5, tokens=6))
+    feed(state, p, *(decode_line(rank=f"DP{i % 2} TP{i % 2}", acc=2.8 + (i % 3) * 0.05, tput=94 - i % 2,
+                                 running=3 + i % 2, queued=i % 2, ts=ts(101 + i)) for i in range(12)))  # fmt: skip
+    return state
+
+
+def tile_text(app: AcceptmonApp, tile_id: str) -> str:
+    return str(app.query_one(f"#{tile_id}", Tile).render())
+
+
+def cells(app: AcceptmonApp, table_id: str) -> list[list[str]]:
+    from textual.widgets import DataTable
+
+    table = app.query_one(f"#{table_id}", DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_tiles_tables_and_header_show_the_current_run(grammars):
+    app = AcceptmonApp(seeded_state(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        # The last batch (i = 11, DP1) has 2.8 + 2 * 0.05; the run's twelve average 2.85.
+        assert tile_text(app, "accept_len").splitlines() == ["2.90", "window mean 2.85"]
+        assert tile_text(app, "accept_rate").splitlines()[0] == "0.37"  # (2.85 - 1) / (6 - 1)
+        assert tile_text(app, "throughput").splitlines()[0] == "187.0"  # DP0's last 94 + DP1's last 93
+        assert tile_text(app, "running").splitlines()[0] == "7"
+        assert tile_text(app, "queued").splitlines()[0] == "1"
+        header = str(app.query_one("#header").render())
+        assert "EAGLE3  steps 5  topk 1  draft tokens 6" in header and "run 2 started 2026-02-26 14:01:40" in header
+        ranks = cells(app, "ranks")
+        assert [r[:3] for r in ranks] == [["DP0 TP0", "2.85", "2.85"], ["DP1 TP1", "2.90", "2.85"]]
+        history = cells(app, "history")
+        assert [(r[0], r[3], r[7]) for r in history] == [("1", "3", "1.12"), ("2 *", "5", "2.85")]
+        assert app.query_one("#accept_len", Tile).has_class("-good")
+
+
+async def test_keys_pause_reset_help_quit(grammars):
+    state = seeded_state(grammars)
+    app = AcceptmonApp(state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        assert "PAUSED" in str(app.query_one("#header").render())
+        state.add("server.log", Parser(grammars, "server.log").feed((decode_line(acc=1.0, ts=ts(120)) + "\n").encode()))
+        await pilot.pause(0.4)
+        assert tile_text(app, "accept_len").splitlines()[0] == "2.90"  # frozen while paused
+        await pilot.press("p")
+        await pilot.pause(0.4)
+        assert tile_text(app, "accept_len").splitlines()[0] == "1.00"
+        await pilot.press("r")
+        await pilot.pause(0.4)
+        assert tile_text(app, "accept_len").splitlines()[1] == "window mean -"
+        await pilot.press("question_mark")
+        assert app.screen.__class__.__name__ == "HelpScreen"
+        await pilot.press("escape")
+        assert app.screen.__class__.__name__ != "HelpScreen"
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_collapse_turns_the_tile_red_and_logs_an_event(grammars):
+    state = DashboardState(alert_below=2.0, clock=Clock())
+    p = Parser(grammars, "server.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=1.12, ts=ts(1 + i)) for i in range(6)))
+    app = AcceptmonApp(state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.query_one("#accept_len", Tile).has_class("-bad")
+        lines = [str(line.text) for line in app.query_one("#events").lines]
+        assert any("acceptance collapse: window mean accept len 1.12, below 2" in line for line in lines)
+
+
+async def test_rank_table_sorts_by_a_clicked_column(grammars):
+    app = AcceptmonApp(seeded_state(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        from textual.widgets import DataTable
+
+        table = app.query_one("#ranks", DataTable)
+        table.post_message(DataTable.HeaderSelected(table, table.columns and list(table.columns)[1], 1, "accept len"))
+        await pilot.pause()
+        assert [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]  # ascending: 2.85, 2.90
+        table.post_message(DataTable.HeaderSelected(table, list(table.columns)[1], 1, "accept len"))
+        await pilot.pause()
+        assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]  # descending
+
+
+def test_main_screen_snapshot(grammars, snap_compare):
+    assert snap_compare(AcceptmonApp(seeded_state(grammars), files="server.log"), terminal_size=SIZE)
