@@ -33,8 +33,6 @@ DROP = 0.7
 MIN_POINTS = 5
 """Batches needed in the window before acceptance is judged."""
 MAX_EVENTS = 500
-MAX_POINTS = 200_000
-"""Hard cap on points kept in the window (memory stays bounded at any line rate)."""
 
 
 @dataclass(frozen=True)
@@ -46,14 +44,100 @@ class Event:
     file: str = ""
 
 
-@dataclass
-class _Point:
-    t: float
-    rank: str
-    accept_len: float | None
-    draft_accept_rate: float | None
-    accept_rate: float | None
-    throughput: float | None
+class _Sum:
+    """Running sum and count of one value."""
+
+    __slots__ = ("n", "total")
+
+    def __init__(self) -> None:
+        self.total, self.n = 0.0, 0
+
+    def add(self, value: float | None) -> None:
+        if value is not None:
+            self.total += value
+            self.n += 1
+
+    def remove(self, other: _Sum) -> None:
+        self.total -= other.total
+        self.n -= other.n
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n > 0 else None
+
+
+class _Bucket:
+    __slots__ = ("accept", "draft", "key", "ranks", "tput")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.accept, self.draft, self.tput = _Sum(), _Sum(), _Sum()
+        self.ranks: dict[str, _Sum] = {}
+
+
+class Window:
+    """Means over the last ``seconds`` of log time, kept as time buckets with running totals.
+
+    Adding a batch and reading a mean cost the same at 10 or 10,000 lines a second:
+    memory is at most ``buckets`` buckets per file, whatever the rate.
+    """
+
+    def __init__(self, seconds: float, buckets: int = 120) -> None:
+        self.width = max(1.0, seconds / buckets)
+        self.span = max(1, round(seconds / self.width))
+        self.clear()
+
+    def clear(self) -> None:
+        self.buckets: deque[_Bucket] = deque()
+        self.accept, self.draft, self.tput = _Sum(), _Sum(), _Sum()
+        self.ranks: dict[str, _Sum] = {}
+
+    def add(self, t: float, rank: str, accept: float | None, draft: float | None, tput: float | None) -> None:
+        key = int(t // self.width)
+        bucket = self._bucket(key)
+        for agg in (bucket, self):
+            agg.accept.add(accept)
+            agg.draft.add(draft)
+            agg.tput.add(tput)
+            per_rank = agg.ranks.get(rank)
+            if per_rank is None:
+                per_rank = agg.ranks[rank] = _Sum()
+            per_rank.add(accept)
+
+    def _bucket(self, key: int) -> _Bucket:
+        b = self.buckets
+        if not b or key > b[-1].key:
+            b.append(_Bucket(key))
+            while b[0].key < key - self.span:
+                self._drop(b.popleft())
+            return b[-1]
+        for bucket in reversed(b):  # a line logged a second earlier than the last one (ranks interleave)
+            if bucket.key <= key:
+                return bucket
+        return b[0]
+
+    def _drop(self, bucket: _Bucket) -> None:
+        self.accept.remove(bucket.accept)
+        self.draft.remove(bucket.draft)
+        self.tput.remove(bucket.tput)
+        for rank, agg in bucket.ranks.items():
+            self.ranks[rank].remove(agg)
+
+    def rank_mean(self, rank: str) -> float | None:
+        agg = self.ranks.get(rank)
+        return agg.mean if agg is not None else None
+
+    def series(self, attr: str) -> list[tuple[float, float]]:
+        """(seconds since the first bucket, mean) per bucket holding a value."""
+        if not self.buckets:
+            return []
+        first = self.buckets[0].key
+        out = []
+        for b in self.buckets:
+            mean = getattr(b, attr).mean
+            if mean is not None:
+                out.append(((b.key - first) * self.width, round(mean, 3)))
+        return out
 
 
 @dataclass
@@ -72,7 +156,8 @@ class _File:
     run: int = 0
     """Launches read live (history adds ``runs_before``)."""
     runs_before: int = 0
-    points: deque[_Point] = field(default_factory=deque)
+    window: Window = field(default_factory=lambda: Window(300.0))
+    last_t: float | None = None
     baseline_sum: float = 0.0
     baseline_count: int = 0
     run_start: datetime | None = None
@@ -221,7 +306,7 @@ class DashboardState:
     def reset_window(self) -> None:
         with self._lock:
             for f in self._files.values():
-                f.points.clear()
+                f.window.clear()
             self.version += 1
 
     def check(self) -> None:
@@ -249,19 +334,13 @@ class DashboardState:
         with self._lock:
             files = tuple(self._files)
             cur = self._files.get(self._last_file or "") if self._last_file else None
-            points = [p for f in self._files.values() for p in f.points]
             ranks = sorted(self._ranks.values(), key=lambda r: (r.file, r.rank))
-            rank_points: dict[tuple[str, str], list[float]] = {}
-            for f in self._files.values():
-                for p in f.points:
-                    if p.accept_len is not None:
-                        rank_points.setdefault((f.file, p.rank), []).append(p.accept_len)
             rows = tuple(
                 RankRow(
                     file=r.file,
                     rank=r.rank,
                     accept_len=r.last.accept_len,
-                    window_mean=_round(_mean(rank_points.get((r.file, r.rank), []))),
+                    window_mean=_round(self._files[r.file].window.rank_mean(r.rank)),
                     throughput=r.last.gen_throughput,
                     running=r.last.running_req,
                     queued=r.last.queue_req,
@@ -269,10 +348,10 @@ class DashboardState:
                 )
                 for r in ranks
             )
-            tiles = self._tiles(cur, points, ranks)
+            tiles = self._tiles(cur, ranks)
             history = self._history_rows()
             accept_ref, accept_label, tput_ref, tput_label = self._references(cur, history)
-            last_ts = cur.points[-1].t if cur and cur.points else None
+            last_ts = cur.last_t if cur else None
             return View(
                 files=files,
                 waiting=tuple(f.file for f in self._files.values() if f.waiting),
@@ -282,8 +361,8 @@ class DashboardState:
                 last_decode_ago=(now - cur.last_seen) if cur and cur.last_seen is not None else None,
                 last_decode_time=datetime.fromtimestamp(last_ts) if last_ts is not None else None,
                 tiles=tiles,
-                accept_series=_buckets(points, "accept_len", self.window),
-                throughput_series=_buckets(points, "throughput", self.window),
+                accept_series=tuple(cur.window.series("accept")) if cur else (),
+                throughput_series=tuple(cur.window.series("tput")) if cur else (),
                 accept_reference=accept_ref,
                 accept_reference_label=accept_label,
                 throughput_reference=tput_ref,
@@ -302,7 +381,7 @@ class DashboardState:
     def _file(self, file: str) -> _File:
         f = self._files.get(file)
         if f is None:
-            f = self._files[file] = _File(file)
+            f = self._files[file] = _File(file, window=Window(self.window))
         return f
 
     def _event(self, level: Level, text: str, file: str = "") -> None:
@@ -311,7 +390,7 @@ class DashboardState:
     def _launch(self, f: _File, r: ServerLaunch, now: float) -> None:
         f.run += 1
         f.launch, f.launch_time, f.run_start = r.config, r.timestamp, r.timestamp
-        f.points.clear()
+        f.window.clear()
         f.last = None
         f.baseline_sum, f.baseline_count, f.collapsed = 0.0, 0, False
         for key in [k for k in self._ranks if k[0] == f.file]:
@@ -332,9 +411,8 @@ class DashboardState:
         f.run_start = f.run_start or r.timestamp
         rank = r.rank or ""
         self._ranks[(f.file, rank)] = _Rank(f.file, rank, r, now)
-        f.points.append(_Point(t, rank, r.accept_len, r.draft_accept_rate, r.accept_rate, r.gen_throughput))
-        while f.points and (f.points[0].t < t - self.window or len(f.points) > MAX_POINTS):
-            f.points.popleft()
+        f.last_t = t
+        f.window.add(t, rank, r.accept_len, r.draft_accept_rate, r.gen_throughput)
         start, ts = f.run_start, r.timestamp
         if r.accept_len is not None and (
             start is None or ts is None or (ts - start).total_seconds() <= BASELINE_SECONDS
@@ -344,10 +422,10 @@ class DashboardState:
         self._judge(f)
 
     def _judge(self, f: _File) -> None:
-        accepts = [p.accept_len for p in f.points if p.accept_len is not None]
-        if len(accepts) < MIN_POINTS:
+        acc = f.window.accept
+        if acc.n < MIN_POINTS:
             return
-        mean = sum(accepts) / len(accepts)
+        mean = acc.total / acc.n
         reason = None
         if self.alert_below is not None and mean < self.alert_below:
             reason = f"below {self.alert_below:g}"
@@ -367,12 +445,12 @@ class DashboardState:
             self._event("warn", f"format drift: {n - f.unrecognized} unrecognized stats-like line(s){sample}", f.file)
             f.unrecognized = n
 
-    def _tiles(self, cur: _File | None, points: list[_Point], ranks: list[_Rank]) -> Tiles:
+    def _tiles(self, cur: _File | None, ranks: list[_Rank]) -> Tiles:
         if cur is None:
             return Tiles()
         mine = [r for r in ranks if r.file == cur.file]
         last = cur.last
-        mean = _mean(p.accept_len for p in cur.points)
+        mean = cur.window.accept.mean
         health: Health = "none"
         if mean is not None:
             health = "good"
@@ -386,7 +464,7 @@ class DashboardState:
         return Tiles(
             accept_len_last=last.accept_len if last else None,
             accept_len_mean=_round(mean),
-            draft_accept_rate=_round(_mean(p.draft_accept_rate for p in cur.points)),
+            draft_accept_rate=_round(cur.window.draft.mean),
             accept_rate=last.accept_rate if last else None,
             throughput=round(sum(tputs), 2) if tputs else None,
             running=_sum_int(r.last.running_req for r in mine),
@@ -433,17 +511,3 @@ def _round(value: float | None, digits: int = 2) -> float | None:
 def _sum_int(values: Iterable[int | None]) -> int | None:
     got = [v for v in values if v is not None]
     return sum(got) if got else None
-
-
-def _buckets(points: list[_Point], attr: str, window: float, target: int = 120) -> tuple[tuple[float, float], ...]:
-    """Means of ``attr`` over time buckets (at most about ``target`` of them) across the window."""
-    if not points:
-        return ()
-    start = min(p.t for p in points)
-    width = max(1.0, window / target)
-    sums: dict[int, list[float]] = {}
-    for p in points:
-        v = getattr(p, attr)
-        if v is not None:
-            sums.setdefault(int((p.t - start) // width), []).append(v)
-    return tuple((k * width, round(sum(v) / len(v), 3)) for k, v in sorted(sums.items()))
