@@ -13,9 +13,13 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from acceptmon.parse import Parser, Tally
+from acceptmon.records import Record
 
 LAUNCH = (
     "[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, dp_size=1, "
@@ -44,6 +48,21 @@ def decode_line(
 ) -> str:
     ts = ts or f"2026-02-26 14:{(i // 60) % 60:02d}:{i % 60:02d}"
     return DECODE.format(ts=ts, rank=rank, acc=acc, tput=tput, running=running, queued=queued)
+
+
+class Clock:
+    """A settable clock for LiveStats and DashboardState."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def feed(sink: Callable[[str, list[Record], Tally], None], parser: Parser, *lines: str) -> None:
+    """Parse ``lines`` and hand the records to a live sink (LiveStats.update, DashboardState.add)."""
+    sink(parser.file, parser.feed(("\n".join(lines) + "\n").encode()), parser.tally)
 
 
 def free_port() -> int:

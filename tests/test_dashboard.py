@@ -5,19 +5,12 @@ from __future__ import annotations
 from acceptmon.dashboard import DashboardState
 from acceptmon.parse import Parser
 from acceptmon.stats import RunSummary
-from tests.serving import decode_line, launch_line
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.serving import Clock, decode_line, launch_line
+from tests.serving import feed as feed_sink
 
 
 def feed(state: DashboardState, parser: Parser, *lines: str) -> None:
-    state.add(parser.file, parser.feed(("\n".join(lines) + "\n").encode()), parser.tally)
+    feed_sink(state.add, parser, *lines)
 
 
 def ts(second: int) -> str:

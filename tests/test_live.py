@@ -7,19 +7,12 @@ from prometheus_client import generate_latest
 from acceptmon.live import LiveStats
 from acceptmon.parse import Parser
 from acceptmon.sinks.prometheus import MetricsPage
-from tests.serving import decode_line, launch_line, parse_metrics, value
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.serving import Clock, decode_line, launch_line, parse_metrics, value
+from tests.serving import feed as feed_sink
 
 
 def feed(live: LiveStats, parser: Parser, *lines: str) -> None:
-    live.update(parser.file, parser.feed(("\n".join(lines) + "\n").encode()), parser.tally)
+    feed_sink(live.update, parser, *lines)
 
 
 def scrape(page: MetricsPage) -> dict:
