@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NoReturn
 
 from acceptmon import __version__
 from acceptmon.errors import AcceptmonError, InputError
@@ -48,12 +48,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``acceptmon tail: error: ... (see --help)``, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="acceptmon", description="Speculative-decoding acceptance from SGLang server logs."
-    )
+    p = _Parser(prog="acceptmon", description="Speculative-decoding acceptance from SGLang server logs.")
     p.add_argument("--version", action="version", version=f"acceptmon {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line")
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")

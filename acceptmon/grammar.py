@@ -133,7 +133,13 @@ class Converter:
             return self.convert(m.group(1))
 
 
+_BOOLS = {"True": True, "False": False, "true": True, "false": False}
+
+
 def _to_bool(text: str) -> bool:
+    known = _BOOLS.get(text)
+    if known is not None:
+        return known
     low = text.strip().lower()
     if low in ("true", "1"):
         return True
@@ -174,6 +180,8 @@ class Grammar:
         self.anchor = spec.anchor
         self.fields = {name: Converter(name, f) for name, f in spec.fields.items()}
         self.keys = {key: Converter(key, f) for key, f in spec.keys.items()}
+        self.key_table = {key: (c.field, c.convert, c.fallback, c) for key, c in self.keys.items()}
+        """The same converters as plain tuples, for the parser's hot loop."""
         self.regex: regex.Pattern[str] | None = None
         self.starts_like: regex.Pattern[str] | None = None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,7 +218,7 @@ class Parser:
             return self._launch(g, body or "", values)
         extra: dict[str, str] = {}
         if body:
-            _read_pairs(body, g.keys, values, extra)
+            _read_pairs(body, g.key_table, g.keys, values, extra)
         values["extra"] = extra
         values["run"] = self.run
         if record_type == "prefill":
@@ -251,7 +252,13 @@ class Parser:
         return build(ServerLaunch, values)
 
 
-def _read_pairs(body: str, keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]) -> None:
+def _read_pairs(
+    body: str,
+    table: dict[str, tuple[str, Callable[[str], Any], bool, Converter]],
+    keys: dict[str, Converter],
+    values: dict[str, Any],
+    extra: dict[str, str],
+) -> None:
     """Read ``key: value, key: value`` at known keys, in any order.
 
     Fast path: every piece is one pair. A piece without ``: `` means a value itself
@@ -260,22 +267,24 @@ def _read_pairs(body: str, keys: dict[str, Converter], values: dict[str, Any], e
     """
     pieces = body.rstrip(", \t").split(", ")
     found: dict[str, Any] = {}
-    unknown: dict[str, str] = {}
+    get = table.get
     for piece in pieces:
         key, sep, value = piece.partition(": ")
         if not sep:
             _read_pairs_careful(pieces, keys, values, extra)
             return
-        conv = keys.get(key)
-        if conv is None:
-            unknown[key] = value
-        elif not (conv.fallback and conv.field in found):
-            try:
-                found[conv.field] = conv.convert(value)
-            except ValueError:
-                found[conv.field] = conv(value)
+        entry = get(key)
+        if entry is None:
+            extra[key] = value
+            continue
+        field_name, convert, fallback, conv = entry
+        if fallback and field_name in found:
+            continue
+        try:
+            found[field_name] = convert(value)
+        except ValueError:
+            found[field_name] = conv(value)
     values.update(found)
-    extra.update(unknown)
 
 
 def _read_pairs_careful(

@@ -3,7 +3,7 @@
 Every recognised log line becomes one frozen pydantic model. The parser builds
 them on a hot path, so it uses :func:`build`, which fills a model from values
 that the grammar converters have already given their declared types (``int``,
-``float``, ``bool``, ``str``, ``datetime``). ``tests/test_records.py`` checks
+``float``, ``bool``, ``str``, ``datetime``). ``tests/test_parse.py`` checks
 that a record built this way equals one built by full pydantic validation, so
 the shortcut never lies about types.
 """
@@ -137,24 +137,22 @@ def build(model: type[R], values: dict[str, Any]) -> R:
     The parser's converters guarantee the types, so this skips validation (the
     cost that matters at a million lines); fields not given take their defaults.
     """
-    obj = model.__new__(model)
-    data = dict(_defaults(model))
-    data.update(values)
-    object.__setattr__(obj, "__dict__", data)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    obj = _new(model)
+    defaults = _DEFAULTS.get(model) or _defaults(model)
+    data = {**defaults, "extra": {}, **values} if "extra" in defaults else {**defaults, **values}
+    _set(obj, "__dict__", data)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
     return obj
 
 
+_new = object.__new__
+_set = object.__setattr__
 _DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
 
 
 def _defaults(model: type[BaseModel]) -> dict[str, Any]:
-    cached = _DEFAULTS.get(model)
-    if cached is None:
-        cached = {name: f.get_default(call_default_factory=True) for name, f in model.model_fields.items()}
-        _DEFAULTS[model] = cached
-    if "extra" in cached:
-        return {**cached, "extra": {}}
+    cached = {name: f.get_default(call_default_factory=True) for name, f in model.model_fields.items()}
+    _DEFAULTS[model] = cached
     return cached

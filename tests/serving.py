@@ -99,12 +99,7 @@ class Serve:
         raise AssertionError("serve did not start listening")
 
     def get(self, user: str | None = None, password: str | None = None, context: ssl.SSLContext | None = None) -> str:
-        req = urllib.request.Request(self.url)
-        if user is not None:
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            req.add_header("Authorization", f"Basic {token}")
-        with urllib.request.urlopen(req, timeout=10, context=context) as resp:
-            return str(resp.read().decode())
+        return fetch(self.url, user, password, context)
 
     def metrics(self, **kw: object) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
         return parse_metrics(self.get(**kw))  # type: ignore[arg-type]
@@ -119,6 +114,16 @@ class Serve:
             _, self.stderr = self.proc.communicate()
             raise AssertionError("serve did not stop on signal") from None
         return int(self.proc.returncode)
+
+
+def fetch(url: str, user: str | None = None, password: str | None = None, context: ssl.SSLContext | None = None) -> str:
+    """GET a metrics page, with basic auth when a user is given."""
+    req = urllib.request.Request(url)
+    if user is not None:
+        token = base64.b64encode(f"{user}:{password}".encode()).decode()
+        req.add_header("Authorization", f"Basic {token}")
+    with urllib.request.urlopen(req, timeout=10, context=context) as resp:
+        return str(resp.read().decode())
 
 
 def parse_metrics(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

@@ -186,3 +186,31 @@ def _bad_gzip(d):
     p = d / "broken.log.gz"
     p.write_bytes(gzip.compress(DECODE * 1000)[:200])
     return p
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["tail", "--window", "banana", "x.log"], "acceptmon tail: error: argument --window: not a duration: 'banana'"),
+        (["serve"], "acceptmon serve: error: the following arguments are required: FILE"),
+        (["frobnicate"], "acceptmon: error: argument COMMAND: invalid choice: 'frobnicate'"),
+        (["demo", "--sample", "nope.log"], "acceptmon: error: nope.log: no such bundled sample log (there are: "),
+    ],
+)
+def test_bad_arguments_are_one_line_exit_2(args, words):
+    p = acceptmon(*args)
+    lines = p.stderr.decode().strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith(words), p.stderr
+
+
+def test_demo_without_a_terminal_prints_lines_then_the_sweep_table():
+    p = acceptmon("demo", "--speed", "1000")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode().splitlines()
+    decode = [line for line in out if " accept_len=" in line]
+    logged = [line[1:20] for line in SEED.read_text().splitlines() if "] Decode batch" in line]
+    assert len(decode) == len(logged) == 384  # every decode batch of the seed log, in order
+    assert [line[:19] for line in decode] == logged
+    table = out[out.index("") + 1 :]
+    assert [row.split()[1] for row in table[1:]] == ["1", "2", "3", "4", "5"]
+    assert [row.split()[10] for row in table[1:]] == ["1.13", "2.84", "1.81", "2.41", "3.27"]

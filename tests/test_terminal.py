@@ -107,3 +107,21 @@ def test_plain_lines_pipe_into_grep(tmp_path):
     assert line.strip() == (
         "2026-02-26 14:00:01 DP1 TP1 accept_len=2.85 accept_rate=0.47 draft_accept_rate=0.62 gen_throughput=94.12"
     )
+
+
+def test_tail_with_metrics_port_serves_the_same_numbers(tmp_path):
+    from tests.serving import fetch, free_port, parse_metrics, value
+
+    log = tmp_path / "server.log"
+    log.write_text("\n".join([launch_line(), decode_line(0, acc=2.61), decode_line(1, acc=2.73)]) + "\n")
+    port = free_port()
+    term = Terminal(acceptmon("tail", str(log), "--metrics-port", str(port)))
+    try:
+        assert term.wait_for("2.73"), term.screen()
+        m = wait_for(lambda: parse_metrics(fetch(f"http://127.0.0.1:{port}/metrics")))
+        assert value(m, "acceptmon_accept_length", file=str(log)) == 2.73
+        assert value(m, "acceptmon_decode_batches_total", file=str(log)) == 2
+        term.keys("q")
+        assert term.wait_for("EXITED 0", timeout=5.0)
+    finally:
+        term.close()

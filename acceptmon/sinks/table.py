@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import operator
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
@@ -52,10 +53,12 @@ def _iso(ts: datetime | None) -> str | None:
     return ts.isoformat(timespec="milliseconds" if ts.microsecond else "seconds")
 
 
+_VALUES = operator.itemgetter(*ALL_COLUMNS)
+
+
 def row(record: DecodeStats) -> list[Any]:
     """The record's values in :data:`ALL_COLUMNS` order (timestamps as ISO text)."""
-    d = record.__dict__
-    values = [d[c] for c in ALL_COLUMNS]
+    values = list(_VALUES(record.__dict__))
     values[2] = _iso(record.timestamp)
     return values
 
