@@ -396,10 +396,14 @@ def _start_history(source: LiveSource, grammars: GrammarSet, state: DashboardSta
     for path, end in source.history_end.items():
 
         def work(path: str = path, end: int = end) -> None:
+            state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
             try:
-                state.set_history(path, summarize_prefix(path, grammars, end))
+                runs = summarize_prefix(path, grammars, end)
             except OSError as exc:
                 state.note(f"{path}: run history unavailable: {exc.strerror or exc}")
+                return
+            state.set_history(path, runs)
+            state.note(f"{path}: run history: {sum(1 for r in runs if r.run):,} earlier launches read")
 
         threading.Thread(target=work, name=f"history {path}", daemon=True).start()
 

@@ -23,6 +23,15 @@ def seeded_state(grammars) -> DashboardState:
     return state
 
 
+async def until(pilot, condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds (the screen refreshes on a timer)."""
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return True
+        await pilot.pause(0.05)
+    return bool(condition())
+
+
 def tile_text(app: AcceptmonApp, tile_id: str) -> str:
     return str(app.query_one(f"#{tile_id}", Tile).render())
 
@@ -63,11 +72,9 @@ async def test_keys_pause_reset_help_quit(grammars):
         await pilot.pause(0.4)
         assert tile_text(app, "accept_len").splitlines()[0] == "2.90"  # frozen while paused
         await pilot.press("p")
-        await pilot.pause(0.4)
-        assert tile_text(app, "accept_len").splitlines()[0] == "1.00"
+        assert await until(pilot, lambda: tile_text(app, "accept_len").splitlines()[0] == "1.00")
         await pilot.press("r")
-        await pilot.pause(0.4)
-        assert tile_text(app, "accept_len").splitlines()[1] == "window mean -"
+        assert await until(pilot, lambda: tile_text(app, "accept_len").splitlines()[1] == "window mean -")
         await pilot.press("question_mark")
         assert app.screen.__class__.__name__ == "HelpScreen"
         await pilot.press("escape")
