@@ -7,29 +7,25 @@ inside the command that needs them, so ``parse`` and ``runs`` start fast.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn
 
-from acceptmon import __version__
+from acceptmon import __version__, livecmd
 from acceptmon.errors import AcceptmonError, InputError
-from acceptmon.grammar import GrammarSet, load_grammars, read_grammar_file
+from acceptmon.grammar import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline import Progress, default_jobs, run
-from acceptmon.records import DecodeStats, Record
-from acceptmon.sinks.table import TableFormat, format_records, header, infer_format
+from acceptmon.records import Record
+from acceptmon.sinks.table import TableFormat, fmt_number, format_records, header, infer_format
 from acceptmon.source import check_path
 from acceptmon.stats import RunSummary, Stats
 
 if TYPE_CHECKING:
-    from acceptmon.dashboard import DashboardState
-    from acceptmon.follow import LiveSource
+    pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,20 +81,20 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-series", type=int, default=512, help="cap on (file, rank) series (default: 512)")
     _live_options(serve)
     _grammar_option(serve)
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=livecmd.cmd_serve)
 
     tail = sub.add_parser("tail", help="live dashboard of a server log (or one line per record with --plain)")
     tail.add_argument("files", nargs="+", metavar="FILE", help="log files or globs")
     _tail_options(tail)
     _live_options(tail)
     _grammar_option(tail)
-    tail.set_defaults(func=cmd_tail)
+    tail.set_defaults(func=livecmd.cmd_tail)
 
     demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
     demo.add_argument("--speed", type=float, default=10.0, help="replay speed against log time (default: 10x)")
     demo.add_argument("--sample", default="seed_eagle3_moe.log", help="bundled sample log to replay")
     _tail_options(demo)
-    demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
+    demo.set_defaults(func=livecmd.cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
                       grammar=[])  # fmt: skip
 
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
@@ -155,7 +151,7 @@ def _grammar_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-class _TableJob:
+class TableJob:
     """Format decode records (in workers too) and write them in order."""
 
     records_wanted = frozenset({"decode"})
@@ -172,7 +168,7 @@ class _TableJob:
         self.out.write(part[1])
 
 
-class _StatsJob:
+class StatsJob:
     """Aggregate records per run (in workers too) and merge in order."""
 
     records_wanted = frozenset({"decode"})
@@ -204,7 +200,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
             raise InputError(args.output, f"cannot write: {exc.strerror}") from None
     else:
         out = sys.stdout.buffer
-    job = _TableJob(fmt, out)
+    job = TableJob(fmt, out)
     started = time.monotonic()
     try:
         out.write(header(fmt))
@@ -221,7 +217,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     grammars = load_grammars(args.grammar)
-    job = _StatsJob()
+    job = StatsJob()
     run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
     summaries = job.stats.summaries()
     if args.format == "json":
@@ -236,210 +232,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
     else:
         print(render_runs_table(summaries))
     return 0
-
-
-def _note(message: str) -> None:
-    print(f"acceptmon: {message}", file=sys.stderr, flush=True)
-
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    def handler(signum: int, frame: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from acceptmon.follow import LiveSource
-    from acceptmon.live import LiveStats
-    from acceptmon.sinks.httpserver import MetricsServer, load_web_config
-    from acceptmon.sinks.prometheus import MetricsPage
-
-    grammars = load_grammars(args.grammar)
-    web, tls = load_web_config(args.web_config) if args.web_config else (None, None)
-    live = LiveStats(max_series=max(1, args.max_series))
-    source = LiveSource(
-        args.files,
-        grammars,
-        live.update,
-        from_start=args.from_start,
-        state_file=args.state_file,
-        note=_note,
-        on_waiting=live.set_waiting,
-    )
-    server = MetricsServer(
-        MetricsPage(live, stale_after=args.stale_after).render, args.host, args.port, web=web, tls=tls
-    )
-    stop = threading.Event()
-    _stop_on_signals(stop)
-    server.start()
-    _note(f"serving metrics at {server.url}")
-    if args.host in ("127.0.0.1", "localhost", "::1"):
-        _note("only this machine can scrape it; to expose it: --host 0.0.0.0 --web-config web.yml (TLS, basic auth)")
-    elif web is None or not web.basic_auth_users:
-        _note("listening beyond this machine without authentication; see --web-config")
-    try:
-        source.run(stop, poll=args.poll, interval=args.poll_interval)
-    finally:
-        server.stop()
-        source.close()
-    for info in live.snapshot().files:
-        k = info.lines
-        _note(
-            f"stopped: {info.file}: {sum(k.values()):,} lines read, {k['decode']:,} decode, {k['launch']:,} launch, "
-            f"{k['unrecognized']:,} unrecognized"
-        )
-    if args.state_file:
-        _note(f"positions saved to {args.state_file}")
-    return 0
-
-
-def plain_line(r: DecodeStats, with_file: bool = False) -> str:
-    """One compact, grep-friendly line per decode record."""
-    ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
-    where = f"{r.file} " if with_file else ""
-    return (
-        f"{where}{ts} {r.rank or '-'} accept_len={_fmt(r.accept_len)} accept_rate={_fmt(r.accept_rate)} "
-        f"draft_accept_rate={_fmt(r.draft_accept_rate)} gen_throughput={_fmt(r.gen_throughput)}"
-    )
-
-
-def cmd_tail(args: argparse.Namespace) -> int:
-    grammars = load_grammars(args.grammar)
-    plain = args.plain or not sys.stdout.isatty()
-    return _tail(args, args.files, grammars, plain=plain)
-
-
-def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
-          label: str = "", before: Callable[[threading.Event, Callable[[str], None]], None] | None = None,
-          ) -> int:  # fmt: skip
-    """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
-    from acceptmon.follow import LiveSource
-    from acceptmon.live import LiveStats
-
-    sinks: list[Callable[[str, list[Record], Tally], None]] = []
-    live = LiveStats() if args.metrics_port else None
-    if live is not None:
-        sinks.append(live.update)
-    state = None
-    if plain:
-        multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
-
-        def show(file: str, records: list[Record], tally: Tally) -> None:
-            out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
-            if out:
-                sys.stdout.write("\n".join(out) + "\n")
-                sys.stdout.flush()
-
-        sinks.append(show)
-        note: Callable[[str], None] = _note
-    else:
-        from acceptmon.dashboard import DashboardState
-
-        state = DashboardState(window=args.window, alert_below=args.alert_below, stale_after=args.stale_after)
-        sinks.append(state.add)
-        note = state.note
-
-    def sink(file: str, records: list[Record], tally: Tally) -> None:
-        for s in sinks:
-            s(file, records, tally)
-
-    def on_waiting(file: str, waiting: bool) -> None:
-        if live is not None:
-            live.set_waiting(file, waiting)
-        if state is not None:
-            state.set_waiting(file, waiting)
-
-    source = LiveSource(files, grammars, sink, from_start=args.from_start, state_file=args.state_file, note=note,
-                        on_waiting=on_waiting)  # fmt: skip
-    server = None
-    if live is not None:
-        from acceptmon.sinks.httpserver import MetricsServer
-        from acceptmon.sinks.prometheus import MetricsPage
-
-        server = MetricsServer(MetricsPage(live).render, "127.0.0.1", args.metrics_port)
-        server.start()
-        note(f"serving metrics at {server.url}")
-
-    def follow(stop: threading.Event) -> None:
-        if before is not None:
-            before(stop, note)
-        source.discover()
-        if state is not None:
-            _start_history(source, grammars, state)
-        source.run(stop, poll=args.poll, interval=args.poll_interval)
-
-    try:
-        if state is None:
-            stop = threading.Event()
-            _stop_on_signals(stop)
-            follow(stop)
-        else:
-            from acceptmon.tui.app import AcceptmonApp
-
-            state.backfill = source.backfill_progress
-            app = AcceptmonApp(state, follow=follow, files=label)
-            app.run()
-            app.stop.set()
-    finally:
-        if server is not None:
-            server.stop()
-        source.close()
-    return 0
-
-
-def _start_history(source: LiveSource, grammars: GrammarSet, state: DashboardState) -> None:
-    """Read the runs before each file's live start in the background, for the run history."""
-    from acceptmon.pipeline import summarize_prefix
-
-    for path, end in source.history_end.items():
-
-        def work(path: str = path, end: int = end) -> None:
-            state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
-            try:
-                runs = summarize_prefix(path, grammars, end)
-            except OSError as exc:
-                state.note(f"{path}: run history unavailable: {exc.strerror or exc}")
-                return
-            state.set_history(path, runs)
-            state.note(f"{path}: run history: {sum(1 for r in runs if r.run):,} earlier launches read")
-
-        threading.Thread(target=work, name=f"history {path}", daemon=True).start()
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    import tempfile
-
-    from acceptmon.replay import replay, sample_path
-
-    sample = sample_path(args.sample)
-    grammars = load_grammars()
-    plain = args.plain or not sys.stdout.isatty()
-    with tempfile.TemporaryDirectory(prefix="acceptmon-demo-") as tmp:
-        target = Path(tmp) / sample.name
-        target.touch()
-
-        def start_replay(stop: threading.Event, note: Callable[[str], None]) -> None:
-            def work() -> None:
-                lines = replay(sample, target, args.speed, stop)
-                if plain:  # a script ran the demo: end once the replay has been read
-                    time.sleep(0.5)
-                    stop.set()
-                else:
-                    note(f"replay finished: {lines} lines of {sample.name}; press q to quit")
-
-            threading.Thread(target=work, name="replay", daemon=True).start()
-
-        if plain:
-            _note(f"replaying {sample.name} at {args.speed:g}x (log time); one line per decode batch")
-        label = f"demo: {sample.name} replayed at {args.speed:g}x"
-        code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
-        if plain:
-            job = _StatsJob()
-            run([str(target)], grammars, job)
-            print("\n" + render_runs_table(job.stats.summaries()))
-        return code
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -470,23 +262,15 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         rows.append(
             (
                 Path(s.file).name, str(s.run), s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
-                _short_model(s.model), s.spec_algorithm or "none", _fmt(s.spec_num_steps),
-                _fmt(s.spec_eagle_topk), _fmt(s.spec_num_draft_tokens), str(s.batches),
-                _fmt(s.accept_len_mean), _fmt(s.accept_len_p10), _fmt(s.accept_len_p50),
-                _fmt(s.accept_len_p90), _fmt(s.accept_rate_mean), _fmt(s.draft_accept_rate_mean),
-                _fmt(s.gen_throughput_mean, 1), _duration(s.duration_s),
+                _short_model(s.model), s.spec_algorithm or "none", fmt_number(s.spec_num_steps),
+                fmt_number(s.spec_eagle_topk), fmt_number(s.spec_num_draft_tokens), str(s.batches),
+                fmt_number(s.accept_len_mean), fmt_number(s.accept_len_p10), fmt_number(s.accept_len_p50),
+                fmt_number(s.accept_len_p90), fmt_number(s.accept_rate_mean), fmt_number(s.draft_accept_rate_mean),
+                fmt_number(s.gen_throughput_mean, 1), _duration(s.duration_s),
             )
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
-
-
-def _fmt(value: float | int | None, digits: int = 2) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
 
 
 def _short_model(model: str | None) -> str:

@@ -24,7 +24,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -283,13 +282,21 @@ LiveSink = Callable[[str, list[Record], Tally], None]
 Note = Callable[[str], None]
 
 
-@dataclass
 class Watched:
-    """One followed file: its follower and its parser."""
+    """One followed file: its parser, and the follower that feeds it."""
 
-    path: str
-    follower: Follower
-    parser: Parser
+    def __init__(self, path: str, parser: Parser, sink: LiveSink, *, start: int | None, skipping: bool) -> None:
+        self.path, self.parser, self.sink = path, parser, sink
+        self.follower = Follower(path, self.take, start=start, skipping=skipping)
+
+    def take(self, block: bytes | _Oversized) -> None:
+        """A block of complete lines (or one skipped line) from the follower."""
+        if block is OVERSIZED:
+            self.parser.skip_oversized()
+            self.sink(self.path, [], self.parser.tally)
+        else:
+            assert isinstance(block, bytes)
+            self.sink(self.path, self.parser.feed(block), self.parser.tally)
 
 
 class LiveSource:
@@ -343,25 +350,12 @@ class LiveSource:
         self._last_scan = time.monotonic()
 
     def _add(self, path: str, *, existed_at_start: bool) -> None:
-        parser_box: list[Parser] = []
-
-        def on_block(block: bytes | _Oversized) -> None:
-            parser = parser_box[0]
-            if block is OVERSIZED:
-                parser.skip_oversized()
-                self.sink(path, [], parser.tally)
-            else:
-                assert isinstance(block, bytes)
-                self.sink(path, parser.feed(block), parser.tally)
-
         start, skipping, state, preface = self._start(path, existed_at_start)
         parser = Parser(self.grammars, path, state, records=self.records)
-        parser_box.append(parser)
         if preface is not None:
             parser.tally.kinds["launch"] += 1
             self.sink(path, [preface], parser.tally)
-        follower = Follower(path, on_block, start=start, skipping=skipping)
-        self.files[path] = Watched(path, follower, parser)
+        self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
         if os.path.exists(path) and start < os.path.getsize(path):
             self._backfill[path] = (start, os.path.getsize(path))
         if not os.path.exists(path):

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from acceptmon import pipeline
-from acceptmon.cli import _TableJob, main
+from acceptmon.cli import TableJob, main
 from acceptmon.pipeline import run
 from acceptmon.sinks.table import COLUMNS
 from tests.conftest import GOLDEN, ROOT, SAMPLES
@@ -154,7 +154,7 @@ def test_parallel_output_is_identical_to_sequential(tmp_path, grammars, monkeypa
     outs = []
     for jobs in (1, 2):
         buf = io.BytesIO()
-        result = run([str(big)], grammars, _TableJob("csv", buf), jobs=jobs)
+        result = run([str(big)], grammars, TableJob("csv", buf), jobs=jobs)
         outs.append((buf.getvalue(), dict(result.tally.kinds), result.tally.accept_noise))
     assert outs[0] == outs[1]
     assert outs[0][1]["decode"] == 384 * 40

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from acceptmon.cli import _StatsJob
+from acceptmon.cli import StatsJob
 from acceptmon.pipeline import run
 from tests.conftest import GOLDEN, ROOT, SAMPLES
 from tests.update_goldens import golden_text
@@ -40,7 +40,7 @@ def test_golden_rows_equal_decode_lines(name):
 
 
 def _runs(name, grammars):
-    job = _StatsJob()
+    job = StatsJob()
     run([os.fspath(SAMPLES / f"{name}.log")], grammars, job)
     return job.stats.summaries()
 

@@ -6,7 +6,7 @@ import io
 import os
 from pathlib import Path
 
-from acceptmon.cli import _TableJob
+from acceptmon.cli import TableJob
 from acceptmon.grammar import load_grammars
 from acceptmon.pipeline import run
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def golden_text(log: Path) -> bytes:
     out = io.BytesIO()
-    run([os.path.relpath(log, ROOT)], load_grammars(), _TableJob("jsonl", out))
+    run([os.path.relpath(log, ROOT)], load_grammars(), TableJob("jsonl", out))
     return out.getvalue()
 
 

@@ -41,6 +41,15 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     return "csv"
 
 
+def fmt_number(value: float | int | None, digits: int = 2) -> str:
+    """A number for people (tables, plain lines): fixed decimals, '-' for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
 def header(fmt: TableFormat) -> bytes:
     if fmt == "csv":
         return (",".join(ALL_COLUMNS) + "\r\n").encode()
