@@ -108,6 +108,10 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
         table.post_message(DataTable.HeaderSelected(table, list(table.columns)[1], 1, "accept len"))
         await pilot.pause()
         assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]  # descending
+        await pilot.press("s")  # keyboard: the next column (window mean), ascending; ties keep rank order
+        assert app._sort == ("window_mean", False)
+        await pilot.press("s", "s", "s", "s", "s")  # throughput, running, queued, last seen, back to rank
+        assert app._sort == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
 
 
 def test_main_screen_snapshot(grammars, snap_compare):

@@ -69,7 +69,8 @@ class HelpScreen(ModalScreen[None]):
             "[b]acceptmon tail[/b]\n\n"
             "  q  quit\n  p  pause / resume the display (reading goes on)\n"
             "  r  reset the window (means and plots start afresh)\n  ?  this help\n\n"
-            "Click a column header of the rank table to sort by it.\n\n"
+            "  s  sort the rank table by its next column\n\n"
+            "Click a column header of the rank table to sort by it (again: reverse).\n\n"
             "accept len: tokens accepted per verify step, bonus token included.\n"
             "accept rate (normalized): (accept len - 1) / (draft tokens - 1).\n"
             "accept rate (as logged): what this SGLang version prints; definitions changed.\n"
@@ -87,6 +88,7 @@ class AcceptmonApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("p", "pause", "Pause/resume"),
         Binding("r", "reset", "Reset window"),
+        Binding("s", "sort", "Sort ranks"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -128,7 +130,7 @@ class AcceptmonApp(App[None]):
                            ("throughput", "tok/s"), ("running", "running"), ("queued", "queued"),
                            ("seen_ago", "last seen")):  # fmt: skip
             ranks.add_column(label, key=key)
-        ranks.border_title = "ranks (click a header to sort)"
+        ranks.border_title = "ranks (s or a header click sorts)"
         history = self.query_one("#history", DataTable)
         for label in ("run", "start", "spec", "steps", "topk", "draft", "batches", "accept len", "draft rate",
                       "tok/s", "duration"):  # fmt: skip
@@ -160,6 +162,16 @@ class AcceptmonApp(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    SORT_COLUMNS = ("rank", "accept_len", "window_mean", "throughput", "running", "queued", "seen_ago")
+
+    def action_sort(self) -> None:
+        """Next column of the rank table, ascending; after the last, back to rank."""
+        column, _ = self._sort
+        following = self.SORT_COLUMNS[(self.SORT_COLUMNS.index(column) + 1) % len(self.SORT_COLUMNS)]
+        self._sort = (following, False)
+        self._fill_ranks(self.state.view().ranks)
+        self.notify(f"ranks sorted by {following.replace('_', ' ')}", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         if event.data_table.id != "ranks":
