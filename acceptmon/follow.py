@@ -31,7 +31,7 @@ from acceptmon import statefile
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import Record, ServerLaunch
-from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized
+from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized, check_path
 
 Sink = Callable[[bytes | _Oversized], None]
 READ_SIZE = 1 << 20
@@ -76,6 +76,8 @@ class Follower:
         self._lines = LineAssembler(max_line)
         self.rotations = 0
         self.truncations = 0
+        self.error: str | None = None
+        """Why the path cannot be opened (permission denied, a directory...); None when fine or missing."""
         self._head = b""
         """The first bytes read from the file: if they change in place, it was truncated and rewritten."""
 
@@ -127,7 +129,12 @@ class Follower:
         try:
             f = open(self.path, "rb")
         except FileNotFoundError:
+            self.error = None
             return False
+        except OSError as exc:  # permission denied, a directory: keep trying, the caller reports it
+            self.error = exc.strerror or str(exc)
+            return False
+        self.error = None
         st = os.fstat(f.fileno())
         self._file, self._ino = f, (st.st_dev, st.st_ino)
         self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
@@ -288,6 +295,7 @@ class Watched:
     def __init__(self, path: str, parser: Parser, sink: LiveSink, *, start: int | None, skipping: bool) -> None:
         self.path, self.parser, self.sink = path, parser, sink
         self.follower = Follower(path, self.take, start=start, skipping=skipping)
+        self.error: str | None = None
 
     def take(self, block: bytes | _Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
@@ -343,6 +351,7 @@ class LiveSource:
             if glob.has_magic(pattern):
                 paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
             else:
+                check_path(pattern, may_be_missing=True)
                 paths = [pattern]
             for path in paths:
                 if path not in self.files:
@@ -356,7 +365,7 @@ class LiveSource:
             parser.tally.kinds["launch"] += 1
             self.sink(path, [preface], parser.tally)
         self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
-        if os.path.exists(path) and start < os.path.getsize(path):
+        if os.path.isfile(path) and start < os.path.getsize(path):
             self._backfill[path] = (start, os.path.getsize(path))
         if not os.path.exists(path):
             self.note(f"{path}: does not exist yet; waiting for it")
@@ -378,9 +387,12 @@ class LiveSource:
                 return 0, False, ParseState(), None
         if self.from_start or not existed_at_start:
             return 0, False, ParseState(), None
-        size = os.path.getsize(path)
-        last = find_last_launch(path, self.grammars)
-        cut = _next_line_start(path, size - self.backfill_limit)
+        try:
+            size = os.path.getsize(path)
+            last = find_last_launch(path, self.grammars)
+            cut = _next_line_start(path, size - self.backfill_limit)
+        except OSError:
+            return 0, False, ParseState(), None  # unreadable now: the follower reports it and retries
         if last is None:
             if cut:
                 self.note(f"{path}: no launch line found; replaying the last {size - cut:,} bytes")
@@ -404,6 +416,10 @@ class LiveSource:
             self.discover()
         for w in list(self.files.values()):
             w.follower.poll_once()
+            if w.follower.error != w.error:
+                w.error = w.follower.error
+                if w.error:
+                    self.note(f"{w.path}: cannot read: {w.error}; retrying")
             waiting = w.follower.waiting
             if self._waiting.get(w.path) != waiting:
                 self._waiting[w.path] = waiting

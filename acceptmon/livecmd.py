@@ -23,6 +23,7 @@ from acceptmon.grammar import GrammarSet, load_grammars
 from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, Record
 from acceptmon.sinks.table import fmt_number
+from acceptmon.source import check_path
 
 if TYPE_CHECKING:
     from acceptmon.dashboard import DashboardState
@@ -48,6 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from acceptmon.sinks.prometheus import MetricsPage
 
     grammars = load_grammars(args.grammar)
+    check_live_paths(args.files)
     web, tls = load_web_config(args.web_config) if args.web_config else (None, None)
     live = LiveStats(max_series=max(1, args.max_series))
     source = LiveSource(
@@ -96,8 +98,16 @@ def plain_line(r: DecodeStats, with_file: bool = False) -> str:
     )
 
 
+def check_live_paths(patterns: Sequence[str]) -> None:
+    """One-line error now for a path that can never be followed (a directory, unreadable)."""
+    for pattern in patterns:
+        if not glob.has_magic(pattern):
+            check_path(pattern, may_be_missing=True)
+
+
 def cmd_tail(args: argparse.Namespace) -> int:
     grammars = load_grammars(args.grammar)
+    check_live_paths(args.files)
     plain = args.plain or not sys.stdout.isatty()
     return _tail(args, args.files, grammars, plain=plain)
 
@@ -161,6 +171,13 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             _start_history(source, grammars, state)
         source.run(stop, poll=args.poll, interval=args.poll_interval)
 
+    def follow_in_background(stop: threading.Event) -> None:
+        try:
+            follow(stop)
+        except Exception as exc:  # the dashboard stays up and says why it stopped updating
+            note(f"following stopped: {exc}")
+            raise
+
     try:
         if state is None:
             stop = threading.Event()
@@ -170,7 +187,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             from acceptmon.tui.app import AcceptmonApp
 
             state.backfill = source.backfill_progress
-            app = AcceptmonApp(state, follow=follow, files=label)
+            app = AcceptmonApp(state, follow=follow_in_background, files=label)
             app.run()
             app.stop.set()
     finally:

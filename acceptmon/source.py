@@ -34,12 +34,17 @@ class _Oversized:
 OVERSIZED: Final = _Oversized()
 
 
-def check_path(path: str) -> None:
-    """Raise InputError with a one-line reason if ``path`` cannot be read as a log."""
+def check_path(path: str, *, may_be_missing: bool = False) -> None:
+    """Raise InputError with a one-line reason if ``path`` cannot be read as a log.
+
+    ``may_be_missing``: a live log that does not exist yet is fine (it is waited for).
+    """
     if path == "-":
         return
     p = Path(path)
     if not p.exists():
+        if may_be_missing:
+            return
         raise InputError(path, "no such file")
     if p.is_dir():
         raise InputError(path, "is a directory, not a log file")

@@ -195,6 +195,8 @@ def _bad_gzip(d):
         (["serve"], "acceptmon serve: error: the following arguments are required: FILE"),
         (["frobnicate"], "acceptmon: error: argument COMMAND: invalid choice: 'frobnicate'"),
         (["demo", "--sample", "nope.log"], "acceptmon: error: nope.log: no such bundled sample log (there are: "),
+        (["serve", "acceptmon"], "acceptmon: error: acceptmon: is a directory, not a log file"),
+        (["tail", "--plain", "tests"], "acceptmon: error: tests: is a directory, not a log file"),
     ],
 )
 def test_bad_arguments_are_one_line_exit_2(args, words):

@@ -166,3 +166,22 @@ def test_resume_at_an_offset_reads_the_rest_once(tmp_path):
         w.write(b"d\n")
     f.poll_once()
     assert got.lines == [b"b", b"c", b"d"] and f.truncations == 0
+
+
+def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
+    from acceptmon.follow import LiveSource
+
+    path = tmp_path / "s.log"
+    notes, got = [], []
+    source = LiveSource([str(path)], grammars, lambda f, records, tally: got.extend(records), note=notes.append)
+    source.discover()
+    path.mkdir()  # something that cannot be read as a log appears at the path
+    source.tick()
+    assert notes[-1] == f"{path}: cannot read: Is a directory; retrying"
+    path.rmdir()
+    path.write_text(
+        "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\n"
+    )
+    source.tick()
+    assert [r.accept_len for r in got] == [2.85]
