@@ -337,6 +337,8 @@ class LiveSource:
         """Per path started mid-file: where the current run starts (what came before is history)."""
         self._backfill: dict[str, tuple[int, int]] = {}
         self._saved = statefile.load(state_file) if state_file else statefile.FollowState()
+        if state_file is not None:
+            statefile.save(state_file, self._saved)  # an unwritable state file is an error now, not at exit
         self._first_scan = True
         self._last_scan = 0.0
         self._last_save = time.monotonic()

@@ -197,6 +197,14 @@ def _bad_gzip(d):
         (["demo", "--sample", "nope.log"], "acceptmon: error: nope.log: no such bundled sample log (there are: "),
         (["serve", "acceptmon"], "acceptmon: error: acceptmon: is a directory, not a log file"),
         (["tail", "--plain", "tests"], "acceptmon: error: tests: is a directory, not a log file"),
+        (
+            ["serve", "x.log", "--state-file", "no/such/dir/state.json"],
+            "acceptmon: error: no/such/dir/state.json: cannot write",
+        ),
+        (
+            ["serve", "x.log", "--state-file", "pyproject.toml"],
+            "acceptmon: error: pyproject.toml: not an acceptmon state file",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_exit_2(args, words):
