@@ -138,7 +138,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
     else:
         from acceptmon.dashboard import DashboardState
 
-        state = DashboardState(window=args.window, alert_below=args.alert_below, stale_after=args.stale_after)
+        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
         sinks.append(state.add)
         note = state.note
 
@@ -241,7 +241,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         if plain:
             say(f"replaying {sample.name} at {args.speed:g}x (log time); one line per decode batch")
-        label = f"demo: {sample.name} replayed at {args.speed:g}x"
+        label = f"{sample.name} (demo, {args.speed:g}x)"
         code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
         if plain:
             from acceptmon.cli import StatsJob, render_runs_table
