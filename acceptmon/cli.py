@@ -108,7 +108,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _tail_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=duration, default=300.0, metavar="DURATION", help="window (log time; default 5m)")
     p.add_argument("--alert-below", type=float, default=1.5, metavar="LEN",
-                   help="flag a window mean accept len below this (default: 1.5, as the alert rules; 0: off)")  # fmt: skip
+                   help="flag a window mean accept len below this (default: 1.5; 0: off)")  # fmt: skip
     p.add_argument("--stale-after", type=duration, default=30.0, metavar="DURATION",
                    help="flag no decode line for this long while requests are queued (default: 30s)")  # fmt: skip
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="also serve Prometheus metrics on this port")
