@@ -322,6 +322,7 @@ class LiveSource:
         backfill_limit: int = BACKFILL_LIMIT,
         note: Note = lambda _msg: None,
         on_waiting: Callable[[str, bool], None] | None = None,
+        on_forget: Callable[[str], None] | None = None,
     ) -> None:
         self.patterns = list(patterns)
         self.grammars = grammars
@@ -332,6 +333,7 @@ class LiveSource:
         self.backfill_limit = backfill_limit
         self.note = note
         self.on_waiting = on_waiting
+        self.on_forget = on_forget
         self.files: dict[str, Watched] = {}
         self.history_end: dict[str, int] = {}
         """Per path started mid-file: where the current run starts (what came before is history)."""
@@ -347,17 +349,27 @@ class LiveSource:
     # -- discovery and start positions -------------------------------------------------
 
     def discover(self) -> None:
-        """Expand the patterns; start following paths not seen before."""
+        """Expand the patterns; start following paths not seen before, forget deleted glob matches."""
         first, self._first_scan = self._first_scan, False
+        explicit: set[str] = set()
         for pattern in self.patterns:
             if glob.has_magic(pattern):
                 paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
             else:
                 check_path(pattern, may_be_missing=True)
                 paths = [pattern]
+                explicit.add(pattern)
             for path in paths:
                 if path not in self.files:
                     self._add(path, existed_at_start=first and os.path.exists(path))
+        for path in [p for p in self.files if p not in explicit and not os.path.exists(p)]:
+            w = self.files.pop(path)  # a glob match deleted for good (daily files): read its end, let it go
+            w.follower.poll_once()
+            w.follower.close()
+            self._backfill.pop(path, None)
+            self.note(f"{path}: deleted; no longer followed")
+            if self.on_forget is not None:
+                self.on_forget(path)
         self._last_scan = time.monotonic()
 
     def _add(self, path: str, *, existed_at_start: bool) -> None:

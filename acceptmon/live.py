@@ -153,6 +153,14 @@ class LiveStats:
                 info.waiting = waiting
                 self.version += 1
 
+    def forget(self, file: str) -> None:
+        """Drop a file that is gone for good, with its series (its metrics disappear, as its file did)."""
+        with self._lock:
+            self._files.pop(file, None)
+            for key in [k for k in self._series if k[0] == file]:
+                del self._series[key]
+            self.version += 1
+
     def snapshot(self) -> Snapshot:
         with self._lock:
             return Snapshot(

@@ -60,6 +60,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         state_file=args.state_file,
         note=say,
         on_waiting=live.set_waiting,
+        on_forget=live.forget,
     )
     server = MetricsServer(
         MetricsPage(live, stale_after=args.stale_after).render, args.host, args.port, web=web, tls=tls
@@ -153,7 +154,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             state.set_waiting(file, waiting)
 
     source = LiveSource(files, grammars, sink, from_start=args.from_start, state_file=args.state_file, note=note,
-                        on_waiting=on_waiting)  # fmt: skip
+                        on_waiting=on_waiting, on_forget=live.forget if live is not None else None)  # fmt: skip
     server = None
     if live is not None:
         from acceptmon.sinks.httpserver import MetricsServer

@@ -185,3 +185,27 @@ def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
     )
     source.tick()
     assert [r.accept_len for r in got] == [2.85]
+
+
+def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars):
+    from acceptmon.follow import LiveSource
+
+    line = (
+        "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: {}, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\n"
+    )
+    day1 = tmp_path / "server-day1.log"
+    day1.write_text(line.format("2.10"))
+    notes, got = [], []
+    source = LiveSource([str(tmp_path / "*.log")], grammars, lambda f, rs, t: got.extend(rs), note=notes.append)
+    source.discover()
+    source.tick()
+    with day1.open("a") as f:
+        f.write(line.format("2.20"))  # written just before the file is removed
+    os.unlink(day1)
+    (tmp_path / "server-day2.log").write_text(line.format("2.30"))
+    source.discover()
+    source.tick()
+    assert [r.accept_len for r in got] == [2.10, 2.20, 2.30]
+    assert list(source.files) == [str(tmp_path / "server-day2.log")]
+    assert f"{day1}: deleted; no longer followed" in notes

@@ -124,3 +124,14 @@ def test_run_baseline_is_the_first_ten_minutes_of_the_current_run(grammars):
     feed(live, parser, launch_line(ts="2026-02-26 15:00:00"), decode_line(ts="2026-02-26 15:00:05", acc=1.2))
     m = scrape(MetricsPage(live))
     assert value(m, "acceptmon_run_baseline_accept_length") == 1.2  # a new launch starts a new baseline
+
+
+def test_forgotten_file_takes_its_series_along(grammars):
+    live = LiveStats()
+    a, b = Parser(grammars, "a.log"), Parser(grammars, "b.log")
+    feed(live, a, decode_line(0))
+    feed(live, b, decode_line(0))
+    live.forget("a.log")
+    m = scrape(MetricsPage(live))
+    assert {dict(k)["file"] for k in m["acceptmon_accept_length"]} == {"b.log"}
+    assert {dict(k)["file"] for k in m["acceptmon_lines_total"]} == {"b.log"}
