@@ -41,6 +41,8 @@ BACKFILL_LIMIT = 64 << 20
 RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 SAVE_SECONDS = 5.0
+FORGET_SECONDS = 30.0
+"""A glob match missing this long is deleted for good: it is no longer followed."""
 DEBOUNCE_MS = 100
 """inotify mode: changes are grouped for at most this long (watchfiles' default, 1600 ms, is too slow)."""
 STEP_MS = 20
@@ -345,6 +347,7 @@ class LiveSource:
         self._last_scan = 0.0
         self._last_save = time.monotonic()
         self._waiting: dict[str, bool] = {}
+        self._missing: dict[str, float] = {}
 
     # -- discovery and start positions -------------------------------------------------
 
@@ -362,7 +365,15 @@ class LiveSource:
             for path in paths:
                 if path not in self.files:
                     self._add(path, existed_at_start=first and os.path.exists(path))
-        for path in [p for p in self.files if p not in explicit and not os.path.exists(p)]:
+        now = time.monotonic()
+        for path in [p for p in self.files if p not in explicit]:
+            if os.path.exists(path):
+                self._missing.pop(path, None)
+                continue
+            since = self._missing.setdefault(path, now)
+            if now - since < FORGET_SECONDS:
+                continue  # maybe delete + recreate: the follower drains the old file and switches
+            del self._missing[path]
             w = self.files.pop(path)  # a glob match deleted for good (daily files): read its end, let it go
             w.follower.poll_once()
             w.follower.close()

@@ -187,8 +187,11 @@ def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
     assert [r.accept_len for r in got] == [2.85]
 
 
-def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars):
+def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars, monkeypatch):
+    from acceptmon import follow
     from acceptmon.follow import LiveSource
+
+    monkeypatch.setattr(follow, "FORGET_SECONDS", 0.2)
 
     line = (
         "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
@@ -206,6 +209,9 @@ def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars
     (tmp_path / "server-day2.log").write_text(line.format("2.30"))
     source.discover()
     source.tick()
+    assert str(day1) in source.files  # missing for less than FORGET_SECONDS: maybe it comes back
+    time.sleep(0.25)
+    source.discover()
     assert [r.accept_len for r in got] == [2.10, 2.20, 2.30]
     assert list(source.files) == [str(tmp_path / "server-day2.log")]
     assert f"{day1}: deleted; no longer followed" in notes
