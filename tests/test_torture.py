@@ -53,11 +53,11 @@ def settled(serve: Serve, expected: int, timeout: float = 15.0) -> float | None:
     return value(serve.metrics(), "acceptmon_decode_batches_total") if got else got
 
 
-@pytest.mark.parametrize("mode", ["inotify", "poll"])
+@pytest.mark.parametrize("mode", ["inotify", "poll", "glob"])
 def test_rotation_torture(tmp_path, mode):
     log = tmp_path / "server.log"
     log.write_text(launch_line() + "\n")
-    args = [str(log)] + (["--poll"] if mode == "poll" else [])
+    args = [str(tmp_path / "*.log") if mode == "glob" else str(log)] + (["--poll"] if mode == "poll" else [])
     serve = Serve(*args)
     w = Writer(log)
     try:
