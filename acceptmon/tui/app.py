@@ -126,16 +126,15 @@ class AcceptmonApp(App[None]):
 
     def on_mount(self) -> None:
         ranks = self.query_one("#ranks", DataTable)
-        for key, label in (("rank", "rank"), ("accept_len", "accept len"), ("window_mean", "window mean"),
+        for key, label in (("rank", "rank"), ("accept_len", "last"), ("window_mean", "mean"),
                            ("throughput", "tok/s"), ("running", "running"), ("queued", "queued"),
-                           ("seen_ago", "last seen")):  # fmt: skip
+                           ("seen_ago", "seen")):  # fmt: skip
             ranks.add_column(label, key=key)
-        ranks.border_title = "ranks (s or a header click sorts)"
+        ranks.border_title = "ranks: accept len last, window mean (s sorts)"
         history = self.query_one("#history", DataTable)
-        for label in ("run", "start", "spec", "steps", "topk", "draft", "batches", "accept len", "draft rate",
-                      "tok/s", "duration"):  # fmt: skip
+        for label in ("run", "start", "spec", "steps", "topk", "draft", "batch", "len", "rate", "tok/s", "time"):
             history.add_column(label, key=label)
-        history.border_title = "run history"
+        history.border_title = "run history (means: len = accept len, rate = normalized accept rate)"
         self.query_one("#events", RichLog).border_title = "events"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
         self.refresh_view()
@@ -238,13 +237,13 @@ class AcceptmonApp(App[None]):
         self.query_one("#accept_len", Tile).show(fmt(t.accept_len_last), f"window mean {fmt(t.accept_len_mean)}",
                                                  t.health)  # fmt: skip
         self.query_one("#accept_rate", Tile).show(
-            fmt(t.draft_accept_rate), f"normalized; as logged {fmt(t.accept_rate)}", t.health
+            fmt(t.draft_accept_rate), f"norm. · logged {fmt(t.accept_rate)}", t.health
         )
         self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), "tok/s, all ranks")
         self.query_one("#running", Tile).show(fmt(t.running), "requests")
         self.query_one("#queued", Tile).show(fmt(t.queued), "requests", "warn" if t.queued else "none")
         usage = None if t.token_usage is None else 100 * t.token_usage
-        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), "KV cache, fullest rank")
+        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), "KV, fullest rank")
 
     def _plots(self, v: View) -> None:
         window = self.state.window
