@@ -205,7 +205,8 @@ def _start_history(source: LiveSource, grammars: GrammarSet, state: DashboardSta
     for path, end in source.history_end.items():
 
         def work(path: str = path, end: int = end) -> None:
-            state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
+            if end >= 16 << 20:
+                state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
             try:
                 runs = summarize_prefix(path, grammars, end)
             except OSError as exc:
