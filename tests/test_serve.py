@@ -229,3 +229,33 @@ def test_basic_auth_and_tls(tmp_path):
     finally:
         assert serve.stop() == 0
     assert "Traceback" not in serve.stderr
+
+
+def test_tls_client_certificates_are_required_when_configured(tmp_path):
+    import trustme
+
+    ca = trustme.CA()
+    server_cert = ca.issue_cert("127.0.0.1")
+    server_cert.cert_chain_pems[0].write_to_path(str(tmp_path / "server.crt"))
+    server_cert.private_key_pem.write_to_path(str(tmp_path / "server.key"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
+    (tmp_path / "web.yml").write_text(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+        "  client_ca_file: ca.crt\n  client_auth_type: RequireAndVerifyClientCert\n"
+    )
+    log = tmp_path / "s.log"
+    write(log, decode_line(0))
+    anonymous = ssl.create_default_context()
+    ca.configure_trust(anonymous)
+    with_cert = ssl.create_default_context()
+    ca.configure_trust(with_cert)
+    ca.issue_cert("prometheus@example.org").configure_cert(with_cert)
+    serve = Serve(str(log), "--web-config", str(tmp_path / "web.yml"), scheme="https")
+    try:
+        serve.wait_listening(context=with_cert)
+        assert wait_for(lambda: value(serve.metrics(context=with_cert), "acceptmon_decode_batches_total") == 1)
+        with pytest.raises(OSError):
+            serve.get(context=anonymous)  # no client certificate: the handshake is refused
+    finally:
+        assert serve.stop() == 0
+    assert "Traceback" not in serve.stderr
