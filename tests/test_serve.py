@@ -259,3 +259,25 @@ def test_tls_client_certificates_are_required_when_configured(tmp_path):
     finally:
         assert serve.stop() == 0
     assert "Traceback" not in serve.stderr
+
+
+def test_landing_page_404_and_configured_headers(tmp_path):
+    import urllib.request
+
+    (tmp_path / "web.yml").write_text("http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
+    log = tmp_path / "s.log"
+    write(log, decode_line(0))
+    serve = Serve(str(log), "--web-config", str(tmp_path / "web.yml"))
+    try:
+        serve.wait_listening()
+        base = serve.url.removesuffix("/metrics")
+        with urllib.request.urlopen(base + "/", timeout=10) as resp:
+            assert b'<a href="/metrics">' in resp.read() and resp.headers["X-Frame-Options"] == "deny"
+        with urllib.request.urlopen(serve.url, timeout=10) as resp:
+            assert resp.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+            assert resp.headers["X-Frame-Options"] == "deny"
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/nope", timeout=10)
+        assert err.value.code == 404
+    finally:
+        assert serve.stop() == 0
