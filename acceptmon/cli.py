@@ -18,11 +18,11 @@ from acceptmon import __version__, livecmd
 from acceptmon.errors import AcceptmonError, InputError
 from acceptmon.grammar import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
-from acceptmon.pipeline import Progress, default_jobs, run
+from acceptmon.pipeline import Progress, StatsJob, default_jobs, run
 from acceptmon.records import Record
 from acceptmon.sinks.table import TableFormat, fmt_number, format_records, header, infer_format
 from acceptmon.source import check_path
-from acceptmon.stats import RunSummary, Stats
+from acceptmon.stats import RunSummary
 
 if TYPE_CHECKING:
     pass
@@ -69,6 +69,7 @@ def _build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table")
     _grammar_option(runs)
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    runs.add_argument("--max-bytes", type=int, metavar="N", help="read only the first N bytes of each file")
     runs.set_defaults(func=cmd_runs)
 
     serve = sub.add_parser("serve", help="follow live logs and export Prometheus metrics at /metrics")
@@ -169,25 +170,6 @@ class TableJob:
         self.out.write(part[1])
 
 
-class StatsJob:
-    """Aggregate records per run (in workers too) and merge in order."""
-
-    records_wanted = frozenset({"decode"})
-
-    def __init__(self) -> None:
-        self.stats = Stats()
-        self.records = 0
-
-    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
-        part = Stats()
-        part.update(records)
-        return sum(1 for r in records if r.kind == "decode"), part
-
-    def collect(self, part: tuple[int, Stats]) -> None:
-        self.records += part[0]
-        self.stats.merge(part[1])
-
-
 def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
@@ -219,7 +201,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         check_path(f)
     grammars = load_grammars(args.grammar)
     job = StatsJob()
-    run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+    run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes)
     summaries = job.stats.summaries()
     if args.format == "json":
         print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))

@@ -169,7 +169,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             before(stop, note)
         source.discover()
         if state is not None:
-            _start_history(source, grammars, state)
+            _start_history(source, getattr(args, "grammar", []), state)
         source.run(stop, poll=args.poll, interval=args.poll_interval)
 
     def follow_in_background(stop: threading.Event) -> None:
@@ -198,20 +198,30 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
     return 0
 
 
-def _start_history(source: LiveSource, grammars: GrammarSet, state: DashboardState) -> None:
-    """Read the runs before each file's live start in the background, for the run history."""
-    from acceptmon.pipeline import summarize_prefix
+def _start_history(source: LiveSource, extra_grammars: Sequence[Path], state: DashboardState) -> None:
+    """Read the runs before each file's live start, for the run history.
+
+    ``acceptmon runs --max-bytes`` does it in a child process: on every core, and without
+    taking the dashboard's interpreter away from the screen.
+    """
+    import json
+    import subprocess
+
+    from acceptmon.stats import RunSummary
 
     for path, end in source.history_end.items():
 
         def work(path: str = path, end: int = end) -> None:
             if end >= 16 << 20:
                 state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
-            try:
-                runs = summarize_prefix(path, grammars, end)
-            except OSError as exc:
-                state.note(f"{path}: run history unavailable: {exc.strerror or exc}")
+            cmd = [sys.executable, "-m", "acceptmon", "runs", path, "--format", "json", "--max-bytes", str(end)]
+            for g in extra_grammars:
+                cmd += ["--grammar", str(g)]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                state.note(f"{path}: run history unavailable: {done.stderr.strip()[-200:]}")
                 return
+            runs = [RunSummary.model_validate(r) for r in json.loads(done.stdout)]
             state.set_history(path, runs)
             state.note(f"{path}: run history: {sum(1 for r in runs if r.run):,} earlier launches read")
 
@@ -246,8 +256,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         label = f"{sample.name} (demo, {args.speed:g}x)"
         code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
         if plain:
-            from acceptmon.cli import StatsJob, render_runs_table
-            from acceptmon.pipeline import run
+            from acceptmon.cli import render_runs_table
+            from acceptmon.pipeline import StatsJob, run
 
             job = StatsJob()
             run([str(target)], grammars, job)

@@ -22,8 +22,8 @@ from typing import Any, Protocol, TypeVar
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
-from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
-from acceptmon.stats import RunSummary, Stats
+from acceptmon.source import BLOCK_SIZE, OVERSIZED, iter_blocks, open_log, split_ranges
+from acceptmon.stats import Stats
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 32 << 20
@@ -72,15 +72,20 @@ def run(
     *,
     jobs: int = 1,
     on_progress: Callable[[Progress], None] | None = None,
+    limit: int | None = None,
 ) -> RunResult:
-    """Parse every path in order, feeding ``job``; return the line tally."""
+    """Parse every path in order, feeding ``job``; return the line tally.
+
+    ``limit``: read only the first ``limit`` bytes of each file (a line start: the
+    history before a live start); the last line is completed if it is cut.
+    """
     result = RunResult()
-    progress = Progress(total=sum(_size(p) for p in paths))
+    progress = Progress(total=sum(_size(p, limit) for p in paths))
     for path in paths:
-        if jobs > 1 and path != "-" and _size(path) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
-            tally = _run_parallel(path, grammars, job, jobs, progress, on_progress)
+        if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
+            tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit)
         else:
-            tally = _run_sequential(path, grammars, job, progress, on_progress)
+            tally = _run_sequential(path, grammars, job, progress, on_progress, limit)
         result.tally.merge(tally)
         result.files += 1
     return result
@@ -92,10 +97,11 @@ def _run_sequential(
     job: Job[T],
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
+    limit: int | None = None,
 ) -> Tally:
     parser = Parser(grammars, path, records=job.records_wanted)
     with open_log(path) as stream:
-        for block in iter_blocks(stream):
+        for block in iter_blocks(stream, limit=limit):
             if block is OVERSIZED:
                 parser.skip_oversized()
                 continue
@@ -148,9 +154,10 @@ def _run_parallel(
     jobs: int,
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
+    limit: int | None = None,
 ) -> Tally:
-    size = _size(path)
-    ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES))
+    size = _size(path, limit)
+    ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(BLOCK_SIZE, RANGE_BYTES))
     _WORKER.update(grammars=grammars, job=job)
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
@@ -189,11 +196,12 @@ def _collect(
         on_progress(progress)
 
 
-def _size(path: str) -> int:
+def _size(path: str, limit: int | None = None) -> int:
     try:
-        return os.path.getsize(path) if path != "-" else 0
+        size = os.path.getsize(path) if path != "-" else 0
     except OSError:
         return 0
+    return size if limit is None else min(size, limit)
 
 
 def _is_gzip(path: str) -> bool:
@@ -201,15 +209,20 @@ def _is_gzip(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def summarize_prefix(path: str, grammars: GrammarSet, end: int) -> list[RunSummary]:
-    """Run summaries of the first ``end`` bytes of a file (the history before a live start)."""
-    stats = Stats()
-    parser = Parser(grammars, path, records=frozenset({"decode"}))
-    with open(path, "rb") as f:
-        for block in iter_blocks(f, limit=end):
-            if block is OVERSIZED:
-                parser.skip_oversized()
-            else:
-                assert isinstance(block, bytes)
-                stats.update(parser.feed(block))
-    return stats.summaries()
+class StatsJob:
+    """Aggregate records per run (in workers too) and merge them in order."""
+
+    records_wanted = frozenset({"decode"})
+
+    def __init__(self) -> None:
+        self.stats = Stats()
+        self.records = 0
+
+    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
+        part = Stats()
+        part.update(records)
+        return sum(1 for r in records if r.kind == "decode"), part
+
+    def collect(self, part: tuple[int, Stats]) -> None:
+        self.records += part[0]
+        self.stats.merge(part[1])

@@ -166,9 +166,11 @@ def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Ove
     return out
 
 
-def split_ranges(path: str, parts: int, *, min_size: int = BLOCK_SIZE) -> list[tuple[int, int]]:
-    """Cut a regular file into about ``parts`` byte ranges that each start at a line start."""
-    size = os.path.getsize(path)
+def split_ranges(
+    path: str, parts: int, *, min_size: int = BLOCK_SIZE, size: int | None = None
+) -> list[tuple[int, int]]:
+    """Cut a regular file (or its first ``size`` bytes) into about ``parts`` ranges that each start a line."""
+    size = os.path.getsize(path) if size is None else size
     if parts <= 1 or size < 2 * min_size:
         return [(0, size)]
     step = max(size // parts, min_size)

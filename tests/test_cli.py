@@ -145,21 +145,40 @@ def test_huge_line_random_bytes_and_invalid_utf8(tmp_path):
     assert "1 oversized" in p.stderr.decode()
 
 
-def test_parallel_output_is_identical_to_sequential(tmp_path, grammars, monkeypatch):
+@pytest.mark.parametrize("limit", [None, 3_000_017])
+def test_parallel_output_is_identical_to_sequential(tmp_path, grammars, monkeypatch, limit):
     big = tmp_path / "big.log"
     data = SEED.read_bytes()
     big.write_bytes(data * 40)  # 5 MB, 200 launches, cut into many ranges
+    if limit is not None:
+        limit = (data * 40).rfind(b"\n", 0, limit) + 1  # a line start, as a live start is
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 18)
+    ranges: list[int] = []
+    split = pipeline.split_ranges
+
+    def spy(*args, **kwargs):
+        out = split(*args, **kwargs)
+        ranges.append(len(out))
+        return out
+
+    monkeypatch.setattr(pipeline, "split_ranges", spy)
     outs = []
     for jobs in (1, 2):
         buf = io.BytesIO()
-        result = run([str(big)], grammars, TableJob("csv", buf), jobs=jobs)
+        result = run([str(big)], grammars, TableJob("csv", buf), jobs=jobs, limit=limit)
         outs.append((buf.getvalue(), dict(result.tally.kinds), result.tally.accept_noise))
+    assert ranges and ranges[0] >= 10  # the parallel run really was cut into many ranges
     assert outs[0] == outs[1]
-    assert outs[0][1]["decode"] == 384 * 40
-    last = outs[0][0].decode().splitlines()[-1].split(",")
-    assert last[1] == str(668 * 40) and last[15] == "200"  # line number and run index carried across ranges
+    lines = outs[0][0].decode().splitlines()
+    if limit is None:
+        assert outs[0][1]["decode"] == 384 * 40
+        last = lines[-1].split(",")
+        assert last[1] == str(668 * 40) and last[15] == "200"  # line number and run index carried across ranges
+    else:
+        head = (data * 40)[:limit]
+        assert outs[0][1]["decode"] == head.count(b"] Decode batch")
+        assert sum(outs[0][1].values()) == head.count(b"\n")
 
 
 def test_unreadable_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
@@ -224,3 +243,15 @@ def test_demo_without_a_terminal_prints_lines_then_the_sweep_table():
     table = out[out.index("") + 1 :]
     assert [row.split()[1] for row in table[1:]] == ["1", "2", "3", "4", "5"]
     assert [row.split()[10] for row in table[1:]] == ["1.13", "2.84", "1.81", "2.41", "3.27"]
+
+
+def test_runs_max_bytes_reads_only_the_start():
+    data = SEED.read_bytes()
+    third_launch = [i for i in range(len(data)) if data.startswith(b"server_args=", i)][2]
+    cut = data.rfind(b"\n", 0, third_launch) + 1
+    p = acceptmon("runs", SEED, "--format", "json", "--max-bytes", cut)
+    assert p.returncode == 0, p.stderr
+    runs = json.loads(p.stdout)
+    whole = json.loads(acceptmon("runs", SEED, "--format", "json").stdout)
+    assert len(whole) == 5 and runs == whole[:2]  # the runs before the cut, exactly as from the whole file
+    assert [round(r["accept_len_mean"], 2) for r in runs] == [1.13, 2.84]

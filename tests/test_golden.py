@@ -7,8 +7,7 @@ import os
 
 import pytest
 
-from acceptmon.cli import StatsJob
-from acceptmon.pipeline import run
+from acceptmon.pipeline import StatsJob, run
 from tests.conftest import GOLDEN, ROOT, SAMPLES
 from tests.update_goldens import golden_text
 

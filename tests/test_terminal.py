@@ -11,7 +11,10 @@ import uuid
 
 import pytest
 
+from tests.conftest import SAMPLES
 from tests.serving import decode_line, launch_line, wait_for
+
+SEED = SAMPLES / "seed_eagle3_moe.log"
 
 pytestmark = pytest.mark.integration
 
@@ -127,6 +130,23 @@ def test_tail_with_metrics_port_serves_the_same_numbers(tmp_path):
         m = wait_for(lambda: parse_metrics(fetch(f"http://127.0.0.1:{port}/metrics")))
         assert value(m, "acceptmon_accept_length", file=str(log)) == 2.73
         assert value(m, "acceptmon_decode_batches_total", file=str(log)) == 2
+        term.keys("q")
+        assert term.wait_for("EXITED 0", timeout=5.0)
+    finally:
+        term.close()
+
+
+def test_tail_starts_at_the_last_launch_and_fills_the_history_from_before_it(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(SEED.read_bytes())
+    term = Terminal(acceptmon("tail", str(log)))
+    try:
+        assert term.wait_for("run 5 started 2026-02-26 14:02:50"), term.screen()
+        assert term.wait_for("run history: 4 earlier launches read"), term.screen()
+        screen = term.screen()
+        for run, mean in (("1", "1.13"), ("2", "2.84"), ("3", "1.81"), ("4", "2.41"), ("5 *", "3.27")):
+            assert any(line.split("││")[-1].startswith(f" {run} ") and f" {mean} " in line
+                       for line in screen.splitlines()), (run, screen)  # fmt: skip
         term.keys("q")
         assert term.wait_for("EXITED 0", timeout=5.0)
     finally:
