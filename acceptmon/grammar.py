@@ -37,7 +37,7 @@ RECORD_MODELS: dict[str, type[DecodeStats] | type[PrefillStats] | type[ServerLau
     "prefill": PrefillStats,
     "launch": ServerLaunch,
 }
-ENVELOPE_FIELDS = frozenset({"timestamp", "rank", "actor", "level", "source", "pid", "container"})
+ENVELOPE_FIELDS = frozenset({"timestamp", "rank", "actor", "level", "source", "pid", "container", "prefix"})
 """Named groups an envelope may capture; only ``timestamp`` and ``rank`` reach records."""
 
 
@@ -86,6 +86,10 @@ class GrammarFile(BaseModel):
     starts_like: str | None = None
     """Regex for a message that looks like this family; lines that start so but do not
     match ``pattern`` are counted ``unrecognized`` (format drift)."""
+    drift: bool = True
+    """Envelopes only: may a line that reaches a message only through this envelope be
+    reported ``unrecognized``? ``false`` for a permissive envelope (any foreign prefix),
+    where prose quoting a stats line would otherwise raise false format-drift alarms."""
     pattern: str
     """Regex (``regex`` syntax) for the envelope, or for the message after the envelope."""
     body: BodyStyle = "none"
@@ -185,11 +189,14 @@ class Grammar:
         self.regex: regex.Pattern[str] | None = None
         self.starts_like: regex.Pattern[str] | None = None
 
-    def compile(self, envelope: str) -> None:
-        """Join the shared envelope alternatives with this grammar's message pattern."""
+    def compile(self, envelope: str, drift_envelope: str | None = None) -> None:
+        """Join the shared envelope alternatives with this grammar's message pattern.
+
+        ``drift_envelope``: the envelopes that may report format drift (default: all).
+        """
         self.regex = regex.compile(f"(?:{envelope})(?:{self.spec.pattern})")
         if self.spec.starts_like:
-            self.starts_like = regex.compile(f"(?:{envelope})(?:{self.spec.starts_like})")
+            self.starts_like = regex.compile(f"(?:{drift_envelope or envelope})(?:{self.spec.starts_like})")
 
 
 class GrammarSet:
@@ -201,8 +208,9 @@ class GrammarSet:
         if not self.envelopes:
             raise GrammarError("<grammars>", "kind", "no envelope grammar is loaded")
         self.envelope_pattern = "|".join(f"(?:{g.spec.pattern})" for g in self.envelopes)
+        drift = "|".join(f"(?:{g.spec.pattern})" for g in self.envelopes if g.spec.drift)
         for g in self.records:
-            g.compile(self.envelope_pattern)
+            g.compile(self.envelope_pattern, drift or "(?!)")
         self.anchors = tuple(dict.fromkeys(g.anchor for g in self.records if g.anchor))
 
     @property
@@ -276,6 +284,8 @@ def _check_declarations(g: Grammar) -> None:
         if unknown:
             raise GrammarError(where, "fields", f"envelope fields must be among {sorted(ENVELOPE_FIELDS)}: {unknown}")
         return
+    if not spec.drift:
+        raise GrammarError(where, "drift", "only an envelope can be kept from reporting format drift")
     if spec.record is None:
         raise GrammarError(where, "record", "a record grammar must say which record it builds")
     if spec.anchor is None:

@@ -14,7 +14,7 @@ BAD = Path(__file__).parent / "data" / "bad_grammars"
 
 def test_builtin_grammars_load_with_all_samples(grammars):
     names = [g.name for g in grammars.all]
-    assert names[:3] == ["sglang_envelope", "python_logging_envelope", "bare_envelope"]
+    assert names[:4] == ["sglang_envelope", "python_logging_envelope", "bare_envelope", "prefixed_sglang_envelope"]
     assert {"sglang_decode", "sglang_prefill", "sglang_launch", "sglang_launch_dict"} <= set(names)
     decode = next(g for g in grammars.records if g.name == "sglang_decode")
     assert len(decode.spec.samples) >= 15
@@ -33,6 +33,7 @@ def test_builtin_grammars_load_with_all_samples(grammars):
         ("extra_key.toml", "colour", "Extra inputs are not permitted"),
         ("no_samples.toml", "samples", "at least 1 item"),
         ("no_anchor.toml", "anchor", "needs a literal anchor"),
+        ("record_drift.toml", "drift", "only an envelope can be kept from reporting format drift"),
     ],
 )
 def test_bad_grammar_names_file_key_and_reason(filename, key, words):

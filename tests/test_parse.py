@@ -116,6 +116,29 @@ DECODE_VARIANTS = [
         "accept len: 2.85, draft tree depth: 4, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0",
         {"rank": "DP0 SP1 TP0", "accept_len": 2.85, "extra": {"draft tree depth": "4"}},
     ),
+    (  # kubectl logs --prefix
+        "[pod/sglang-decode-0/sglang] [2026-02-26 14:09:45 DP1 TP1 EP1] Decode batch, #running-req: 3, #token: 4521, "
+        "token usage: 0.02, accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, "
+        "#queue-req: 0",
+        {"rank": "DP1 TP1 EP1", "accept_len": 2.85, "gen_throughput": 94.12},
+    ),
+    (  # pasted with leading white space
+        "   [2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, accept len: 1.12, "
+        "accept rate: 0.04, cuda graph: True, gen throughput (token/s): 71.5, #queue-req: 0",
+        {"rank": "TP0", "accept_len": 1.12},
+    ),
+    (  # journalctl -o short-iso
+        "2026-02-26T14:09:45+0000 gpu-node-3 python3[81234]: [2026-02-26 14:09:45.480 TP0] Decode batch, "
+        "#running-req: 3, #token: 4521, token usage: 0.02, accept len: 2.85, cuda graph: True, "
+        "gen throughput (token/s): 94.12, #queue-req: 2",
+        {"timestamp": datetime(2026, 2, 26, 14, 9, 45, 480000), "queue_req": 2},
+    ),
+    (  # a wrapping logger's own prefix
+        "2026-02-26 14:09:46,123 - launcher - INFO - [2026-02-26 14:09:45 TP3] Decode batch, #running-req: 3, "
+        "#token: 4521, token usage: 0.02, accept len: 2.85, cuda graph: True, gen throughput (token/s): 94.12, "
+        "#queue-req: 0",
+        {"rank": "TP3", "timestamp": datetime(2026, 2, 26, 14, 9, 45)},
+    ),
 ]
 
 
@@ -164,6 +187,12 @@ def test_noise_accept_lines_are_counted(parser):
     assert k["unrecognized"] == 1  # the truncated server_args dump starts like a launch line
     # every NOISE line but the access line, the prefill line and 'Accept length:' contains 'accept'
     assert parser.tally.accept_noise == 11
+
+
+def test_prose_quoting_a_broken_stats_line_is_other_not_format_drift(parser):
+    # Only the permissive prefixed envelope reaches the message here; it never reports drift.
+    parser.feed(b"2026-02-26 14:10:00 me: look at [2026-02-26 14:09:45 TP0] Decode batch, #running-req: lots\n")
+    assert parser.tally.kinds["unrecognized"] == 0 and parser.tally.kinds["other"] == 1
 
 
 def test_unrecognized_stats_like_line_is_counted_and_kept(parser):
