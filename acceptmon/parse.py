@@ -150,8 +150,10 @@ class Parser:
         """Match one line against the grammars whose anchor it contains."""
         if "\x1b" in text:
             text = ANSI.sub("", text)
-        if text.endswith("\r"):
-            text = text.rstrip("\r")
+        if "\r" in text:
+            # CRLF, or a progress bar (tqdm) that redrew itself with carriage returns before
+            # another process's line: what a terminal shows is the text after the last one.
+            text = text.rstrip("\r").rpartition("\r")[2]
         candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
         for g in candidates:
             m = g.regex.match(text) if g.regex else None

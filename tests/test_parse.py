@@ -116,6 +116,12 @@ DECODE_VARIANTS = [
         "accept len: 2.85, draft tree depth: 4, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0",
         {"rank": "DP0 SP1 TP0", "accept_len": 2.85, "extra": {"draft tree depth": "4"}},
     ),
+    (  # a progress bar redrawn with carriage returns, then another process's line
+        "Capturing batches (bs=4 avail_mem=20.1 GB):  45%|####5     | 10/22 [00:01<00:01]\r"
+        "[2026-02-26 14:09:45 DP1 TP1] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: 2.85, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0",
+        {"rank": "DP1 TP1", "accept_len": 2.85},
+    ),
     (  # kubectl logs --prefix
         "[pod/sglang-decode-0/sglang] [2026-02-26 14:09:45 DP1 TP1 EP1] Decode batch, #running-req: 3, #token: 4521, "
         "token usage: 0.02, accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, "
