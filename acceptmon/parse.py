@@ -18,6 +18,7 @@ a value that does not convert makes the line unrecognized.
 from __future__ import annotations
 
 import ast
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -148,6 +149,8 @@ class Parser:
 
     def classify(self, text: str) -> tuple[LineKind, Record | None]:
         """Match one line against the grammars whose anchor it contains."""
+        if text.startswith('{"log":'):
+            text = _docker_json(text)
         if "\x1b" in text:
             text = ANSI.sub("", text)
         if "\r" in text:
@@ -252,6 +255,16 @@ class Parser:
         self.launch = launch
         values.update(run=self.run, config=launch)
         return build(ServerLaunch, values)
+
+
+def _docker_json(text: str) -> str:
+    """The message of a Docker json-file log line (``{"log":"...\\n","stream":...}``), else the line."""
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return text
+    log = entry.get("log") if isinstance(entry, dict) else None
+    return log.rstrip("\n") if isinstance(log, str) else text
 
 
 def _read_pairs(

@@ -122,6 +122,12 @@ DECODE_VARIANTS = [
         "accept len: 2.85, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0",
         {"rank": "DP1 TP1", "accept_len": 2.85},
     ),
+    (  # Docker's json-file log driver (/var/lib/docker/containers/<id>/<id>-json.log)
+        '{"log":"[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, '
+        'accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\\n",'
+        '"stream":"stderr","time":"2026-02-26T14:09:45.123456789Z"}',
+        {"rank": "TP0", "accept_len": 2.85, "queue_req": 0},
+    ),
     (  # kubectl logs --prefix
         "[pod/sglang-decode-0/sglang] [2026-02-26 14:09:45 DP1 TP1 EP1] Decode batch, #running-req: 3, #token: 4521, "
         "token usage: 0.02, accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, "
