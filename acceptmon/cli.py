@@ -92,7 +92,7 @@ def _build_parser() -> argparse.ArgumentParser:
     tail.set_defaults(func=livecmd.cmd_tail)
 
     demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
-    demo.add_argument("--speed", type=float, default=10.0, help="replay speed against log time (default: 10x)")
+    demo.add_argument("--speed", type=positive, default=10.0, help="replay speed against log time (default: 10x)")
     demo.add_argument("--sample", default="seed_eagle3_moe.log", help="bundled sample log to replay")
     _tail_options(demo)
     demo.set_defaults(func=livecmd.cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
@@ -121,6 +121,17 @@ def _live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems, containers)")
     p.add_argument("--poll-interval", type=duration, default=0.1, metavar="DURATION", help="default: 100ms")
     p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
+
+
+def positive(text: str) -> float:
+    """A number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above zero: {text!r}")
+    return value
 
 
 def duration(text: str) -> float:

@@ -73,6 +73,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say("only this machine can scrape it; to expose it: --host 0.0.0.0 --web-config web.yml (TLS, basic auth)")
     elif web is None or not web.basic_auth_users:
         say("listening beyond this machine without authentication; see --web-config")
+    elif tls is None:
+        say("basic auth without TLS: passwords cross the network in clear text; add tls_server_config")
     try:
         source.run(stop, poll=args.poll, interval=args.poll_interval)
     finally:
