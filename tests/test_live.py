@@ -135,3 +135,15 @@ def test_forgotten_file_takes_its_series_along(grammars):
     m = scrape(MetricsPage(live))
     assert {dict(k)["file"] for k in m["acceptmon_accept_length"]} == {"b.log"}
     assert {dict(k)["file"] for k in m["acceptmon_lines_total"]} == {"b.log"}
+
+
+def test_collector_goes_to_the_registry_given_never_the_global_one(grammars):
+    from prometheus_client import REGISTRY, CollectorRegistry
+
+    live = LiveStats()
+    feed(live, Parser(grammars, "s.log"), decode_line(0, acc=2.4))
+    mine = CollectorRegistry()
+    page = MetricsPage(live, registry=mine)
+    assert page.registry is mine
+    assert mine.get_sample_value("acceptmon_accept_length", {"file": "s.log", "rank": "TP0"}) == 2.4
+    assert REGISTRY.get_sample_value("acceptmon_accept_length", {"file": "s.log", "rank": "TP0"}) is None

@@ -154,9 +154,16 @@ def _num(value: int | None) -> str:
 class MetricsPage:
     """The /metrics body, re-rendered only when the live state or the stale cut-off changed."""
 
-    def __init__(self, live: LiveStats, *, stale_after: float = DEFAULT_STALE_AFTER) -> None:
+    def __init__(
+        self,
+        live: LiveStats,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        """``registry``: where the collector is registered (a fresh one by default, never the global one)."""
         self.live = live
-        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
         self.collector = AcceptmonCollector(live, stale_after=stale_after)
         self.registry.register(self.collector)
         self._lock = threading.Lock()
