@@ -116,3 +116,17 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
 
 def test_main_screen_snapshot(grammars, snap_compare):
     assert snap_compare(AcceptmonApp(seeded_state(grammars), files="server.log"), terminal_size=SIZE)
+
+
+async def test_small_terminal_gets_the_compact_layout_without_scrolling(grammars):
+    app = AcceptmonApp(seeded_state(grammars))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.screen.has_class("-compact")
+        assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
+        assert app.query_one("#header").region.y == 0
+        events = app.query_one("#events").region
+        assert events.bottom <= 23  # above the footer's row
+    async with AcceptmonApp(seeded_state(grammars)).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not pilot.app.screen.has_class("-compact")

@@ -27,6 +27,8 @@ from textual_plotext import PlotextPlot
 from acceptmon.dashboard import DashboardState, Event, RankRow, View
 
 REFRESH_SECONDS = 0.25
+COMPACT_BELOW_ROWS = 34
+"""Terminals with fewer rows get the compact layout (smaller tiles, plots and event log)."""
 Follow = Callable[[threading.Event], None]
 
 
@@ -137,6 +139,7 @@ class AcceptmonApp(App[None]):
         history.border_title = "run history (means: len = accept len, rate = normalized accept rate)"
         self.query_one("#events", RichLog).border_title = "events"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
+        self.on_resize()
         self.refresh_view()
         if self.follow is not None:
             follow = self.follow
@@ -148,6 +151,9 @@ class AcceptmonApp(App[None]):
 
     def on_unmount(self) -> None:
         self.stop.set()
+
+    def on_resize(self) -> None:
+        self.screen.set_class(self.size.height < COMPACT_BELOW_ROWS, "-compact")
 
     # -- actions --------------------------------------------------------------------------
 
