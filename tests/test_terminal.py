@@ -47,6 +47,15 @@ class Terminal:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
+SEED_HISTORY = [("1", "1.13"), ("2", "2.84"), ("3", "1.81"), ("4", "2.41"), ("5 *", "3.27")]
+"""The seed log's launches as the run-history table shows them: run (current marked *) and mean accept len."""
+
+
+def shows_seed_history(screen: str) -> bool:
+    rows = [line.split("││")[-1] for line in screen.splitlines() if "││" in line]
+    return all(any(row.startswith(f" {run} ") and f" {mean} " in row for row in rows) for run, mean in SEED_HISTORY)
+
+
 def acceptmon(*args: str) -> str:
     return " ".join([sys.executable, "-m", "acceptmon", *args])
 
@@ -89,14 +98,8 @@ def test_demo_replays_the_seed_scenario(tmp_path):
         # The broken first launch (accept len about 1.13) is flagged by the default --alert-below 1.5.
         assert term.wait_for("acceptance collapse: window mean accept len 1.1", timeout=20.0), term.screen()
         assert term.wait_for("replay finished", timeout=30.0), term.screen()
-        expected = [("1", "1.13"), ("2", "2.84"), ("3", "1.81"), ("4", "2.41"), ("5 *", "3.27")]
-
-        def history_complete() -> bool:
-            rows = [line.split("││")[-1] for line in term.screen().splitlines() if "││" in line]
-            return all(any(row.startswith(f" {run} ") and f" {mean} " in row for row in rows) for run, mean in expected)
-
         # The replay ends before the follower has read its last lines: wait for the final means.
-        assert wait_for(history_complete, timeout=10.0), term.screen()
+        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=10.0), term.screen()
         term.keys("q")
         assert term.wait_for("EXITED 0", timeout=5.0)
     finally:
@@ -143,10 +146,7 @@ def test_tail_starts_at_the_last_launch_and_fills_the_history_from_before_it(tmp
     try:
         assert term.wait_for("run 5 started 2026-02-26 14:02:50"), term.screen()
         assert term.wait_for("run history: 4 earlier launches read"), term.screen()
-        screen = term.screen()
-        for run, mean in (("1", "1.13"), ("2", "2.84"), ("3", "1.81"), ("4", "2.41"), ("5 *", "3.27")):
-            assert any(line.split("││")[-1].startswith(f" {run} ") and f" {mean} " in line
-                       for line in screen.splitlines()), (run, screen)  # fmt: skip
+        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=5.0), term.screen()
         term.keys("q")
         assert term.wait_for("EXITED 0", timeout=5.0)
     finally:
