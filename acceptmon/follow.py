@@ -486,7 +486,8 @@ class LiveSource:
 
     def save_state(self) -> None:
         assert self.state_file is not None
-        files = dict(self._saved.files)
+        # Positions of files that are gone cannot be resumed: drop them, or the file grows forever.
+        files = {path: pos for path, pos in self._saved.files.items() if os.path.exists(path)}
         for w in self.files.values():
             pos = w.follower.position()
             if pos is None:

@@ -215,3 +215,22 @@ def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars
     assert [r.accept_len for r in got] == [2.10, 2.20, 2.30]
     assert list(source.files) == [str(tmp_path / "server-day2.log")]
     assert f"{day1}: deleted; no longer followed" in notes
+
+
+def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
+    from acceptmon import statefile
+    from acceptmon.follow import LiveSource
+
+    old, live, state = tmp_path / "old.log", tmp_path / "live.log", tmp_path / "state.json"
+    old.write_text("a\n")
+    live.write_text("b\n")
+    first = LiveSource([str(old), str(live)], grammars, lambda *a: None, state_file=state, from_start=True)
+    first.discover()
+    first.tick()
+    first.save_state()
+    assert set(statefile.load(state).files) == {str(old), str(live)}
+    old.unlink()
+    second = LiveSource([str(live)], grammars, lambda *a: None, state_file=state)
+    second.discover()
+    second.save_state()
+    assert set(statefile.load(state).files) == {str(live)}
