@@ -348,6 +348,8 @@ class LiveSource:
         self._last_save = time.monotonic()
         self._waiting: dict[str, bool] = {}
         self._missing: dict[str, float] = {}
+        self._real: dict[str, str] = {}
+        """Real path -> the name it is followed under."""
 
     # -- discovery and start positions -------------------------------------------------
 
@@ -363,7 +365,9 @@ class LiveSource:
                 paths = [pattern]
                 explicit.add(pattern)
             for path in paths:
-                if path not in self.files:
+                real = os.path.realpath(path)
+                if path not in self.files and real not in self._real:  # one file named twice is read once
+                    self._real[real] = path
                     self._add(path, existed_at_start=first and os.path.exists(path))
         now = time.monotonic()
         for path in [p for p in self.files if p not in explicit]:
@@ -375,6 +379,7 @@ class LiveSource:
                 continue  # maybe delete + recreate: the follower drains the old file and switches
             del self._missing[path]
             w = self.files.pop(path)  # a glob match deleted for good (daily files): read its end, let it go
+            self._real = {r: p for r, p in self._real.items() if p != path}
             w.follower.poll_once()
             w.follower.close()
             self._backfill.pop(path, None)

@@ -234,3 +234,19 @@ def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
     second.discover()
     second.save_state()
     assert set(statefile.load(state).files) == {str(live)}
+
+
+def test_one_file_named_twice_is_read_once(tmp_path, grammars, monkeypatch):
+    from acceptmon.follow import LiveSource
+
+    (tmp_path / "s.log").write_text(
+        "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "
+        "accept len: 2.85, accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    got = []
+    source = LiveSource(["s.log", str(tmp_path / "s.log"), "*.log"], grammars, lambda f, rs, t: got.extend(rs),
+                        from_start=True)  # fmt: skip
+    source.discover()
+    source.tick()
+    assert list(source.files) == ["s.log"] and len(got) == 1
