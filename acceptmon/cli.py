@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import IO, NoReturn
 
 from acceptmon import __version__, livecmd
 from acceptmon.errors import AcceptmonError, InputError
@@ -23,9 +23,6 @@ from acceptmon.records import Record
 from acceptmon.sinks.table import TableFormat, fmt_number, format_records, header, infer_format
 from acceptmon.source import check_path
 from acceptmon.stats import RunSummary
-
-if TYPE_CHECKING:
-    pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:

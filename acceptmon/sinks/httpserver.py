@@ -234,7 +234,7 @@ class MetricsServer:
                 self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
-                pass
+                """No access log: a scrape every few seconds would flood the exporter's stderr."""
 
         server_cls = type("_Server", (_Server,), {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
         try:

@@ -105,6 +105,7 @@ class AcceptmonApp(App[None]):
         self._last_event: Event | None = None
         self._sort: tuple[str, bool] = ("rank", False)
         self._history_key: object = None
+        self._sigterm = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
@@ -144,13 +145,14 @@ class AcceptmonApp(App[None]):
         if self.follow is not None:
             follow = self.follow
             self.run_worker(lambda: follow(self.stop), thread=True, name="follow", exit_on_error=False)
-        try:
+        if threading.current_thread() is threading.main_thread():  # signals reach only the main thread
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.exit)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass  # not in the main thread (tests)
+            self._sigterm = True
 
     def on_unmount(self) -> None:
         self.stop.set()
+        if self._sigterm:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
 
     def on_resize(self) -> None:
         self.screen.set_class(self.size.height < COMPACT_BELOW_ROWS, "-compact")
