@@ -31,7 +31,7 @@ from acceptmon import statefile
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import Record, ServerLaunch
-from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized, check_path
+from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized, check_path, next_line_start
 
 Sink = Callable[[bytes | _Oversized], None]
 READ_SIZE = 1 << 20
@@ -41,6 +41,7 @@ BACKFILL_LIMIT = 64 << 20
 RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 SAVE_SECONDS = 5.0
+"""How often positions are written to the state file (and always on exit)."""
 FORGET_SECONDS = 30.0
 """A glob match missing this long is deleted for good: it is no longer followed."""
 DEBOUNCE_MS = 100
@@ -49,7 +50,6 @@ STEP_MS = 20
 """inotify mode: a group is handed over once no new change came for this long."""
 IDLE_TICK_MS = 1000
 """inotify mode: without events, a tick still runs this often (late files, new glob matches)."""
-"""How often positions are written to the state file (and always on exit)."""
 
 
 class Follower:
@@ -272,20 +272,6 @@ def _line_start(f: BinaryIO, pos: int) -> int:
     return 0
 
 
-def _next_line_start(path: str, offset: int) -> int:
-    if offset <= 0:
-        return 0
-    with open(path, "rb") as f:
-        f.seek(offset - 1)
-        while True:
-            data = f.read(1 << 16)
-            if not data:
-                return f.tell()
-            nl = data.find(b"\n")
-            if nl >= 0:
-                return f.tell() - len(data) + nl + 1
-
-
 LiveSink = Callable[[str, list[Record], Tally], None]
 """Receives (file, records, that file's cumulative tally) after every block."""
 Note = Callable[[str], None]
@@ -298,6 +284,9 @@ class Watched:
         self.path, self.parser, self.sink = path, parser, sink
         self.follower = Follower(path, self.take, start=start, skipping=skipping)
         self.error: str | None = None
+        """The read error last reported for this file."""
+        self.waiting: bool | None = None
+        """Whether the file was missing at the last tick (None before the first)."""
 
     def take(self, block: bytes | _Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
@@ -346,7 +335,6 @@ class LiveSource:
         self._first_scan = True
         self._last_scan = 0.0
         self._last_save = time.monotonic()
-        self._waiting: dict[str, bool] = {}
         self._missing: dict[str, float] = {}
         self._real: dict[str, str] = {}
         """Real path -> the name it is followed under."""
@@ -378,15 +366,19 @@ class LiveSource:
             if now - since < FORGET_SECONDS:
                 continue  # maybe delete + recreate: the follower drains the old file and switches
             del self._missing[path]
-            w = self.files.pop(path)  # a glob match deleted for good (daily files): read its end, let it go
-            self._real = {r: p for r, p in self._real.items() if p != path}
-            w.follower.poll_once()
-            w.follower.close()
-            self._backfill.pop(path, None)
-            self.note(f"{path}: deleted; no longer followed")
-            if self.on_forget is not None:
-                self.on_forget(path)
+            self._forget(path)
         self._last_scan = time.monotonic()
+
+    def _forget(self, path: str) -> None:
+        """A glob match deleted for good (daily files): read its end, then let it go."""
+        w = self.files.pop(path)
+        self._real = {r: p for r, p in self._real.items() if p != path}
+        w.follower.poll_once()
+        w.follower.close()
+        self._backfill.pop(path, None)
+        self.note(f"{path}: deleted; no longer followed")
+        if self.on_forget is not None:
+            self.on_forget(path)
 
     def _add(self, path: str, *, existed_at_start: bool) -> None:
         start, skipping, state, preface = self._start(path, existed_at_start)
@@ -395,8 +387,9 @@ class LiveSource:
             parser.tally.kinds["launch"] += 1
             self.sink(path, [preface], parser.tally)
         self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
-        if os.path.isfile(path) and start < os.path.getsize(path):
-            self._backfill[path] = (start, os.path.getsize(path))
+        size = os.path.getsize(path) if os.path.isfile(path) else 0
+        if start < size:
+            self._backfill[path] = (start, size)
         if not os.path.exists(path):
             self.note(f"{path}: does not exist yet; waiting for it")
 
@@ -409,7 +402,9 @@ class LiveSource:
             except OSError:
                 st = None
             if st is not None:
-                same = (st.st_dev, st.st_ino) == (saved.dev, saved.ino) and fingerprint_ok(path, saved.fingerprint)
+                same_inode = (st.st_dev, st.st_ino) == (saved.dev, saved.ino)
+                fp = saved.fingerprint
+                same = same_inode and (fp is None or fp == statefile.fingerprint(path))
                 if same and saved.offset <= st.st_size:
                     self.note(f"{path}: resuming at byte {saved.offset:,} (state file)")
                     return saved.offset, saved.skipping, saved.parse_state, None
@@ -420,7 +415,8 @@ class LiveSource:
         try:
             size = os.path.getsize(path)
             last = find_last_launch(path, self.grammars)
-            cut = _next_line_start(path, size - self.backfill_limit)
+            with open(path, "rb") as f:
+                cut = next_line_start(f, size - self.backfill_limit)
         except OSError:
             return 0, False, ParseState(), None  # unreadable now: the follower reports it and retries
         if last is None:
@@ -450,25 +446,22 @@ class LiveSource:
                 w.error = w.follower.error
                 if w.error:
                     self.note(f"{w.path}: cannot read: {w.error}; retrying")
-            waiting = w.follower.waiting
-            if self._waiting.get(w.path) != waiting:
-                self._waiting[w.path] = waiting
+            if w.follower.waiting != w.waiting:
+                w.waiting = w.follower.waiting
                 if self.on_waiting is not None:
-                    self.on_waiting(w.path, waiting)
+                    self.on_waiting(w.path, w.waiting)
         if self.state_file is not None and now - self._last_save >= SAVE_SECONDS:
             self.save_state()
 
     def backfill_progress(self) -> float | None:
         """Fraction of the start-up replay read so far; None once every file has caught up."""
         done = total = 0
-        for path, (start, end) in list(self._backfill.items()):
+        for path, (start, end) in list(self._backfill.items()):  # read from the UI thread: never mutated here
             w = self.files.get(path)
             pos = w.follower.pos if w is not None else end
-            if pos >= end:
-                del self._backfill[path]
-                continue
-            done += max(0, pos - start)
-            total += end - start
+            if pos < end:
+                done += max(0, pos - start)
+                total += end - start
         return done / total if total else None
 
     def dirs(self) -> list[str]:
@@ -516,7 +509,3 @@ class LiveSource:
     def close(self) -> None:
         for w in self.files.values():
             w.follower.close()
-
-
-def fingerprint_ok(path: str, saved: str | None) -> bool:
-    return saved is None or statefile.fingerprint(path) == saved

@@ -166,6 +166,20 @@ def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Ove
     return out
 
 
+def next_line_start(f: BinaryIO, offset: int) -> int:
+    """Offset of the first line that starts at or after ``offset`` (the file's end if none does)."""
+    if offset <= 0:
+        return 0
+    f.seek(offset - 1)
+    while True:
+        window = f.read(1 << 16)
+        if not window:
+            return f.tell()
+        nl = window.find(b"\n")
+        if nl >= 0:
+            return f.tell() - len(window) + nl + 1
+
+
 def split_ranges(
     path: str, parts: int, *, min_size: int = BLOCK_SIZE, size: int | None = None
 ) -> list[tuple[int, int]]:
@@ -179,16 +193,7 @@ def split_ranges(
         for guess in range(step, size, step):
             if guess <= cuts[-1]:
                 continue
-            f.seek(guess - 1)
-            while True:
-                window = f.read(1 << 16)
-                if not window:
-                    pos = size
-                    break
-                nl = window.find(b"\n")
-                if nl >= 0:
-                    pos = f.tell() - len(window) + nl + 1
-                    break
+            pos = min(next_line_start(f, guess), size)
             if cuts[-1] < pos < size:
                 cuts.append(pos)
     cuts.append(size)
