@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from acceptmon.live import BASELINE_SECONDS
+from acceptmon.live import Baseline
 from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, LaunchConfig, Record, ServerLaunch
 from acceptmon.stats import RunSummary, Stats
@@ -158,9 +158,8 @@ class _File:
     runs_before: int = 0
     window: Window = field(default_factory=lambda: Window(300.0))
     last_t: float | None = None
-    baseline_sum: float = 0.0
-    baseline_count: int = 0
-    run_start: datetime | None = None
+    baseline: Baseline = field(default_factory=Baseline)
+    """The current run's first ten minutes; its start is the run's start."""
     last_seen: float | None = None
     last: DecodeStats | None = None
     collapsed: bool = False
@@ -227,15 +226,6 @@ class View:
 
 def _epoch(ts: datetime | None, fallback: float) -> float:
     return ts.timestamp() if ts is not None else fallback
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    total, n = 0.0, 0
-    for v in values:
-        if v is not None:
-            total += v
-            n += 1
-    return total / n if n else None
 
 
 class DashboardState:
@@ -357,7 +347,7 @@ class DashboardState:
                 waiting=tuple(f.file for f in self._files.values() if f.waiting),
                 launch=cur.launch if cur else None,
                 run=(cur.runs_before + cur.run) if cur else 0,
-                run_start=cur.run_start if cur else None,
+                run_start=cur.baseline.start if cur else None,
                 last_decode_ago=(now - cur.last_seen) if cur and cur.last_seen is not None else None,
                 last_decode_time=datetime.fromtimestamp(last_ts) if last_ts is not None else None,
                 tiles=tiles,
@@ -389,10 +379,11 @@ class DashboardState:
 
     def _launch(self, f: _File, r: ServerLaunch, now: float) -> None:
         f.run += 1
-        f.launch, f.launch_time, f.run_start = r.config, r.timestamp, r.timestamp
+        f.launch, f.launch_time = r.config, r.timestamp
+        f.baseline.restart(r.timestamp)
         f.window.clear()
         f.last = None
-        f.baseline_sum, f.baseline_count, f.collapsed = 0.0, 0, False
+        f.collapsed = False
         for key in [k for k in self._ranks if k[0] == f.file]:
             del self._ranks[key]
         c = r.config
@@ -408,17 +399,13 @@ class DashboardState:
         self._last_file = f.file
         f.last_seen, f.last = now, r
         t = _epoch(r.timestamp, now)
-        f.run_start = f.run_start or r.timestamp
+        if f.baseline.start is None:
+            f.baseline.start = r.timestamp  # decode lines before any launch: the run starts with them
         rank = r.rank or ""
         self._ranks[(f.file, rank)] = _Rank(f.file, rank, r, now)
         f.last_t = t
         f.window.add(t, rank, r.accept_len, r.draft_accept_rate, r.gen_throughput)
-        start, ts = f.run_start, r.timestamp
-        if r.accept_len is not None and (
-            start is None or ts is None or (ts - start).total_seconds() <= BASELINE_SECONDS
-        ):
-            f.baseline_sum += r.accept_len
-            f.baseline_count += 1
+        f.baseline.add(r.accept_len, r.timestamp)
         self._judge(f)
 
     def _judge(self, f: _File) -> None:
@@ -429,8 +416,8 @@ class DashboardState:
         reason = None
         if self.alert_below is not None and mean < self.alert_below:
             reason = f"below {self.alert_below:g}"
-        elif f.baseline_count >= MIN_POINTS and mean < DROP * (f.baseline_sum / f.baseline_count):
-            reason = f"{100 * (1 - mean / (f.baseline_sum / f.baseline_count)):.0f}% below the run's start"
+        elif (base := f.baseline.mean) is not None and f.baseline.count >= MIN_POINTS and mean < DROP * base:
+            reason = f"{100 * (1 - mean / base):.0f}% below the run's start"
         if reason and not f.collapsed:
             self._event("bad", f"acceptance collapse: window mean accept len {mean:.2f}, {reason}", f.file)
         elif not reason and f.collapsed:
@@ -454,7 +441,7 @@ class DashboardState:
         health: Health = "none"
         if mean is not None:
             health = "good"
-            base = cur.baseline_sum / cur.baseline_count if cur.baseline_count else None
+            base = cur.baseline.mean
             if cur.collapsed:
                 health = "bad"
             elif base is not None and mean < 0.85 * base:

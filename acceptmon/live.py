@@ -12,6 +12,7 @@ rank) up to ``max_series`` (records for further series are counted in
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import Counter
@@ -32,6 +33,29 @@ MAX_LABEL = 200
 
 
 @dataclass
+class Baseline:
+    """Mean accept length over a run's first :data:`BASELINE_SECONDS` of log time: the collapse reference."""
+
+    start: datetime | None = None
+    total: float = 0.0
+    count: int = 0
+
+    def restart(self, start: datetime | None) -> None:
+        self.start, self.total, self.count = start, 0.0, 0
+
+    def add(self, accept_len: float | None, ts: datetime | None) -> None:
+        if accept_len is None:
+            return
+        if self.start is None or ts is None or (ts - self.start).total_seconds() <= BASELINE_SECONDS:
+            self.total += accept_len
+            self.count += 1
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+
+@dataclass
 class RankSeries:
     """The latest decode values of one rank in one file, and its counters."""
 
@@ -46,39 +70,30 @@ class RankSeries:
     buckets: list[int] = field(default_factory=lambda: [0] * (len(ACCEPT_BUCKETS) + 1))
     """Per-bucket (not cumulative) counts of accept lengths; the last one is +Inf."""
     run: int = -1
-    run_start: datetime | None = None
-    baseline_count: int = 0
-    baseline_sum: float = 0.0
-    """Accept lengths of the current run's first BASELINE_SECONDS (log time)."""
+    start: Baseline = field(default_factory=Baseline)
+    """The current run's first ten minutes."""
 
     @property
     def baseline(self) -> float | None:
         """Mean accept length over the current run's first ten minutes."""
-        return round(self.baseline_sum / self.baseline_count, 4) if self.baseline_count else None
+        mean = self.start.mean
+        return None if mean is None else round(mean, 4)
 
     def add(self, r: DecodeStats, now: float, run: int = 0, run_start: datetime | None = None) -> None:
         self.last, self.seen = r, now
         self.batches += 1
         if run != self.run:
-            self.run, self.run_start = run, run_start or r.timestamp
-            self.baseline_count, self.baseline_sum = 0, 0.0
+            self.run = run
+            self.start.restart(run_start or r.timestamp)
         a = r.accept_len
+        self.start.add(a, r.timestamp)
         if a is not None:
-            start, ts = self.run_start, r.timestamp
-            if start is None or ts is None or (ts - start).total_seconds() <= BASELINE_SECONDS:
-                self.baseline_count += 1
-                self.baseline_sum += a
             self.accept_count += 1
             self.accept_sum += a
-            for i, bound in enumerate(ACCEPT_BUCKETS):
-                if a <= bound:
-                    self.buckets[i] += 1
-                    break
-            else:
-                self.buckets[-1] += 1
+            self.buckets[bisect.bisect_left(ACCEPT_BUCKETS, a)] += 1  # first bound >= a; past the last: +Inf
 
     def copy(self) -> RankSeries:
-        return replace(self, buckets=list(self.buckets))
+        return replace(self, buckets=list(self.buckets), start=replace(self.start))
 
 
 @dataclass
