@@ -28,8 +28,6 @@ ACCEPT_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4
 BASELINE_SECONDS = 600.0
 """The start of a run whose mean accept length later batches are compared with (log time)."""
 DEFAULT_MAX_SERIES = 512
-MAX_LABEL = 200
-"""Longest label value kept (model paths are the only free text)."""
 
 
 @dataclass
@@ -204,8 +202,3 @@ class LiveStats:
             series = self._series[key] = RankSeries(info.file, key[1], r, now)
         series.add(r, now, info.run, info.launch_time)
         info.last_decode_seen = now
-
-
-def label(text: str | None) -> str:
-    """A label value: empty for None, cut to :data:`MAX_LABEL` characters."""
-    return "" if text is None else text[:MAX_LABEL]

@@ -171,7 +171,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             before(stop, note)
         source.discover()
         if state is not None:
-            _start_history(source, getattr(args, "grammar", []), state)
+            _start_history(source, args.grammar, state)
         source.run(stop, poll=args.poll, interval=args.poll_interval)
 
     def follow_in_background(stop: threading.Event) -> None:
@@ -190,9 +190,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
             from acceptmon.tui.app import AcceptmonApp
 
             state.backfill = source.backfill_progress
-            app = AcceptmonApp(state, follow=follow_in_background, files=label)
-            app.run()
-            app.stop.set()
+            AcceptmonApp(state, follow=follow_in_background, files=label).run()  # its unmount stops following
     finally:
         if server is not None:
             server.stop()

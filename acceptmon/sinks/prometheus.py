@@ -27,10 +27,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from acceptmon.live import ACCEPT_BUCKETS, LiveStats, Snapshot, label
+from acceptmon.live import ACCEPT_BUCKETS, LiveStats, Snapshot
 from acceptmon.records import LINE_KINDS
 
 DEFAULT_STALE_AFTER = 300.0
+MAX_LABEL = 200
+"""Longest label value kept (model paths are the only free text)."""
 
 _GAUGES: tuple[tuple[str, str, str], ...] = (
     ("acceptmon_accept_length", "accept_len", "Accept length of the last decode batch (tokens per verify step)."),
@@ -141,6 +143,11 @@ class AcceptmonCollector(Collector):
             "Decode lines not tracked because the (file, rank) series cap was reached.",
             value=snap.overflow,
         )
+
+
+def label(text: str | None) -> str:
+    """A label value: empty for None, cut to :data:`MAX_LABEL` characters."""
+    return "" if text is None else text[:MAX_LABEL]
 
 
 def _le(bound: float) -> str:
