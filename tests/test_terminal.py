@@ -43,6 +43,11 @@ class Terminal:
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "t", *keys)
 
+    def quit(self) -> None:
+        """Press q; the program must end with exit code 0."""
+        self.keys("q")
+        assert self.wait_for("EXITED 0", timeout=5.0), self.screen()
+
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
@@ -72,8 +77,7 @@ def test_tail_shows_the_run_follows_appends_and_quits(tmp_path):
         start = time.monotonic()
         assert term.wait_for("1.37", timeout=2.0), term.screen()
         print(f"\nappended line on screen after {time.monotonic() - start:.2f} s")
-        term.keys("q")
-        assert term.wait_for("EXITED 0", timeout=5.0), term.screen()
+        term.quit()
     finally:
         term.close()
 
@@ -85,8 +89,7 @@ def test_tail_waits_for_a_missing_file(tmp_path):
         assert term.wait_for("to appear"), term.screen()
         log.write_text(launch_line() + "\n" + decode_line(0, acc=3.21) + "\n")
         assert term.wait_for("3.21", timeout=5.0), term.screen()
-        term.keys("q")
-        assert term.wait_for("EXITED 0", timeout=5.0)
+        term.quit()
     finally:
         term.close()
 
@@ -100,8 +103,7 @@ def test_demo_replays_the_seed_scenario(tmp_path):
         assert term.wait_for("replay finished", timeout=30.0), term.screen()
         # The replay ends before the follower has read its last lines: wait for the final means.
         assert wait_for(lambda: shows_seed_history(term.screen()), timeout=10.0), term.screen()
-        term.keys("q")
-        assert term.wait_for("EXITED 0", timeout=5.0)
+        term.quit()
     finally:
         term.close()
 
@@ -133,8 +135,7 @@ def test_tail_with_metrics_port_serves_the_same_numbers(tmp_path):
         m = wait_for(lambda: parse_metrics(fetch(f"http://127.0.0.1:{port}/metrics")))
         assert value(m, "acceptmon_accept_length", file=str(log)) == 2.73
         assert value(m, "acceptmon_decode_batches_total", file=str(log)) == 2
-        term.keys("q")
-        assert term.wait_for("EXITED 0", timeout=5.0)
+        term.quit()
     finally:
         term.close()
 
@@ -147,7 +148,6 @@ def test_tail_starts_at_the_last_launch_and_fills_the_history_from_before_it(tmp
         assert term.wait_for("run 5 started 2026-02-26 14:02:50"), term.screen()
         assert term.wait_for("run history: 4 earlier launches read"), term.screen()
         assert wait_for(lambda: shows_seed_history(term.screen()), timeout=5.0), term.screen()
-        term.keys("q")
-        assert term.wait_for("EXITED 0", timeout=5.0)
+        term.quit()
     finally:
         term.close()

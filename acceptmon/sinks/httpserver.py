@@ -27,6 +27,7 @@ import hmac
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
@@ -191,7 +192,7 @@ class MetricsServer:
 
     def __init__(
         self,
-        render: Any,
+        render: Callable[[], bytes],
         host: str = "127.0.0.1",
         port: int = 9464,
         *,
