@@ -9,36 +9,35 @@ match. A failure raises :class:`~acceptmon.errors.GrammarError` naming the file,
 the key and the reason.
 
 Two kinds of grammar exist. An *envelope* grammar describes what comes before the
-message (timestamp, rank prefix, process or container prefixes); all envelopes are
-tried as alternatives. A *record* grammar describes one message family (decode
-batch, prefill batch, server launch) and is matched after an envelope.
+message (timestamp, rank prefix, process or container prefixes); it belongs to one
+server (or to ``any``), and the envelopes of a server are tried as alternatives. A
+*record* grammar describes one message family (decode batch, prefill batch, server
+launch) and is matched after its server's envelopes.
+
+Pure: reading grammar files and checking their samples is :mod:`acceptmon.loader`'s job.
 """
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Literal, TypeAlias
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from acceptmon.errors import GrammarError
-from acceptmon.records import DecodeStats, PrefillStats, ServerLaunch
+from acceptmon.kinds import KINDS
+from acceptmon.records import BaseRecord
+from acceptmon.values import VALUE_KINDS, Convert
 
-FieldKind: TypeAlias = Literal["int", "float", "bool", "str", "timestamp", "rank"]
-RecordName: TypeAlias = Literal["decode", "prefill", "launch"]
 BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict"]
-
-RECORD_MODELS: dict[str, type[DecodeStats] | type[PrefillStats] | type[ServerLaunch]] = {
-    "decode": DecodeStats,
-    "prefill": PrefillStats,
-    "launch": ServerLaunch,
-}
-ENVELOPE_FIELDS = frozenset({"timestamp", "rank", "actor", "level", "source", "pid", "container", "prefix"})
-"""Named groups an envelope may capture; only ``timestamp`` and ``rank`` reach records."""
+ANY_SERVER = "any"
+"""An envelope with this ``server`` goes in front of every server's records."""
+ENVELOPE_FIELDS = frozenset(
+    {"timestamp", "rank", "actor", "level", "source", "pid", "container", "prefix", "engine", "process"}
+)
+"""Named groups an envelope may capture; those that name a field every record has reach records."""
+RECORD_FIELDS = frozenset(BaseRecord.model_fields)
 
 
 class FieldSpec(BaseModel):
@@ -46,14 +45,21 @@ class FieldSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: FieldKind = "str"
-    """Type the logged text is converted to."""
+    kind: str = "str"
+    """Value kind the logged text is converted to (see :mod:`acceptmon.values`)."""
     field: str | None = None
     """Record field it fills (body keys only; named groups fill the field of their own name)."""
     value: str | None = None
     """Regex with one group, applied when the plain conversion fails (e.g. ``full=8192``)."""
     fallback: bool = False
     """Fill the field only if an earlier key has not (e.g. ``#full token`` for ``#token``)."""
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in VALUE_KINDS:
+            raise ValueError(f"unknown value kind {value!r}; known: {sorted(VALUE_KINDS)}")
+        return value
 
 
 class Sample(BaseModel):
@@ -78,9 +84,9 @@ class GrammarFile(BaseModel):
     priority: int = 100
     """Lower is tried first (envelopes and records are each ordered by priority, then name)."""
     server: str = "sglang"
-    """Serving engine that writes these lines."""
-    record: RecordName | None = None
-    """Record type built from a match (record grammars only)."""
+    """Serving engine that writes these lines; ``any`` for an envelope every server's lines may have."""
+    record: str | None = None
+    """Record kind built from a match (record grammars only; see :mod:`acceptmon.kinds`)."""
     anchor: str | None = None
     """Literal text every matching line contains; the cheap prefilter before the regex."""
     starts_like: str | None = None
@@ -103,6 +109,13 @@ class GrammarFile(BaseModel):
     counter_samples: list[str] = Field(default_factory=list)
     """Lines that must not match this grammar."""
 
+    @field_validator("record")
+    @classmethod
+    def _known_record(cls, value: str | None) -> str | None:
+        if value is not None and value not in KINDS:
+            raise ValueError(f"unknown record kind {value!r}; known: {sorted(KINDS)}")
+        return value
+
     @field_validator("pattern", "starts_like")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
@@ -123,7 +136,7 @@ class Converter:
         self.field = spec.field or name
         self.fallback = spec.fallback
         self.value_re = regex.compile(spec.value) if spec.value else None
-        self.convert: Callable[[str], Any] = _CONVERT[spec.kind]
+        self.convert: Convert = VALUE_KINDS[spec.kind]
 
     def __call__(self, text: str) -> Any:
         try:
@@ -137,49 +150,13 @@ class Converter:
             return self.convert(m.group(1))
 
 
-_BOOLS = {"True": True, "False": False, "true": True, "false": False}
-
-
-def _to_bool(text: str) -> bool:
-    known = _BOOLS.get(text)
-    if known is not None:
-        return known
-    low = text.strip().lower()
-    if low in ("true", "1"):
-        return True
-    if low in ("false", "0"):
-        return False
-    raise ValueError(f"not a boolean: {text!r}")
-
-
-def _to_timestamp(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace(",", ".", 1))
-
-
-def _to_rank(text: str) -> str | None:
-    return " ".join(text.split()) or None
-
-
-def _to_str(text: str) -> str:
-    return text
-
-
-_CONVERT: dict[str, Callable[[str], Any]] = {
-    "int": int,
-    "float": float,
-    "bool": _to_bool,
-    "str": _to_str,
-    "timestamp": _to_timestamp,
-    "rank": _to_rank,
-}
-
-
 class Grammar:
-    """A loaded, checked grammar file, ready for matching."""
+    """A checked grammar file, ready for matching once its set has compiled it."""
 
-    def __init__(self, spec: GrammarFile, path: Path) -> None:
+    def __init__(self, spec: GrammarFile, source: str) -> None:
+        """``source``: where the grammar came from (a file path), for error messages."""
         self.spec = spec
-        self.path = path
+        self.source = source
         self.name = spec.name
         self.anchor = spec.anchor
         self.fields = {name: Converter(name, f) for name, f in spec.fields.items()}
@@ -188,112 +165,60 @@ class Grammar:
         """The same converters as plain tuples, for the parser's hot loop."""
         self.regex: regex.Pattern[str] | None = None
         self.starts_like: regex.Pattern[str] | None = None
+        self.envelope_fields: dict[str, Converter] = {}
+        """Named groups of this grammar's envelopes that fill record fields (timestamp, rank)."""
 
-    def compile(self, envelope: str, drift_envelope: str | None = None) -> None:
-        """Join the shared envelope alternatives with this grammar's message pattern.
-
-        ``drift_envelope``: the envelopes that may report format drift (default: all).
-        """
+    def compile(self, envelopes: Sequence[Grammar]) -> None:
+        """Join this server's envelope alternatives with this grammar's message pattern."""
+        envelope = _alternatives(envelopes)
         self.regex = regex.compile(f"(?:{envelope})(?:{self.spec.pattern})")
         if self.spec.starts_like:
-            self.starts_like = regex.compile(f"(?:{drift_envelope or envelope})(?:{self.spec.starts_like})")
+            drift = _alternatives([e for e in envelopes if e.spec.drift])
+            self.starts_like = regex.compile(f"(?:{drift})(?:{self.spec.starts_like})")
+        self.envelope_fields = {}
+        for env in envelopes:
+            for name, conv in env.fields.items():
+                if conv.field in RECORD_FIELDS:
+                    self.envelope_fields.setdefault(name, conv)
+
+
+def _alternatives(grammars: Sequence[Grammar]) -> str:
+    return "|".join(f"(?:{g.spec.pattern})" for g in grammars) or "(?!)"
 
 
 class GrammarSet:
-    """Every loaded grammar: envelopes combined, record grammars in load order."""
+    """Every loaded grammar: each record grammar compiled behind its server's envelopes."""
 
     def __init__(self, grammars: Sequence[Grammar]) -> None:
         self.envelopes = [g for g in grammars if g.spec.kind == "envelope"]
         self.records = [g for g in grammars if g.spec.kind == "record"]
         if not self.envelopes:
             raise GrammarError("<grammars>", "kind", "no envelope grammar is loaded")
-        self.envelope_pattern = "|".join(f"(?:{g.spec.pattern})" for g in self.envelopes)
-        drift = "|".join(f"(?:{g.spec.pattern})" for g in self.envelopes if g.spec.drift)
+        _check_envelope_kinds(self.envelopes)
         for g in self.records:
-            g.compile(self.envelope_pattern, drift or "(?!)")
+            g.compile(self.envelopes_of(g.spec.server))
         self.anchors = tuple(dict.fromkeys(g.anchor for g in self.records if g.anchor))
+
+    def envelopes_of(self, server: str) -> list[Grammar]:
+        """The envelopes a record grammar of ``server`` is matched behind."""
+        return [e for e in self.envelopes if e.spec.server in (server, ANY_SERVER)]
 
     @property
     def all(self) -> list[Grammar]:
         return [*self.envelopes, *self.records]
 
 
-def builtin_grammar_dir() -> Path:
-    """The grammars shipped with acceptmon (packaged copy first, then the source tree)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_data" / "grammars"
-    return packaged if packaged.is_dir() else here.parent / "grammars"
-
-
-def read_grammar_file(path: Path) -> GrammarFile:
-    """Read and schema-check one file; raise GrammarError naming the file and key."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GrammarError(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise GrammarError(str(path), "-", f"not valid TOML: {exc}") from None
-    try:
-        return GrammarFile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "-"
-        raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
-
-
-def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True) -> GrammarSet:
-    """Load the built-in grammars plus ``extra`` files, checking each completely.
-
-    Raises:
-        GrammarError: a file is unreadable, off-schema, or one of its samples fails.
-    """
-    paths = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
-    paths += [Path(p) for p in extra]
-    grammars = [Grammar(read_grammar_file(p), p) for p in paths]
-    grammars.sort(key=lambda g: (g.spec.priority, g.name))
-    names: dict[str, Path] = {}
-    for g in grammars:
-        if g.name in names:
-            raise GrammarError(str(g.path), "name", f"{g.name!r} is already loaded from {names[g.name]}")
-        names[g.name] = g.path
-        _check_declarations(g)
-    gset = GrammarSet(grammars)
-    from acceptmon.check import check_samples  # the checker uses the parser, which uses us
-
-    for g in gset.all:
-        check_samples(g, gset)
-    return gset
-
-
-def _check_declarations(g: Grammar) -> None:
-    spec = g.spec
-    where = str(g.path)
-    groups = set(regex.compile(spec.pattern).groupindex)
-    declared = set(spec.fields)
-    if spec.body != "none":
-        declared.add("body")
-    if groups != declared:
-        missing, undeclared = sorted(declared - groups), sorted(groups - declared)
-        raise GrammarError(
-            where,
-            "fields",
-            f"named groups and declared fields differ: undeclared {undeclared}, missing {missing}",
-        )
-    if spec.kind == "envelope":
-        unknown = sorted(declared - ENVELOPE_FIELDS)
-        if unknown:
-            raise GrammarError(where, "fields", f"envelope fields must be among {sorted(ENVELOPE_FIELDS)}: {unknown}")
-        return
-    if not spec.drift:
-        raise GrammarError(where, "drift", "only an envelope can be kept from reporting format drift")
-    if spec.record is None:
-        raise GrammarError(where, "record", "a record grammar must say which record it builds")
-    if spec.anchor is None:
-        raise GrammarError(where, "anchor", "a record grammar needs a literal anchor")
-    model_fields = RECORD_MODELS[spec.record].model_fields
-    config_fields = set(ServerLaunch.model_fields["config"].annotation.model_fields)  # type: ignore[union-attr]
-    allowed = config_fields if spec.record == "launch" else set(model_fields)
-    for table, entries in (("fields", g.fields), ("keys", g.keys)):
-        for key, conv in entries.items():
-            if conv.field not in allowed:
-                raise GrammarError(where, f"{table}.{key}", f"{conv.field!r} is not a field of {spec.record} records")
+def _check_envelope_kinds(envelopes: Sequence[Grammar]) -> None:
+    """One group name, one value kind: a record's field must not change type with the envelope."""
+    seen: dict[str, tuple[str, str]] = {}
+    for env in envelopes:
+        for name, spec in env.spec.fields.items():
+            kind = (spec.kind, spec.field or name)
+            first = seen.setdefault(name, (*kind,))
+            if first != kind:
+                raise GrammarError(
+                    env.source,
+                    f"fields.{name}",
+                    f"declared {kind[0]!r} (for {kind[1]!r}) here but {first[0]!r} (for {first[1]!r}) in another "
+                    "envelope: give the group another name",
+                )

@@ -26,8 +26,9 @@ from typing import Any
 
 import regex
 
-from acceptmon.grammar import Converter, Grammar, GrammarSet, _to_timestamp
-from acceptmon.records import DecodeStats, LaunchConfig, LineKind, PrefillStats, Record, ServerLaunch, build
+from acceptmon.grammar import Converter, Grammar, GrammarSet
+from acceptmon.kinds import KINDS
+from acceptmon.records import LaunchConfig, LineKind, Record, build
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _KEYLIKE = regex.compile(r"[#A-Za-z][\w .()/+%#'-]*")
@@ -73,11 +74,12 @@ class Parser:
         file: str = "",
         state: ParseState | None = None,
         *,
-        records: frozenset[str] = frozenset({"decode", "prefill", "launch"}),
+        records: frozenset[str] | None = None,
     ) -> None:
-        """Start a parser at ``state``; ``records`` are the kinds built (others are only counted)."""
+        """Start a parser at ``state``; ``records`` are the kinds built (default all; others are only counted)."""
         self.grammars = grammars
-        self.wanted = records | {"launch"}  # launches carry run state: always built
+        runs = {k.name for k in KINDS.values() if k.starts_run}  # launches carry run state: always built
+        self.wanted = (frozenset(KINDS) if records is None else records) | runs
         self.file = file
         state = state or ParseState()
         self.line = state.line
@@ -87,9 +89,9 @@ class Parser:
         self._all_anchors = [(a, a.encode(), [g for g in grammars.records if g.anchor == a]) for a in grammars.anchors]
         self._anchors = self._all_anchors
         self._launch_anchors = [
-            (a, b, [g for g in gs if g.spec.record == "launch"])
+            (a, b, [g for g in gs if g.spec.record in runs])
             for a, b, gs in self._all_anchors
-            if any(g.spec.record == "launch" for g in gs)
+            if any(g.spec.record in runs for g in gs)
         ]
 
     @property
@@ -208,38 +210,30 @@ class Parser:
 
     def _build(self, g: Grammar, m: regex.Match[str]) -> Record:
         values: dict[str, Any] = {"file": self.file, "line": self.line, "server": g.spec.server}
-        ts, rank = m.group("timestamp", "rank")
-        if ts is not None:
-            values["timestamp"] = _to_timestamp(ts)
-        if rank:
-            values["rank"] = " ".join(rank.split())
+        for name, conv in g.envelope_fields.items():
+            raw = m.group(name)
+            if raw:
+                value = conv(raw)
+                if value is not None:
+                    values[conv.field] = value
         for name, conv in g.fields.items():
             raw = m.group(name)
             if raw is not None:
                 values[conv.field] = conv(raw)
         body = m.group("body") if g.spec.body != "none" else None
-        record_type = g.spec.record
-        if record_type == "launch":
+        kind = KINDS[g.spec.record or ""]
+        if kind.starts_run:
             return self._launch(g, body or "", values)
         extra: dict[str, str] = {}
         if body:
             _read_pairs(body, g.key_table, g.keys, values, extra)
         values["extra"] = extra
         values["run"] = self.run
-        if record_type == "prefill":
-            return build(PrefillStats, values)
-        launch = self.launch
-        if launch is not None:
-            values["spec_algorithm"] = launch.spec_algorithm
-            values["spec_num_steps"] = launch.spec_num_steps
-            values["spec_num_draft_tokens"] = launch.spec_num_draft_tokens
-            accept_len = values.get("accept_len")
-            tokens = launch.draft_tokens
-            if accept_len is not None and tokens is not None and tokens > 1:
-                values["draft_accept_rate"] = round((accept_len - 1) / (tokens - 1), 4)
-        return build(DecodeStats, values)
+        if kind.derive is not None:
+            kind.derive(values, self.launch)
+        return build(kind.model, values)
 
-    def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> ServerLaunch:
+    def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> Record:
         raw = _split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
         config: dict[str, Any] = {}
         extra: dict[str, Any] = {}
@@ -254,7 +248,7 @@ class Parser:
         self.run += 1
         self.launch = launch
         values.update(run=self.run, config=launch)
-        return build(ServerLaunch, values)
+        return build(KINDS[g.spec.record or ""].model, values)
 
 
 def _docker_json(text: str) -> str:

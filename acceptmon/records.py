@@ -11,18 +11,27 @@ the shortcut never lies about types.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-LineKind: TypeAlias = Literal["decode", "prefill", "launch", "unrecognized", "oversized", "other"]
-"""How a line was classified; the ``kind`` label of ``acceptmon_lines_total``."""
+LineKind: TypeAlias = str
+"""How a line was classified: a record kind's name (see :mod:`acceptmon.kinds`) or one of
+:data:`OTHER_LINE_KINDS`; the ``kind`` label of ``acceptmon_lines_total``."""
 
-LINE_KINDS: tuple[LineKind, ...] = ("decode", "prefill", "launch", "unrecognized", "oversized", "other")
+OTHER_LINE_KINDS: tuple[str, ...] = ("unrecognized", "oversized", "other")
+"""Lines that built no record: format drift, skipped for their length, and everything else."""
 
 
-class _Record(BaseModel):
+class BaseRecord(BaseModel):
+    """Fields every record has. Each record model declares ``kind`` (a ``Literal``) and ``run``
+    where its columns want them: a model's field order is its table's column order."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    if TYPE_CHECKING:  # declared by every record model, at the column position it wants
+        kind: str
+        run: int
 
     file: str = ""
     """The file the line came from, as given on the command line ('-' for stdin)."""
@@ -34,16 +43,12 @@ class _Record(BaseModel):
     """Rank tokens as logged, e.g. ``DP0 TP0 EP0``; None when the prefix has none."""
     server: str = "sglang"
     """Which serving engine wrote the line."""
-    run: int = 0
-    """Server launch index in the file: 1 for the first launch line, 0 before any."""
 
 
-class DecodeStats(_Record):
+class DecodeStats(BaseRecord):
     """One scheduler decode-batch line (with or without speculative fields)."""
 
     kind: Literal["decode"] = "decode"
-    iteration: int | None = None
-    """Forward iteration number (``Decode batch [N]``), when logged."""
     accept_len: float | None = None
     """Mean tokens emitted per request per verify step, bonus token included."""
     accept_rate: float | None = None
@@ -59,9 +64,13 @@ class DecodeStats(_Record):
     """``#token``; on hybrid models ``#full token`` (or ``#gpu token``)."""
     cuda_graph: bool | None = None
     """Whether the last batch ran under a device graph (``cuda/cpu/npu/musa graph``)."""
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
     spec_algorithm: str | None = None
     spec_num_steps: int | None = None
     spec_num_draft_tokens: int | None = None
+    iteration: int | None = None
+    """Forward iteration number (``Decode batch [N]``), when logged."""
     cap_len: float | None = None
     block_accept_len: float | None = None
     est_uncap_accept_len: float | None = None
@@ -75,10 +84,12 @@ class DecodeStats(_Record):
     """``key: value`` pairs the grammar does not know, as logged (format drift shows here)."""
 
 
-class PrefillStats(_Record):
+class PrefillStats(BaseRecord):
     """One scheduler prefill-batch line."""
 
     kind: Literal["prefill"] = "prefill"
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
     iteration: int | None = None
     new_seq: int | None = None
     new_token: int | None = None
@@ -119,14 +130,17 @@ class LaunchConfig(BaseModel):
         return None
 
 
-class ServerLaunch(_Record):
+class ServerLaunch(BaseRecord):
     """A ``server_args=...`` line: one server launch, which starts a run."""
 
     kind: Literal["launch"] = "launch"
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
     config: LaunchConfig = Field(default_factory=LaunchConfig)
 
 
-Record: TypeAlias = DecodeStats | PrefillStats | ServerLaunch
+Record: TypeAlias = BaseRecord
+"""Any record; :mod:`acceptmon.kinds` says which models there are."""
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -1,5 +1,7 @@
-"""Aggregation of records per run (server launch) and per rank; no I/O.
+"""Every running aggregate, in one place; no I/O.
 
+:class:`Mean` is the one running count-and-sum (with removal, for sliding windows);
+:class:`Series` adds the distribution, :class:`Baseline` a run's first ten minutes.
 :class:`Stats` is fed records in file order and answers "what did each launch
 achieve": batches, accept length mean and percentiles, raw and normalized accept
 rate, throughput, duration. Percentiles are exact: accept lengths are logged with
@@ -16,16 +18,48 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from acceptmon.records import DecodeStats, LaunchConfig, Record, ServerLaunch
+from acceptmon.kinds import KINDS
+from acceptmon.records import DecodeStats, LaunchConfig, Record
+
+BASELINE_SECONDS = 600.0
+"""The start of a run whose mean accept length later batches are compared with (log time)."""
+
+
+@dataclass(slots=True)
+class Mean:
+    """Running count and sum of one value; values can be taken out again (sliding windows)."""
+
+    count: int = 0
+    total: float = 0.0
+
+    def add(self, value: float | None) -> None:
+        if value is not None:
+            self.count += 1
+            self.total += value
+
+    def remove(self, other: Mean) -> None:
+        self.count -= other.count
+        self.total -= other.total
+
+    def merge(self, other: Mean) -> None:
+        self.count += other.count
+        self.total += other.total
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count > 0 else None
+
+    @property
+    def rounded(self) -> float | None:
+        """The mean to four decimals, as reports show it."""
+        return round(self.total / self.count, 4) if self.count > 0 else None
 
 
 @dataclass
-class Series:
-    """Count, sum and (optionally) the distribution of one value."""
+class Series(Mean):
+    """A :class:`Mean` that also keeps the distribution of its values (for quantiles)."""
 
     keep_values: bool = False
-    count: int = 0
-    total: float = 0.0
     values: Counter[float] = field(default_factory=Counter)
 
     def add(self, value: float | None) -> None:
@@ -36,14 +70,10 @@ class Series:
         if self.keep_values:
             self.values[value] += 1
 
-    def merge(self, other: Series) -> None:
-        self.count += other.count
-        self.total += other.total
-        self.values.update(other.values)
-
-    @property
-    def mean(self) -> float | None:
-        return round(self.total / self.count, 4) if self.count else None
+    def merge(self, other: Mean) -> None:
+        super().merge(other)
+        if isinstance(other, Series):
+            self.values.update(other.values)
 
     def quantile(self, q: float) -> float | None:
         """Nearest-rank quantile (``q`` in 0..1) over the kept values."""
@@ -57,6 +87,31 @@ class Series:
             if seen >= rank:
                 return value
         return max(self.values)
+
+
+@dataclass
+class Baseline:
+    """Mean of a value over a run's first :data:`BASELINE_SECONDS` of log time: the collapse reference."""
+
+    start: datetime | None = None
+    values: Mean = field(default_factory=Mean)
+
+    def restart(self, start: datetime | None) -> None:
+        self.start, self.values = start, Mean()
+
+    def add(self, value: float | None, ts: datetime | None) -> None:
+        if value is None:
+            return
+        if self.start is None or ts is None or (ts - self.start).total_seconds() <= BASELINE_SECONDS:
+            self.values.add(value)
+
+    @property
+    def count(self) -> int:
+        return self.values.count
+
+    @property
+    def mean(self) -> float | None:
+        return self.values.mean
 
 
 class RunSummary(BaseModel):
@@ -138,13 +193,13 @@ class RunStats:
             spec_num_draft_tokens=cfg.spec_num_draft_tokens,
             batches=self.batches,
             ranks=len(self.ranks),
-            accept_len_mean=self.accept_len.mean,
+            accept_len_mean=self.accept_len.rounded,
             accept_len_p10=self.accept_len.quantile(0.1),
             accept_len_p50=self.accept_len.quantile(0.5),
             accept_len_p90=self.accept_len.quantile(0.9),
-            accept_rate_mean=self.accept_rate.mean,
-            draft_accept_rate_mean=self.draft_accept_rate.mean,
-            gen_throughput_mean=self.gen_throughput.mean,
+            accept_rate_mean=self.accept_rate.rounded,
+            draft_accept_rate_mean=self.draft_accept_rate.rounded,
+            gen_throughput_mean=self.gen_throughput.rounded,
         )
 
 
@@ -160,8 +215,9 @@ class Stats:
             run = self.runs.get(key)
             if run is None:
                 run = self.runs[key] = RunStats(r.file, r.run)
-            if isinstance(r, ServerLaunch):
-                run.launch = r.config
+            kind = KINDS[r.kind]
+            if kind.starts_run:
+                run.launch = getattr(r, "config", None)
                 run.start = r.timestamp or run.start
             elif isinstance(r, DecodeStats):
                 run.add(r)

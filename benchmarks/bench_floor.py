@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from acceptmon.grammar import load_grammars  # noqa: E402
+from acceptmon.loader import load_grammars  # noqa: E402
 from acceptmon.parse import Parser  # noqa: E402
 from acceptmon.sinks.table import format_records  # noqa: E402
 from benchmarks.bench_parse import OUT, generate  # noqa: E402

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from acceptmon.grammar import GrammarSet, load_grammars
+from acceptmon.grammar import GrammarSet
+from acceptmon.loader import load_grammars
 from acceptmon.parse import Parser
 
 ROOT = Path(__file__).resolve().parent.parent

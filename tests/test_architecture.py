@@ -1,16 +1,189 @@
-"""The core stays free of the UI, exporter and watcher libraries (they load only in their commands)."""
+"""The layers, enforced: no import cycles, each module imports only below itself, the core stays pure, sizes.
+
+Imports are read from the source with ``ast``, including imports inside functions
+(a static contract cannot tell a module-scope import from a deferred one, so both
+count). A runtime check backs it up: importing the core and the CLI loads no UI,
+exporter or watcher library.
+"""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "acceptmon"
+
+LAYERS: dict[str, int] = {
+    # core: records and their kinds, values, grammar, parser, aggregates (pure)
+    "errors": 0, "records": 0, "values": 0, "fmt": 0,
+    "kinds": 1,
+    "grammar": 2, "stats": 2, "window": 3,
+    "parse": 3,
+    # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
+    "source": 2, "tail": 3, "replay": 2,
+    # one pipeline, batch and live; grammar files
+    "loader": 4, "pipeline": 4, "pipeline.positions": 4, "pipeline.start": 4, "pipeline.batch": 5,
+    "pipeline.live": 5,
+    # sinks and the dashboard model, then the screen, then the command line
+    "sinks": 6, "sinks.table": 6, "sinks.runs": 7, "sinks.livestate": 6, "sinks.prometheus": 7,
+    "sinks.httpserver": 6, "tui": 6, "tui.view": 6, "tui.model": 7, "tui.app": 8,
+    "cli.args": 9, "cli.batch": 9, "cli.live": 9, "cli": 10, "__main__": 11, "": 0,
+}  # fmt: skip
+"""Layer of every module: a module may import only modules of a lower layer."""
+CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "window", "parse")
+BYTES = ("source", "tail", "replay")
+FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
+                     "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip
+FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "fdopen"}
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 50
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(imported module, names) for every import in the file, at any depth."""
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [a.name for a in node.names]))
+    return found
+
+
+def _internal(module: str, names: list[str], modules: dict[str, Path]) -> list[str]:
+    """The acceptmon modules an import statement loads (``from acceptmon.x import y`` may name module y)."""
+    if module != "acceptmon" and not module.startswith("acceptmon."):
+        return []
+    base = module.removeprefix("acceptmon").lstrip(".")
+    subs = [f"{base}.{n}".lstrip(".") for n in names if f"{base}.{n}".lstrip(".") in modules]
+    return subs or [base]
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {
+        name: {dep for mod, names in _imports(path) for dep in _internal(mod, names, modules) if dep != name}
+        for name, path in modules.items()
+    }
+
+
+def test_every_module_has_a_layer():
+    assert sorted(set(_modules()) - set(LAYERS)) == []
+
+
+def test_each_module_imports_only_lower_layers():
+    wrong = [
+        f"{name} (layer {LAYERS[name]}) imports {dep} (layer {LAYERS[dep]})"
+        for name, deps in _graph().items()
+        for dep in deps
+        if LAYERS[dep] >= LAYERS[name] and not name.startswith(dep + ".")  # a package's own __init__ is fine
+    ]
+    assert wrong == []
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join([*path[path.index(dep) :], dep]))
+            elif dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    private = [
+        f"{name}: from {mod} import {n}"
+        for name, path in _modules().items()
+        for mod, names in _imports(path)
+        if mod.startswith("acceptmon")
+        for n in names
+        if n.startswith("_") and not n.startswith("__")
+    ]
+    assert private == []
+
+
+@pytest.mark.parametrize("name", [*CORE, *BYTES])
+def test_core_and_bytes_use_no_ui_exporter_or_watcher(name):
+    top = {mod.split(".")[0] for mod, _ in _imports(_modules()[name])}
+    banned = {"textual", "textual_plotext", "prometheus_client"} | ({"watchfiles"} if name != "tail" else set())
+    assert top & banned == set()
+    if name in BYTES:
+        assert "acceptmon.parse" not in {mod for mod, _ in _imports(_modules()[name])}  # bytes never parse
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_core_does_no_io(name):
+    tree = ast.parse(_modules()[name].read_text())
+    top = {mod.split(".")[0] for mod, _ in _imports(_modules()[name])}
+    assert top & FORBIDDEN_IN_CORE == set()
+    calls = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+    }
+    assert calls & FILE_CALLS == set()
+
+
+def test_sizes():
+    over = []
+    for name, path in _modules().items():
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            over.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    over.append(f"{name}.{node.name}: {length} lines")
+    assert over == []
+
+
+def test_the_check_sees_a_cycle_and_a_layer_break(tmp_path, monkeypatch):
+    """The contract can fail: a fake package with a cycle and an upward import is caught."""
+    pkg = tmp_path / "acceptmon"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "parse.py").write_text("from acceptmon.cli import main\n")
+    (pkg / "cli.py").write_text("def main():\n    from acceptmon import parse\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    graph = _graph()
+    assert graph["parse"] == {"cli"} and graph["cli"] == {"parse"}
+    with pytest.raises(AssertionError):
+        test_no_import_cycles()
+    with pytest.raises(AssertionError):
+        test_each_module_imports_only_lower_layers()
 
 
 def test_core_and_cli_import_no_ui_exporter_or_watcher_library():
     code = (
         "import sys\n"
-        "import acceptmon.records, acceptmon.grammar, acceptmon.parse, acceptmon.stats, acceptmon.live\n"
-        "import acceptmon.dashboard, acceptmon.pipeline, acceptmon.source, acceptmon.follow, acceptmon.cli\n"
+        "import acceptmon.records, acceptmon.grammar, acceptmon.parse, acceptmon.stats, acceptmon.kinds\n"
+        "import acceptmon.loader, acceptmon.pipeline.batch, acceptmon.pipeline.live, acceptmon.source\n"
+        "import acceptmon.sinks.livestate, acceptmon.tui.model, acceptmon.cli\n"
         "print(sorted(m for m in ('textual', 'textual_plotext', 'prometheus_client', 'watchfiles') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

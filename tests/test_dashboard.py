@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from acceptmon.dashboard import DashboardState
 from acceptmon.parse import Parser
 from acceptmon.stats import RunSummary
+from acceptmon.tui.model import DashboardState
 from tests.serving import Clock, decode_line, launch_line
 from tests.serving import feed as feed_sink
 

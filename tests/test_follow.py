@@ -6,8 +6,8 @@ import os
 import threading
 import time
 
-from acceptmon.follow import Follower, watch
 from acceptmon.source import OVERSIZED
+from acceptmon.tail import Follower, watch
 
 
 class Lines:
@@ -169,7 +169,7 @@ def test_resume_at_an_offset_reads_the_rest_once(tmp_path):
 
 
 def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
-    from acceptmon.follow import LiveSource
+    from acceptmon.pipeline.live import LiveSource
 
     path = tmp_path / "s.log"
     notes, got = [], []
@@ -188,8 +188,8 @@ def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
 
 
 def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars, monkeypatch):
-    from acceptmon import follow
-    from acceptmon.follow import LiveSource
+    from acceptmon.pipeline import live as follow
+    from acceptmon.pipeline.live import LiveSource
 
     monkeypatch.setattr(follow, "FORGET_SECONDS", 0.2)
 
@@ -218,8 +218,8 @@ def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars
 
 
 def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
-    from acceptmon import statefile
-    from acceptmon.follow import LiveSource
+    from acceptmon.pipeline import positions as statefile
+    from acceptmon.pipeline.live import LiveSource
 
     old, live, state = tmp_path / "old.log", tmp_path / "live.log", tmp_path / "state.json"
     old.write_text("a\n")
@@ -237,7 +237,7 @@ def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
 
 
 def test_one_file_named_twice_is_read_once(tmp_path, grammars, monkeypatch):
-    from acceptmon.follow import LiveSource
+    from acceptmon.pipeline.live import LiveSource
 
     (tmp_path / "s.log").write_text(
         "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "

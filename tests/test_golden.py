@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from acceptmon.pipeline import StatsJob, run
+from acceptmon.pipeline.batch import run
+from acceptmon.sinks.runs import StatsJob
 from tests.conftest import GOLDEN, ROOT, SAMPLES
 from tests.update_goldens import golden_text
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptmon.errors import GrammarError
-from acceptmon.grammar import builtin_grammar_dir, load_grammars
+from acceptmon.loader import builtin_grammar_dir, load_grammars
 
 BAD = Path(__file__).parent / "data" / "bad_grammars"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from acceptmon.live import LiveStats
 from acceptmon.parse import Parser
+from acceptmon.sinks.livestate import LiveStats
 from acceptmon.sinks.prometheus import MetricsPage
 from tests.serving import Clock, decode_line, launch_line, parse_metrics, value
 from tests.serving import feed as feed_sink

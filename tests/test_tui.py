@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from acceptmon.dashboard import DashboardState
 from acceptmon.parse import Parser
 from acceptmon.tui.app import AcceptmonApp, Tile
+from acceptmon.tui.model import DashboardState
 from tests.serving import decode_line, launch_line
 from tests.test_dashboard import Clock, feed, ts
 

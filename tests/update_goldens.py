@@ -6,9 +6,9 @@ import io
 import os
 from pathlib import Path
 
-from acceptmon.cli import TableJob
-from acceptmon.grammar import load_grammars
-from acceptmon.pipeline import run
+from acceptmon.loader import load_grammars
+from acceptmon.pipeline.batch import run
+from acceptmon.sinks.table import TableJob
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,8 @@
-"""Prometheus metrics built from a :class:`~acceptmon.live.LiveStats` snapshot at scrape time.
+"""Prometheus metrics built from a :class:`~acceptmon.sinks.livestate.LiveStats` snapshot at scrape time.
+
+Which families there are comes from the record kinds (:mod:`acceptmon.kinds`): each
+kind with live series declares its gauges, counter, histogram and baseline; the
+line counters have a ``kind`` label for every registered kind.
 
 :class:`AcceptmonCollector` is a custom collector: nothing is kept in
 prometheus_client's global state, the registry is passed in, and every scrape
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -27,26 +31,13 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from acceptmon.live import ACCEPT_BUCKETS, LiveStats, Snapshot
-from acceptmon.records import LINE_KINDS
+from acceptmon.kinds import KINDS, Gauge, RecordKind, line_kinds
+from acceptmon.sinks.livestate import LiveStats, RankSeries, Snapshot
 
 DEFAULT_STALE_AFTER = 300.0
 MAX_LABEL = 200
 """Longest label value kept (model paths are the only free text)."""
 
-_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("acceptmon_accept_length", "accept_len", "Accept length of the last decode batch (tokens per verify step)."),
-    ("acceptmon_accept_rate", "accept_rate", "Accept rate of the last decode batch, as logged (version-dependent)."),
-    (
-        "acceptmon_draft_accept_rate",
-        "draft_accept_rate",
-        "(accept_len - 1) / (num_draft_tokens - 1) of the last decode batch.",
-    ),
-    ("acceptmon_gen_throughput_tokens_per_second", "gen_throughput", "Generation throughput of the last batch."),
-    ("acceptmon_running_requests", "running_req", "Running requests at the last decode batch."),
-    ("acceptmon_queued_requests", "queue_req", "Queued requests at the last decode batch."),
-    ("acceptmon_token_usage_ratio", "token_usage", "KV-cache token usage (0-1) at the last decode batch."),
-)
 RUN_INFO_LABELS = ("file", "model", "spec_algorithm", "spec_num_steps", "spec_eagle_topk", "spec_num_draft_tokens")
 
 
@@ -66,50 +57,37 @@ class AcceptmonCollector(Collector):
         yield from self.families(self.live.snapshot())
 
     def families(self, snap: Snapshot) -> Iterator[Metric]:
-        fresh = [s for s in snap.series if snap.taken - s.seen <= self.stale_after]
-        for name, attr, doc in _GAUGES:
-            g = GaugeMetricFamily(name, doc, labels=("file", "rank"))
-            for s in fresh:
-                value = getattr(s.last, attr)
-                if value is not None:
-                    g.add_metric((s.file, s.rank), float(value))
-            yield g
-        g = GaugeMetricFamily(
-            "acceptmon_run_baseline_accept_length",
-            "Mean accept length over the current run's first 10 minutes (log time): the collapse reference.",
-            labels=("file", "rank"),
-        )
-        for s in fresh:
-            if s.baseline is not None:
-                g.add_metric((s.file, s.rank), s.baseline)
-        yield g
-        g = GaugeMetricFamily(
-            "acceptmon_last_decode_timestamp_seconds",
-            "Log time of the last decode line (Unix seconds, from the server's local time).",
-            labels=("file", "rank"),
-        )
-        for s in fresh:
-            ts = _epoch(s.last.timestamp)
-            if ts is not None:
-                g.add_metric((s.file, s.rank), ts)
-        yield g
+        for kind in KINDS.values():
+            if kind.series is not None:
+                yield from self._series_families(kind, [s for s in snap.series if s.kind == kind.name], snap.taken)
+        yield from self._file_families(snap)
 
-        c = CounterMetricFamily("acceptmon_decode_batches", "Decode-batch lines read.", labels=("file", "rank"))
-        h = HistogramMetricFamily(
-            "acceptmon_batch_accept_length",
-            "Accept length per decode batch; rate(_sum)/rate(_count) is the window mean.",
-            labels=("file", "rank"),
-        )
-        for s in snap.series:
-            c.add_metric((s.file, s.rank), s.batches)
-            cumulative, buckets = 0, []
-            for bound, n in zip((*ACCEPT_BUCKETS, math.inf), s.buckets, strict=True):
-                cumulative += n
-                buckets.append(("+Inf" if bound == math.inf else _le(bound), float(cumulative)))
-            h.add_metric((s.file, s.rank), buckets, s.accept_sum)
-        yield c
-        yield h
+    def _series_families(self, kind: RecordKind, series: list[RankSeries], taken: float) -> Iterator[Metric]:
+        m = kind.series
+        assert m is not None
+        fresh = [s for s in series if taken - s.seen <= self.stale_after]
+        for gauge in m.gauges:
+            yield _gauge(gauge, fresh, _field(gauge.field))
+        if m.baseline is not None:
+            yield _gauge(m.baseline, fresh, lambda s: s.baseline)
+        if m.last_timestamp is not None:
+            yield _gauge(m.last_timestamp, fresh, lambda s: _epoch(s.last.timestamp))
+        if m.counter is not None:
+            c = CounterMetricFamily(m.counter.name, m.counter.help, labels=("file", "rank"))
+            for s in series:
+                c.add_metric((s.file, s.rank), s.batches)
+            yield c
+        if m.histogram is not None:
+            h = HistogramMetricFamily(m.histogram.name, m.histogram.help, labels=("file", "rank"))
+            for s in series:
+                cumulative, buckets = 0, []
+                for bound, n in zip((*m.histogram.buckets, math.inf), s.buckets, strict=True):
+                    cumulative += n
+                    buckets.append(("+Inf" if bound == math.inf else _le(bound), float(cumulative)))
+                h.add_metric((s.file, s.rank), buckets, s.hist_sum)
+            yield h
 
+    def _file_families(self, snap: Snapshot) -> Iterator[Metric]:
         lines = CounterMetricFamily("acceptmon_lines", "Log lines read, by kind.", labels=("file", "kind"))
         launches = CounterMetricFamily("acceptmon_server_launches", "Server launch lines read.", labels=("file",))
         info = GaugeMetricFamily("acceptmon_run_info", "1 for the current run's launch config.", labels=RUN_INFO_LABELS)
@@ -117,7 +95,7 @@ class AcceptmonCollector(Collector):
             "acceptmon_log_file_present", "1 when the followed path exists, 0 while waiting.", labels=("file",)
         )
         for f in snap.files:
-            for kind in LINE_KINDS:
+            for kind in line_kinds():
                 lines.add_metric((f.file, kind), f.lines.get(kind, 0))
             launches.add_metric((f.file,), f.launches)
             present.add_metric((f.file,), 0.0 if f.waiting else 1.0)
@@ -143,6 +121,23 @@ class AcceptmonCollector(Collector):
             "Decode lines not tracked because the (file, rank) series cap was reached.",
             value=snap.overflow,
         )
+
+
+def _gauge(gauge: Gauge, series: list[RankSeries], value: Callable[[RankSeries], float | None]) -> Metric:
+    g = GaugeMetricFamily(gauge.name, gauge.help, labels=("file", "rank"))
+    for s in series:
+        v = value(s)
+        if v is not None:
+            g.add_metric((s.file, s.rank), float(v))
+    return g
+
+
+def _field(name: str) -> Callable[[RankSeries], float | None]:
+    def value(s: RankSeries) -> float | None:
+        v = getattr(s.last, name)
+        return None if v is None else float(v)
+
+    return value
 
 
 def label(text: str | None) -> str:

@@ -1,7 +1,8 @@
-"""CSV and JSON Lines output of decode records.
+"""CSV and JSON Lines output of the table record kinds (``acceptmon parse``).
 
-Column order is part of the interface (scripts and spreadsheets depend on it):
-:data:`COLUMNS` first, then :data:`EXTRA_COLUMNS`; JSON Lines adds ``extra``, the
+Column order is part of the interface (scripts and spreadsheets depend on it): the
+fields of each table kind's model in declaration order (see :mod:`acceptmon.kinds`),
+kinds in registration order, each column once. JSON Lines adds ``extra``, the
 ``key: value`` pairs no grammar knows. Formatting is a pure function of a list of
 records, so a parallel worker can format its own chunk.
 """
@@ -12,24 +13,19 @@ import csv
 import io
 import json
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final, Literal, TypeAlias
+from typing import IO, Any, Literal, TypeAlias
 
-from acceptmon.records import DecodeStats
+from acceptmon.kinds import KINDS, table_kinds
+from acceptmon.records import Record
 
 TableFormat: TypeAlias = Literal["csv", "jsonl"]
 
-COLUMNS: Final = (
-    "file", "line", "timestamp", "rank", "server", "kind", "accept_len", "accept_rate",
-    "draft_accept_rate", "gen_throughput", "running_req", "queue_req", "token_usage", "num_tokens",
-    "cuda_graph", "run", "spec_algorithm", "spec_num_steps", "spec_num_draft_tokens",
-)  # fmt: skip
-EXTRA_COLUMNS: Final = (
-    "iteration", "cap_len", "block_accept_len", "est_uncap_accept_len", "pre_allocated_usage",
-    "prealloc_req", "transfer_req", "retracted_req", "swa_token_usage", "mamba_usage",
-)  # fmt: skip
-ALL_COLUMNS: Final = COLUMNS + EXTRA_COLUMNS
+
+def columns() -> tuple[str, ...]:
+    """Every table kind's columns, in registration and declaration order, each once."""
+    return tuple(dict.fromkeys(c for k in table_kinds() for c in k.columns))
 
 
 def infer_format(output: str | None, given: str | None) -> TableFormat:
@@ -41,18 +37,9 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     return "csv"
 
 
-def fmt_number(value: float | int | None, digits: int = 2) -> str:
-    """A number for people (tables, plain lines): fixed decimals, '-' for none."""
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
-
-
 def header(fmt: TableFormat) -> bytes:
     if fmt == "csv":
-        return (",".join(ALL_COLUMNS) + "\r\n").encode()
+        return (",".join(columns()) + "\r\n").encode()
     return b""
 
 
@@ -62,26 +49,58 @@ def _iso(ts: datetime | None) -> str | None:
     return ts.isoformat(timespec="milliseconds" if ts.microsecond else "seconds")
 
 
-_VALUES = operator.itemgetter(*ALL_COLUMNS)
+Getter: TypeAlias = Callable[[dict[str, Any]], tuple[Any, ...]]
+_GETTERS: dict[tuple[str, tuple[str, ...]], Getter] = {}
 
 
-def row(record: DecodeStats) -> list[Any]:
-    """The record's values in :data:`ALL_COLUMNS` order (timestamps as ISO text)."""
-    values = list(_VALUES(record.__dict__))
-    values[2] = _iso(record.timestamp)
+def _getter(kind: str, cols: tuple[str, ...]) -> Getter:
+    """Values of ``cols`` from a record's ``__dict__`` (None for a column the kind lacks)."""
+    key = (kind, cols)
+    got = _GETTERS.get(key)
+    if got is None:
+        if set(cols) <= set(KINDS[kind].model.model_fields):
+            got = operator.itemgetter(*cols)
+        else:
+            got = lambda d: tuple(d.get(c) for c in cols)  # noqa: E731
+        got = _GETTERS[key] = got
+    return got
+
+
+def row(record: Record, cols: tuple[str, ...] | None = None) -> list[Any]:
+    """The record's values in column order (timestamps as ISO text)."""
+    cols = cols or columns()
+    values = list(_getter(record.kind, cols)(record.__dict__))
+    values[cols.index("timestamp")] = _iso(record.timestamp)
     return values
 
 
-def format_records(records: Sequence[object], fmt: TableFormat) -> bytes:
-    """Format the decode records among ``records``; other kinds are left out."""
-    decode = [r for r in records if isinstance(r, DecodeStats)]
+def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
+    """Format the table kinds' records among ``records``; other kinds are left out."""
+    cols = columns()
+    rows = [r for r in records if KINDS[r.kind].table]
     if fmt == "csv":
         buf = io.StringIO()
-        csv.writer(buf).writerows(row(r) for r in decode)
+        csv.writer(buf).writerows(row(r, cols) for r in rows)
         return buf.getvalue().encode()
     lines = []
-    for r in decode:
-        obj = dict(zip(ALL_COLUMNS, row(r), strict=True))
-        obj["extra"] = r.extra
+    for r in rows:
+        obj = dict(zip(cols, row(r, cols), strict=True))
+        obj["extra"] = getattr(r, "extra", {})
         lines.append(json.dumps(obj, separators=(",", ":")))
     return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+class TableJob:
+    """Format the table kinds' records (in workers too) and write them in order."""
+
+    def __init__(self, fmt: TableFormat, out: IO[bytes]) -> None:
+        self.fmt, self.out, self.records = fmt, out, 0
+        self.records_wanted = frozenset(k.name for k in table_kinds())
+
+    def chunk(self, records: list[Record]) -> tuple[int, bytes]:
+        data = format_records(records, self.fmt)
+        return sum(1 for r in records if r.kind in self.records_wanted), data
+
+    def collect(self, part: tuple[int, bytes]) -> None:
+        self.records += part[0]
+        self.out.write(part[1])

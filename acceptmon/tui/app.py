@@ -24,20 +24,15 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, RichLog, Static
 from textual_plotext import PlotextPlot
 
-from acceptmon.dashboard import DashboardState, Event, RankRow, View
+from acceptmon.fmt import duration, short_model
+from acceptmon.fmt import number as fmt
+from acceptmon.tui.model import DashboardState
+from acceptmon.tui.view import Event, RankRow, View
 
 REFRESH_SECONDS = 0.25
 COMPACT_BELOW_ROWS = 34
 """Terminals with fewer rows get the compact layout (smaller tiles, plots and event log)."""
 Follow = Callable[[threading.Event], None]
-
-
-def fmt(value: float | int | None, digits: int = 2, suffix: str = "") -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return f"{value}{suffix}"
-    return f"{value:.{digits}f}{suffix}"
 
 
 def ago(seconds: float | None) -> str:
@@ -214,7 +209,7 @@ class AcceptmonApp(App[None]):
         ]
         cfg = v.launch
         if cfg is not None:
-            model = (cfg.model_path or "?").rstrip("/").split("/")[-1]
+            model = short_model(cfg.model_path or "?")
             if cfg.spec_algorithm:
                 spec = (
                     f"{cfg.spec_algorithm}  steps {fmt(cfg.spec_num_steps)}  topk {fmt(cfg.spec_eagle_topk)}  "
@@ -309,11 +304,10 @@ class AcceptmonApp(App[None]):
             current = (h.file, h.run) == v.current_run_key
             style = "bold" if current else ""
             start = h.start.strftime("%H:%M:%S") if isinstance(h.start, datetime) else "-"
-            duration = "-" if h.duration_s is None else f"{int(h.duration_s) // 60}m{int(h.duration_s) % 60:02d}s"
             cells = (
                 f"{h.run}{' *' if current else ''}", start, h.spec_algorithm or "none", fmt(h.spec_num_steps),
                 fmt(h.spec_eagle_topk), fmt(h.spec_num_draft_tokens), str(h.batches), fmt(h.accept_len_mean),
-                fmt(h.draft_accept_rate_mean), fmt(h.gen_throughput_mean, 1), duration,
+                fmt(h.draft_accept_rate_mean), fmt(h.gen_throughput_mean, 1), duration(h.duration_s),
             )  # fmt: skip
             table.add_row(*(Text(c, style=style) for c in cells))
 

@@ -1,13 +1,16 @@
-"""The live view of followed logs: latest values per (file, rank), counters, run config; no I/O.
+"""The one live state of followed logs: latest record per (file, kind, rank), counters, run config; no I/O.
 
-:class:`LiveStats` is fed records as the follower reads them and answers, at any
+:class:`LiveStats` is fed records as the live pipeline reads them and answers, at any
 moment, with a consistent :class:`Snapshot` (taken under a lock, so a scrape or a
 screen refresh in another thread never sees half an update). It is what both the
-Prometheus collector and the dashboard read.
+Prometheus collector and the dashboard read. How a record is folded in is its
+kind's declaration (:mod:`acceptmon.kinds`): a launch starts a run, a kind with
+``series`` keeps its latest record per rank, with a counter, a histogram and the
+run-start baseline of the field its metrics name.
 
-Memory stays bounded whatever the log size: one :class:`RankSeries` per (file,
-rank) up to ``max_series`` (records for further series are counted in
-``overflow``, not kept), a fixed set of histogram buckets, and counters.
+Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, kind,
+rank) up to ``max_series`` (records for further series are counted in ``overflow``,
+not kept), a fixed set of histogram buckets, and counters.
 """
 
 from __future__ import annotations
@@ -20,78 +23,60 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from acceptmon.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.parse import Tally
-from acceptmon.records import LINE_KINDS, DecodeStats, LaunchConfig, Record, ServerLaunch
+from acceptmon.records import LaunchConfig, Record
+from acceptmon.stats import Baseline
 
-ACCEPT_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0)
-"""Upper bounds of the accept-length histogram (tokens per verify step); +Inf follows."""
-BASELINE_SECONDS = 600.0
-"""The start of a run whose mean accept length later batches are compared with (log time)."""
 DEFAULT_MAX_SERIES = 512
 
 
 @dataclass
-class Baseline:
-    """Mean accept length over a run's first :data:`BASELINE_SECONDS` of log time: the collapse reference."""
-
-    start: datetime | None = None
-    total: float = 0.0
-    count: int = 0
-
-    def restart(self, start: datetime | None) -> None:
-        self.start, self.total, self.count = start, 0.0, 0
-
-    def add(self, accept_len: float | None, ts: datetime | None) -> None:
-        if accept_len is None:
-            return
-        if self.start is None or ts is None or (ts - self.start).total_seconds() <= BASELINE_SECONDS:
-            self.total += accept_len
-            self.count += 1
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
-
-
-@dataclass
 class RankSeries:
-    """The latest decode values of one rank in one file, and its counters."""
+    """The latest record of one kind from one rank in one file, and its counters."""
 
     file: str
     rank: str
-    last: DecodeStats
+    kind: str
+    metrics: SeriesMetrics
+    last: Record
     seen: float
     """Clock time (``LiveStats.clock``) when the last line of this series was read."""
     batches: int = 0
-    accept_count: int = 0
-    accept_sum: float = 0.0
-    buckets: list[int] = field(default_factory=lambda: [0] * (len(ACCEPT_BUCKETS) + 1))
-    """Per-bucket (not cumulative) counts of accept lengths; the last one is +Inf."""
+    hist_sum: float = 0.0
+    buckets: list[int] = field(default_factory=list)
+    """Per-bucket (not cumulative) counts of the histogram's field; the last one is +Inf."""
     run: int = -1
     start: Baseline = field(default_factory=Baseline)
     """The current run's first ten minutes."""
 
+    def __post_init__(self) -> None:
+        if self.metrics.histogram is not None and not self.buckets:
+            self.buckets = [0] * (len(self.metrics.histogram.buckets) + 1)
+
     @property
     def baseline(self) -> float | None:
-        """Mean accept length over the current run's first ten minutes."""
+        """Mean of the baseline field over the current run's first ten minutes."""
         mean = self.start.mean
         return None if mean is None else round(mean, 4)
 
-    def add(self, r: DecodeStats, now: float, run: int = 0, run_start: datetime | None = None) -> None:
+    def add(self, r: Record, now: float, run: int = 0, run_start: datetime | None = None) -> None:
         self.last, self.seen = r, now
         self.batches += 1
         if run != self.run:
             self.run = run
             self.start.restart(run_start or r.timestamp)
-        a = r.accept_len
-        self.start.add(a, r.timestamp)
-        if a is not None:
-            self.accept_count += 1
-            self.accept_sum += a
-            self.buckets[bisect.bisect_left(ACCEPT_BUCKETS, a)] += 1  # first bound >= a; past the last: +Inf
+        if self.metrics.baseline is not None:
+            self.start.add(getattr(r, self.metrics.baseline.field), r.timestamp)
+        hist = self.metrics.histogram
+        if hist is not None:
+            value = getattr(r, hist.field)
+            if value is not None:
+                self.hist_sum += value
+                self.buckets[bisect.bisect_left(hist.buckets, value)] += 1  # first bound >= value; past: +Inf
 
     def copy(self) -> RankSeries:
-        return replace(self, buckets=list(self.buckets), start=replace(self.start))
+        return replace(self, buckets=list(self.buckets), start=replace(self.start, values=replace(self.start.values)))
 
 
 @dataclass
@@ -107,7 +92,8 @@ class FileInfo:
     """Launches seen by this process: the current run's key (not the file's run index)."""
     waiting: bool = False
     """True while the path does not exist."""
-    last_decode_seen: float | None = None
+    last_seen: float | None = None
+    """Clock time when the last series record (a decode line) of this file was read."""
 
     def copy(self) -> FileInfo:
         return replace(self, lines=Counter(self.lines))
@@ -131,7 +117,7 @@ class LiveStats:
         self.max_series = max_series
         self.clock = clock
         self._lock = threading.Lock()
-        self._series: dict[tuple[str, str], RankSeries] = {}
+        self._series: dict[tuple[str, str, str], RankSeries] = {}
         self._files: dict[str, FileInfo] = {}
         self._overflow = 0
         self.version = 0
@@ -148,13 +134,14 @@ class LiveStats:
         with self._lock:
             info = self._file(file)
             for r in records:
-                if isinstance(r, DecodeStats):
-                    self._decode(info, r, now)
-                elif isinstance(r, ServerLaunch):
+                kind = KINDS[r.kind]
+                if kind.starts_run:
                     info.launches += 1
                     info.run += 1
-                    info.launch = r.config
+                    info.launch = getattr(r, "config", None)
                     info.launch_time = r.timestamp
+                elif kind.series is not None:
+                    self._add_series(info, kind, kind.series, r, now)
             if tally is not None:
                 info.lines = Counter(tally.kinds)
             self.version += 1
@@ -188,17 +175,17 @@ class LiveStats:
         info = self._files.get(file)
         if info is None:
             info = self._files[file] = FileInfo(file)
-            for kind in LINE_KINDS:
+            for kind in line_kinds():
                 info.lines[kind] += 0
         return info
 
-    def _decode(self, info: FileInfo, r: DecodeStats, now: float) -> None:
-        key = (info.file, r.rank or "")
+    def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
+        key = (info.file, kind.name, r.rank or "")
         series = self._series.get(key)
         if series is None:
             if len(self._series) >= self.max_series:
                 self._overflow += 1
                 return
-            series = self._series[key] = RankSeries(info.file, key[1], r, now)
+            series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
         series.add(r, now, info.run, info.launch_time)
-        info.last_decode_seen = now
+        info.last_seen = now

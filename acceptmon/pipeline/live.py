@@ -1,20 +1,11 @@
-"""Following live logs: new complete lines as they are written, through rotation and truncation.
-
-:class:`Follower` owns one path. :meth:`Follower.poll_once` reads whatever is new and
-hands complete lines (blocks ending in a newline, or OVERSIZED markers) to a callback;
-a partial last line is held until its newline arrives. Between polls it notices:
-
-- truncation (copytruncate): the file is shorter than what was read -> read again from 0;
-- rotation (rename + create, or delete + recreate): the path names another inode -> the
-  old file is drained to its end first, then the new one is read from its start;
-- a missing file: it waits, and says so through :attr:`Follower.waiting`.
+"""The live pipeline: followed files -> a parser per file -> records handed to sinks.
 
 :class:`LiveSource` is the one live pipeline that ``serve`` and ``tail`` share: it
 expands paths and globs (new matches are picked up), chooses where each file starts
 (its end after back-filling the current run, ``--from-start``, or a saved position),
-feeds every block to that file's :class:`~acceptmon.parse.Parser` and hands the
-records to a sink. :func:`watch_loop` wakes it through watchfiles (inotify) with a
-short debounce, or by a timer in poll mode (network filesystems, containers).
+feeds every block a :class:`~acceptmon.tail.Follower` reads to that file's
+:class:`~acceptmon.parse.Parser`, and hands the records to a sink. Positions persist
+through :mod:`acceptmon.pipeline.positions`.
 """
 
 from __future__ import annotations
@@ -25,253 +16,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
-from acceptmon import statefile
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
-from acceptmon.records import Record, ServerLaunch
-from acceptmon.source import MAX_LINE, OVERSIZED, LineAssembler, _Oversized, check_path, next_line_start
+from acceptmon.pipeline import positions as statefile
+from acceptmon.pipeline.start import find_last_launch
+from acceptmon.records import Record
+from acceptmon.source import OVERSIZED, _Oversized, check_path, next_line_start
+from acceptmon.tail import Follower, watch_loop
 
-Sink = Callable[[bytes | _Oversized], None]
-READ_SIZE = 1 << 20
-HEAD_BYTES = 256
-BACKFILL_LIMIT = 64 << 20
-"""At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
-RESCAN_SECONDS = 1.0
-"""How often globs are expanded again for new matches."""
-SAVE_SECONDS = 5.0
-"""How often positions are written to the state file (and always on exit)."""
 FORGET_SECONDS = 30.0
 """A glob match missing this long is deleted for good: it is no longer followed."""
-DEBOUNCE_MS = 100
-"""inotify mode: changes are grouped for at most this long (watchfiles' default, 1600 ms, is too slow)."""
-STEP_MS = 20
-"""inotify mode: a group is handed over once no new change came for this long."""
-IDLE_TICK_MS = 1000
-"""inotify mode: without events, a tick still runs this often (late files, new glob matches)."""
-
-
-class Follower:
-    """Tails one path, surviving rotation and truncation."""
-
-    def __init__(
-        self,
-        path: str,
-        sink: Sink,
-        *,
-        start: int | None = 0,
-        max_line: int = MAX_LINE,
-        skipping: bool = False,
-    ) -> None:
-        """``start``: byte offset to begin at in the current file (None: its end).
-
-        ``skipping``: the start offset lies inside an over-long line (a resumed position).
-        """
-        self.path = path
-        self.sink = sink
-        self._start = start
-        self._skipping = skipping
-        self._file: BinaryIO | None = None
-        self._ino: tuple[int, int] | None = None
-        self.pos = 0
-        self._lines = LineAssembler(max_line)
-        self.rotations = 0
-        self.truncations = 0
-        self.error: str | None = None
-        """Why the path cannot be opened (permission denied, a directory...); None when fine or missing."""
-        self._head = b""
-        """The first bytes read from the file: if they change in place, it was truncated and rewritten."""
-
-    @property
-    def waiting(self) -> bool:
-        """True while the path does not exist (yet)."""
-        return self._file is None
-
-    def position(self) -> tuple[int, int, int, bool] | None:
-        """(device, inode, offset of the first unprocessed line, skipping) of the open file."""
-        if self._ino is None or self._file is None:
-            return None
-        held = len(self._lines.carry)
-        return self._ino[0], self._ino[1], self.pos - held, self._lines.skipping
-
-    def poll_once(self) -> int:
-        """Read what is new; return the number of bytes consumed."""
-        if self._file is None and not self._open():
-            return 0
-        self._check_truncation()
-        n = self._drain()
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return n  # deleted: keep the old handle until a new file appears
-        if (st.st_dev, st.st_ino) != self._ino:
-            n += self._drain()
-            self._close()
-            self.rotations += 1
-            self._start = 0
-            if self._open():
-                n += self._drain()
-        return n
-
-    def _check_truncation(self) -> None:
-        """Copytruncate: the open file got shorter than our offset, or its start was rewritten."""
-        assert self._file is not None
-        if os.fstat(self._file.fileno()).st_size < self.pos or self._rewritten():
-            self.truncations += 1
-            self._file.seek(0)
-            self.pos = 0
-            self._head = b""
-            self._lines.reset()
-
-    def close(self) -> None:
-        self._close()
-
-    def _open(self) -> bool:
-        try:
-            f = open(self.path, "rb")
-        except FileNotFoundError:
-            self.error = None
-            return False
-        except OSError as exc:  # permission denied, a directory: keep trying, the caller reports it
-            self.error = exc.strerror or str(exc)
-            return False
-        self.error = None
-        st = os.fstat(f.fileno())
-        self._file, self._ino = f, (st.st_dev, st.st_ino)
-        self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
-        f.seek(self.pos)
-        self._lines.reset()
-        self._lines.skipping, self._skipping = self._skipping, False
-        self._head = os.pread(f.fileno(), min(self.pos, HEAD_BYTES), 0)
-        return True
-
-    def _rewritten(self) -> bool:
-        """The start of the file differs from what was read there (truncated, then grown past our position)."""
-        assert self._file is not None
-        if not self._head:
-            return False
-        return os.pread(self._file.fileno(), len(self._head), 0) != self._head
-
-    def _close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file = None
-        self._ino = None
-
-    def _drain(self) -> int:
-        assert self._file is not None
-        total = 0
-        while True:
-            data = self._file.read(READ_SIZE)
-            if not data:
-                return total
-            if len(self._head) < HEAD_BYTES and self.pos < HEAD_BYTES:
-                self._head += data[: HEAD_BYTES - self.pos]
-            total += len(data)
-            self.pos += len(data)
-            for block in self._lines.feed(data):
-                self.sink(block)
-
-
-def watch_loop(
-    tick: Callable[[], object],
-    dirs: Callable[[], Sequence[str]],
-    stop: threading.Event,
-    *,
-    poll: bool = False,
-    interval: float = 0.1,
-) -> None:
-    """Call ``tick`` whenever something changes in ``dirs`` (or every ``interval`` in poll mode).
-
-    With inotify, ``tick`` also runs every :data:`IDLE_TICK_MS` without events, so late files
-    and new glob matches are found even where no event announces them.
-    """
-    tick()
-    watched = [d for d in dirs() if os.path.isdir(d)]
-    if poll or not watched:
-        while not stop.wait(interval):
-            tick()
-        return
-    import watchfiles  # the core never imports it; only the live path does
-
-    for _ in watchfiles.watch(
-        *watched,
-        stop_event=stop,
-        debounce=DEBOUNCE_MS,
-        step=STEP_MS,
-        rust_timeout=IDLE_TICK_MS,
-        yield_on_timeout=True,
-        raise_interrupt=False,
-    ):
-        tick()
-        if stop.is_set():
-            return
-
-
-def watch(followers: Sequence[Follower], stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:
-    """Poll fixed followers whenever their directories change."""
-
-    def tick() -> None:
-        for f in followers:
-            f.poll_once()
-
-    watch_loop(tick, lambda: sorted({os.path.dirname(os.path.abspath(f.path)) for f in followers}), stop,
-               poll=poll, interval=interval)  # fmt: skip
-
-
-def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, ServerLaunch] | None:
-    """The last launch line of a file: its byte offset and record, searching backwards.
-
-    Only lines holding a launch grammar's literal anchor are parsed, so this costs a
-    backwards literal search even on a multi-GB log.
-    """
-    anchors = sorted({g.anchor.encode() for g in grammars.records if g.spec.record == "launch" and g.anchor})
-    if not anchors:
-        return None
-    probe = Parser(grammars, path)
-    overlap = max(map(len, anchors))
-    with open(path, "rb") as f:
-        end = os.fstat(f.fileno()).st_size
-        while end > 0:
-            start = max(0, end - chunk)
-            f.seek(start)
-            data = f.read(end - start + overlap)
-            hits = sorted({start + i for a in anchors for i in _find_all(data, a)}, reverse=True)
-            for pos in hits:
-                line_start = _line_start(f, pos)
-                f.seek(line_start)
-                raw = f.readline(MAX_LINE + 1)
-                if len(raw) > MAX_LINE:
-                    continue
-                kind, record = probe.classify(raw.decode("utf-8", "replace").rstrip("\n"))
-                if kind == "launch" and isinstance(record, ServerLaunch):
-                    return line_start, record
-            end = start
-    return None
-
-
-def _find_all(data: bytes, needle: bytes) -> list[int]:
-    out, pos = [], data.find(needle)
-    while pos >= 0:
-        out.append(pos)
-        pos = data.find(needle, pos + 1)
-    return out
-
-
-def _line_start(f: BinaryIO, pos: int) -> int:
-    """Offset of the start of the line holding byte ``pos``."""
-    end = pos
-    while end > 0:
-        start = max(0, end - (1 << 16))
-        f.seek(start)
-        nl = f.read(end - start).rfind(b"\n")
-        if nl >= 0:
-            return start + nl + 1
-        end = start
-    return 0
-
-
+SAVE_SECONDS = 5.0
+"""How often positions are written to the state file (and always on exit)."""
+RESCAN_SECONDS = 1.0
+"""How often globs are expanded again for new matches."""
+BACKFILL_LIMIT = 64 << 20
+"""At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
 LiveSink = Callable[[str, list[Record], Tally], None]
 """Receives (file, records, that file's cumulative tally) after every block."""
 Note = Callable[[str], None]
@@ -393,7 +154,7 @@ class LiveSource:
         if not os.path.exists(path):
             self.note(f"{path}: does not exist yet; waiting for it")
 
-    def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, ServerLaunch | None]:
+    def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, Record | None]:
         """Where to begin reading ``path``: (offset, skipping, parser state, launch record to pre-feed)."""
         saved = self._saved.files.get(os.path.abspath(path))
         if saved is not None:
@@ -430,7 +191,7 @@ class LiveSource:
         if offset >= cut:
             return offset, False, ParseState(), None
         self.note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
-        state = ParseState(line=0, run=launch.run, launch=launch.config)
+        state = ParseState(line=0, run=launch.run, launch=getattr(launch, "config", None))
         return cut, False, state, launch
 
     # -- the loop ---------------------------------------------------------------------

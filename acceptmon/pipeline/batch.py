@@ -1,4 +1,4 @@
-"""One-shot pipeline: files -> blocks -> parser -> a job's chunk work -> collected in order.
+"""The batch pipeline: files -> blocks -> parser -> a job's chunk work -> collected in order.
 
 A :class:`Job` says what to do with the records of one chunk (format them, or
 aggregate them) and how to collect the chunk results in file order. The same
@@ -23,7 +23,6 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
 from acceptmon.source import BLOCK_SIZE, OVERSIZED, iter_blocks, open_log, split_ranges
-from acceptmon.stats import Stats
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 32 << 20
@@ -207,22 +206,3 @@ def _size(path: str, limit: int | None = None) -> int:
 def _is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
-
-
-class StatsJob:
-    """Aggregate records per run (in workers too) and merge them in order."""
-
-    records_wanted = frozenset({"decode"})
-
-    def __init__(self) -> None:
-        self.stats = Stats()
-        self.records = 0
-
-    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
-        part = Stats()
-        part.update(records)
-        return sum(1 for r in records if r.kind == "decode"), part
-
-    def collect(self, part: tuple[int, Stats]) -> None:
-        self.records += part[0]
-        self.stats.merge(part[1])

@@ -16,18 +16,21 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acceptmon.grammar import GrammarSet, load_grammars
+from acceptmon.fmt import number
+from acceptmon.grammar import GrammarSet
+from acceptmon.loader import load_grammars
 from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, Record
-from acceptmon.sinks.table import fmt_number
 from acceptmon.source import check_path
 
 if TYPE_CHECKING:
-    from acceptmon.dashboard import DashboardState
-    from acceptmon.follow import LiveSource
+    from acceptmon.pipeline.live import LiveSource
+    from acceptmon.sinks.livestate import LiveStats
+    from acceptmon.tui.model import DashboardState
 
 
 def say(message: str) -> None:
@@ -43,9 +46,9 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from acceptmon.follow import LiveSource
-    from acceptmon.live import LiveStats
+    from acceptmon.pipeline.live import LiveSource
     from acceptmon.sinks.httpserver import MetricsServer, load_web_config
+    from acceptmon.sinks.livestate import LiveStats
     from acceptmon.sinks.prometheus import MetricsPage
 
     grammars = load_grammars(args.grammar)
@@ -96,8 +99,8 @@ def plain_line(r: DecodeStats, with_file: bool = False) -> str:
     ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
     where = f"{r.file} " if with_file else ""
     return (
-        f"{where}{ts} {r.rank or '-'} accept_len={fmt_number(r.accept_len)} accept_rate={fmt_number(r.accept_rate)} "
-        f"draft_accept_rate={fmt_number(r.draft_accept_rate)} gen_throughput={fmt_number(r.gen_throughput)}"
+        f"{where}{ts} {r.rank or '-'} accept_len={number(r.accept_len)} accept_rate={number(r.accept_rate)} "
+        f"draft_accept_rate={number(r.draft_accept_rate)} gen_throughput={number(r.gen_throughput)}"
     )
 
 
@@ -115,82 +118,80 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return _tail(args, args.files, grammars, plain=plain)
 
 
+@dataclass
+class _Wiring:
+    """Where a ``tail`` hands what it reads: the dashboard (with its live state) or plain lines."""
+
+    sink: Callable[[str, list[Record], Tally], None]
+    note: Callable[[str], None]
+    on_waiting: Callable[[str, bool], None] | None = None
+    live: LiveStats | None = None
+    """The live state the exporter reads (``--metrics-port``), else None."""
+    state: DashboardState | None = None
+
+
+def _wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> _Wiring:
+    from acceptmon.sinks.livestate import LiveStats
+
+    if not plain:
+        from acceptmon.tui.model import DashboardState
+
+        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
+        return _Wiring(state.add, state.note, state.set_waiting, state.live if args.metrics_port else None, state)
+    live = LiveStats() if args.metrics_port else None
+    multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
+
+    def show(file: str, records: list[Record], tally: Tally) -> None:
+        if live is not None:
+            live.update(file, records, tally)
+        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
+        if out:
+            sys.stdout.write("\n".join(out) + "\n")
+            sys.stdout.flush()
+
+    return _Wiring(show, say, live.set_waiting if live is not None else None, live)
+
+
 def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
           label: str = "", before: Callable[[threading.Event, Callable[[str], None]], None] | None = None,
           ) -> int:  # fmt: skip
     """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
-    from acceptmon.follow import LiveSource
-    from acceptmon.live import LiveStats
+    from acceptmon.pipeline.live import LiveSource
 
-    sinks: list[Callable[[str, list[Record], Tally], None]] = []
-    live = LiveStats() if args.metrics_port else None
-    if live is not None:
-        sinks.append(live.update)
-    state = None
-    if plain:
-        multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
-
-        def show(file: str, records: list[Record], tally: Tally) -> None:
-            out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
-            if out:
-                sys.stdout.write("\n".join(out) + "\n")
-                sys.stdout.flush()
-
-        sinks.append(show)
-        note: Callable[[str], None] = say
-    else:
-        from acceptmon.dashboard import DashboardState
-
-        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
-        sinks.append(state.add)
-        note = state.note
-
-    def sink(file: str, records: list[Record], tally: Tally) -> None:
-        for s in sinks:
-            s(file, records, tally)
-
-    def on_waiting(file: str, waiting: bool) -> None:
-        if live is not None:
-            live.set_waiting(file, waiting)
-        if state is not None:
-            state.set_waiting(file, waiting)
-
-    source = LiveSource(files, grammars, sink, from_start=args.from_start, state_file=args.state_file, note=note,
-                        on_waiting=on_waiting, on_forget=live.forget if live is not None else None)  # fmt: skip
+    w = _wire(args, files, plain)
+    source = LiveSource(files, grammars, w.sink, from_start=args.from_start, state_file=args.state_file, note=w.note,
+                        on_waiting=w.on_waiting, on_forget=w.live.forget if w.live is not None else None)  # fmt: skip
     server = None
-    if live is not None:
+    if w.live is not None:
         from acceptmon.sinks.httpserver import MetricsServer
         from acceptmon.sinks.prometheus import MetricsPage
 
-        server = MetricsServer(MetricsPage(live).render, "127.0.0.1", args.metrics_port)
+        server = MetricsServer(MetricsPage(w.live).render, "127.0.0.1", args.metrics_port)
         server.start()
-        note(f"serving metrics at {server.url}")
+        w.note(f"serving metrics at {server.url}")
 
     def follow(stop: threading.Event) -> None:
-        if before is not None:
-            before(stop, note)
-        source.discover()
-        if state is not None:
-            _start_history(source, args.grammar, state)
-        source.run(stop, poll=args.poll, interval=args.poll_interval)
-
-    def follow_in_background(stop: threading.Event) -> None:
         try:
-            follow(stop)
+            if before is not None:
+                before(stop, w.note)
+            source.discover()
+            if w.state is not None:
+                _start_history(source, args.grammar, w.state)
+            source.run(stop, poll=args.poll, interval=args.poll_interval)
         except Exception as exc:  # the dashboard stays up and says why it stopped updating
-            note(f"following stopped: {exc}")
+            w.note(f"following stopped: {exc}")
             raise
 
     try:
-        if state is None:
+        if w.state is None:
             stop = threading.Event()
             stop_on_signals(stop)
             follow(stop)
         else:
             from acceptmon.tui.app import AcceptmonApp
 
-            state.backfill = source.backfill_progress
-            AcceptmonApp(state, follow=follow_in_background, files=label).run()  # its unmount stops following
+            w.state.backfill = source.backfill_progress
+            AcceptmonApp(w.state, follow=follow, files=label).run()  # its unmount stops following
     finally:
         if server is not None:
             server.stop()
@@ -256,8 +257,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         label = f"{sample.name} (demo, {args.speed:g}x)"
         code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
         if plain:
-            from acceptmon.cli import render_runs_table
-            from acceptmon.pipeline import StatsJob, run
+            from acceptmon.pipeline.batch import run
+            from acceptmon.sinks.runs import StatsJob, render_runs_table
 
             job = StatsJob()
             run([str(target)], grammars, job)

@@ -1,0 +1,26 @@
+"""Numbers, durations and names for people: the one formatter every table and screen uses. Pure."""
+
+from __future__ import annotations
+
+
+def number(value: float | int | None, digits: int = 2, suffix: str = "") -> str:
+    """Fixed decimals (integers as they are), ``-`` for none."""
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value}{suffix}"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def duration(seconds: float | None) -> str:
+    """``1h05m`` or ``4m09s``; ``-`` for none."""
+    if seconds is None:
+        return "-"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def short_model(model: str | None) -> str:
+    """The last part of a model path (``meta-llama/Llama-3.1-8B`` -> ``Llama-3.1-8B``); ``-`` for none."""
+    return model.rstrip("/").split("/")[-1] if model else "-"

@@ -1,0 +1,158 @@
+"""Loading grammar files: read, schema-check, compile, and prove each one on its own samples.
+
+The grammar schema and the compiled set are pure (:mod:`acceptmon.grammar`); this is
+where files are read. Loading checks everything before any log line is read: the
+TOML and the schema, the declared fields against the pattern's named groups and the
+record kind's model, then every sample through the real parser. A sample must be
+matched *by its own grammar* (not by another one that happens to come first) and
+yield every expected value; a counter-sample must not match.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import regex
+from pydantic import ValidationError
+
+from acceptmon.errors import GrammarError
+from acceptmon.grammar import ENVELOPE_FIELDS, Grammar, GrammarFile, GrammarSet
+from acceptmon.kinds import KINDS
+from acceptmon.parse import Parser
+from acceptmon.records import LaunchConfig
+
+
+def builtin_grammar_dir() -> Path:
+    """The grammars shipped with acceptmon (packaged copy first, then the source tree)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / "grammars"
+    return packaged if packaged.is_dir() else here.parent / "grammars"
+
+
+def read_grammar_file(path: Path) -> GrammarFile:
+    """Read and schema-check one file; raise GrammarError naming the file and key."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise GrammarError(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise GrammarError(str(path), "-", f"not valid TOML: {exc}") from None
+    try:
+        return GrammarFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "-"
+        raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
+
+
+def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True) -> GrammarSet:
+    """Load the built-in grammars plus ``extra`` files, checking each completely.
+
+    Raises:
+        GrammarError: a file is unreadable, off-schema, or one of its samples fails.
+    """
+    paths = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
+    paths += [Path(p) for p in extra]
+    grammars = [Grammar(read_grammar_file(p), str(p)) for p in paths]
+    grammars.sort(key=lambda g: (g.spec.priority, g.name))
+    names: dict[str, str] = {}
+    for g in grammars:
+        if g.name in names:
+            raise GrammarError(g.source, "name", f"{g.name!r} is already loaded from {names[g.name]}")
+        names[g.name] = g.source
+        _check_declarations(g)
+    gset = GrammarSet(grammars)
+    for g in gset.all:
+        check_samples(g, gset)
+    return gset
+
+
+def _check_declarations(g: Grammar) -> None:
+    spec = g.spec
+    where = g.source
+    groups = set(regex.compile(spec.pattern).groupindex)
+    declared = set(spec.fields)
+    if spec.body != "none":
+        declared.add("body")
+    if groups != declared:
+        missing, undeclared = sorted(declared - groups), sorted(groups - declared)
+        raise GrammarError(
+            where,
+            "fields",
+            f"named groups and declared fields differ: undeclared {undeclared}, missing {missing}",
+        )
+    if spec.kind == "envelope":
+        unknown = sorted(declared - ENVELOPE_FIELDS)
+        if unknown:
+            raise GrammarError(where, "fields", f"envelope fields must be among {sorted(ENVELOPE_FIELDS)}: {unknown}")
+        return
+    if not spec.drift:
+        raise GrammarError(where, "drift", "only an envelope can be kept from reporting format drift")
+    if spec.record is None:
+        raise GrammarError(where, "record", "a record grammar must say which record it builds")
+    if spec.anchor is None:
+        raise GrammarError(where, "anchor", "a record grammar needs a literal anchor")
+    kind = KINDS[spec.record]
+    allowed = set(LaunchConfig.model_fields) if kind.starts_run else set(kind.model.model_fields)
+    for table, entries in (("fields", g.fields), ("keys", g.keys)):
+        for key, conv in entries.items():
+            if conv.field not in allowed:
+                raise GrammarError(where, f"{table}.{key}", f"{conv.field!r} is not a field of {spec.record} records")
+
+
+def check_samples(g: Grammar, gset: GrammarSet) -> None:
+    """Raise GrammarError unless every sample and counter-sample of ``g`` behaves."""
+    if g.spec.kind == "envelope":
+        _check_envelope(g, gset)
+        return
+    for i, sample in enumerate(g.spec.samples):
+        where = f"samples.{i}"
+        assert g.regex is not None
+        if g.regex.match(sample.line) is None:
+            raise GrammarError(g.source, where, "sample line does not match the pattern")
+        record = Parser(gset).parse_line(sample.line)
+        if record is None:
+            raise GrammarError(g.source, where, "sample line yields no record (a value did not convert)")
+        if record.kind != g.spec.record:
+            raise GrammarError(g.source, where, f"sample line yields a {record.kind} record")
+        _compare(g, where, _values(record), sample.expect)
+    for i, line in enumerate(g.spec.counter_samples):
+        assert g.regex is not None
+        if g.regex.match(line) is not None:
+            raise GrammarError(g.source, f"counter_samples.{i}", "line must not match, but does")
+
+
+def _check_envelope(g: Grammar, gset: GrammarSet) -> None:
+    served = [r for r in gset.records if g in gset.envelopes_of(r.spec.server)]
+    messages = "|".join(r.spec.starts_like for r in served if r.spec.starts_like) or "(?!)"
+    pattern = regex.compile(f"(?:{g.spec.pattern})(?:{messages})")
+    for i, sample in enumerate(g.spec.samples):
+        m = pattern.match(sample.line)
+        if m is None:
+            raise GrammarError(g.source, f"samples.{i}", "sample line does not start with this envelope")
+        got = {name: g.fields[name](raw) for name, raw in m.groupdict().items() if raw is not None}
+        _compare(g, f"samples.{i}", got, sample.expect)
+    for i, line in enumerate(g.spec.counter_samples):
+        if pattern.match(line) is not None:
+            raise GrammarError(g.source, f"counter_samples.{i}", "line must not match, but does")
+
+
+def _values(record: Any) -> dict[str, Any]:
+    values = dict(record.__dict__)
+    config = values.get("config")
+    if isinstance(config, LaunchConfig):
+        values.update(config.__dict__)
+    return values
+
+
+def _compare(g: Grammar, where: str, got: dict[str, Any], expect: dict[str, Any]) -> None:
+    for key, want in expect.items():
+        have = got.get(key)
+        if isinstance(have, datetime) and isinstance(want, str):
+            have = have.isoformat()
+        if have != want:
+            raise GrammarError(g.source, f"{where}.expect.{key}", f"expected {want!r}, got {have!r}")
