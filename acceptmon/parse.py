@@ -17,21 +17,18 @@ a value that does not convert makes the line unrecognized.
 
 from __future__ import annotations
 
-import ast
-import json
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import regex
 
-from acceptmon.grammar import Converter, Grammar, GrammarSet
+from acceptmon.body import docker_json, literal, read_pairs, split_top_level
+from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.records import LaunchConfig, LineKind, Record, build
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_KEYLIKE = regex.compile(r"[#A-Za-z][\w .()/+%#'-]*")
 UNRECOGNIZED_KEPT = 20
 """How many unrecognized lines a parser keeps verbatim for the report."""
 
@@ -152,7 +149,7 @@ class Parser:
     def classify(self, text: str) -> tuple[LineKind, Record | None]:
         """Match one line against the grammars whose anchor it contains."""
         if text.startswith('{"log":'):
-            text = _docker_json(text)
+            text = docker_json(text)
         if "\x1b" in text:
             text = ANSI.sub("", text)
         if "\r" in text:
@@ -226,7 +223,7 @@ class Parser:
             return self._launch(g, body or "", values)
         extra: dict[str, str] = {}
         if body:
-            _read_pairs(body, g.key_table, g.keys, values, extra)
+            read_pairs(body, g.key_table, g.keys, values, extra)
         values["extra"] = extra
         values["run"] = self.run
         if kind.derive is not None:
@@ -234,11 +231,11 @@ class Parser:
         return build(kind.model, values)
 
     def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> Record:
-        raw = _split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
+        raw = split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
         config: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, text in raw.items():
-            value = _literal(text)
+            value = literal(text)
             conv = g.keys.get(key)
             if conv is None:
                 extra[key] = value
@@ -249,109 +246,3 @@ class Parser:
         self.launch = launch
         values.update(run=self.run, config=launch)
         return build(KINDS[g.spec.record or ""].model, values)
-
-
-def _docker_json(text: str) -> str:
-    """The message of a Docker json-file log line (``{"log":"...\\n","stream":...}``), else the line."""
-    try:
-        entry = json.loads(text)
-    except ValueError:
-        return text
-    log = entry.get("log") if isinstance(entry, dict) else None
-    return log.rstrip("\n") if isinstance(log, str) else text
-
-
-def _read_pairs(
-    body: str,
-    table: dict[str, tuple[str, Callable[[str], Any], bool, Converter]],
-    keys: dict[str, Converter],
-    values: dict[str, Any],
-    extra: dict[str, str],
-) -> None:
-    """Read ``key: value, key: value`` at known keys, in any order.
-
-    Fast path: every piece is one pair. A piece without ``: `` means a value itself
-    holds ', ' (``est uncap acc len: 3.3 [3.1, 3.5]``, ``#token: full=1, swa=2``);
-    then the careful reader reads the body instead.
-    """
-    pieces = body.rstrip(", \t").split(", ")
-    found: dict[str, Any] = {}
-    get = table.get
-    for piece in pieces:
-        key, sep, value = piece.partition(": ")
-        if not sep:
-            _read_pairs_careful(pieces, keys, values, extra)
-            return
-        entry = get(key)
-        if entry is None:
-            extra[key] = value
-            continue
-        field_name, convert, fallback, conv = entry
-        if fallback and field_name in found:
-            continue
-        try:
-            found[field_name] = convert(value)
-        except ValueError:
-            found[field_name] = conv(value)
-    values.update(found)
-
-
-def _read_pairs_careful(
-    pieces: list[str], keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
-) -> None:
-    """A piece starts a new pair only if its key is known or looks like a key."""
-    pairs: list[list[str]] = []
-    for piece in pieces:
-        key, sep, value = piece.partition(": ")
-        if sep and (key in keys or _KEYLIKE.fullmatch(key)):
-            pairs.append([key, value])
-        elif pairs:
-            pairs[-1][1] += ", " + piece
-    for key, value in pairs:
-        conv = keys.get(key)
-        if conv is None:
-            extra[key] = value
-        elif not (conv.fallback and conv.field in values):
-            values[conv.field] = conv(value)
-
-
-def _split_top_level(body: str, sep: str) -> dict[str, str]:
-    """Split a repr of kwargs (``a=1, b='x, y'``) or a dict (``'a': 1``) into raw values."""
-    out: dict[str, str] = {}
-    depth, quote, start = 0, "", 0
-    items: list[str] = []
-    i, n = 0, len(body)
-    while i < n:
-        c = body[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            items.append(body[start:i])
-            start = i + 1
-        i += 1
-    items.append(body[start:])
-    for item in items:
-        key, found, value = item.partition(sep)
-        key = key.strip().strip("'\"")
-        if found and key.isidentifier():
-            out[key] = value.strip()
-    return out
-
-
-def _literal(text: str) -> Any:
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return text
-    if isinstance(value, (str, int, float, bool, type(None))):
-        return value
-    return text

@@ -21,20 +21,22 @@ LAYERS: dict[str, int] = {
     # core: records and their kinds, values, grammar, parser, aggregates (pure)
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
     "kinds": 1,
-    "grammar": 2, "stats": 2, "window": 3,
-    "parse": 3,
+    "grammar": 2, "stats": 2,
+    "body": 3, "window": 3,
+    "parse": 4,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
-    "source": 2, "tail": 3, "replay": 2,
+    "source": 2, "replay": 2, "tail": 3,
     # one pipeline, batch and live; grammar files
-    "loader": 4, "pipeline": 4, "pipeline.positions": 4, "pipeline.start": 4, "pipeline.batch": 5,
-    "pipeline.live": 5,
+    "loader": 5, "pipeline": 5, "pipeline.positions": 5, "pipeline.start": 5,
+    "pipeline.batch": 6, "pipeline.live": 6,
     # sinks and the dashboard model, then the screen, then the command line
-    "sinks": 6, "sinks.table": 6, "sinks.runs": 7, "sinks.livestate": 6, "sinks.prometheus": 7,
-    "sinks.httpserver": 6, "tui": 6, "tui.view": 6, "tui.model": 7, "tui.app": 8,
-    "cli.args": 9, "cli.batch": 9, "cli.live": 9, "cli": 10, "__main__": 11, "": 0,
+    "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.httpserver": 7,
+    "sinks.runs": 8, "sinks.prometheus": 8,
+    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.model": 9, "tui.widgets": 7, "tui.app": 10,
+    "cli.args": 10, "cli.batch": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
-CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "window", "parse")
+CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "window", "parse")
 BYTES = ("source", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip

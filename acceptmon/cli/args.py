@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any, TypeAlias
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
+"""What ``add_subparsers`` returns; each command module adds its commands to it."""
 
 
 def tail_options(p: argparse.ArgumentParser) -> None:

@@ -10,14 +10,40 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from acceptmon.cli.args import Subcommands, grammar_option
 from acceptmon.errors import InputError
 from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
-from acceptmon.pipeline.batch import Progress, run
+from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.sinks.runs import StatsJob, render_runs_table
 from acceptmon.sinks.table import TableJob, header, infer_format
 from acceptmon.source import check_path
 from acceptmon.stats import RunSummary
+
+
+def add_parsers(sub: Subcommands) -> None:
+    """The ``parse``, ``runs`` and ``grammars`` commands."""
+    parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line")
+    parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    parse.add_argument("-o", "--output", help="output file (default: stdout)")
+    parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
+    grammar_option(parse)
+    parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    parse.set_defaults(func=cmd_parse)
+
+    runs = sub.add_parser("runs", help="one summary per server launch (config, accept len, throughput)")
+    runs.add_argument("files", nargs="+", metavar="FILE")
+    runs.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    grammar_option(runs)
+    runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    runs.add_argument("--max-bytes", type=int, metavar="N", help="read only the first N bytes of each file")
+    runs.set_defaults(func=cmd_runs)
+
+    gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
+    gram.add_argument("action", nargs="?", choices=("list", "check"), default="list")
+    gram.add_argument("files", nargs="*", metavar="FILE")
+    grammar_option(gram)
+    gram.set_defaults(func=cmd_grammars)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
 from acceptmon.fmt import number
 from acceptmon.grammar import GrammarSet
 from acceptmon.loader import load_grammars
@@ -31,6 +32,35 @@ if TYPE_CHECKING:
     from acceptmon.pipeline.live import LiveSource
     from acceptmon.sinks.livestate import LiveStats
     from acceptmon.tui.model import DashboardState
+
+
+def add_parsers(sub: Subcommands) -> None:
+    """The ``serve``, ``tail`` and ``demo`` commands."""
+    serve = sub.add_parser("serve", help="follow live logs and export Prometheus metrics at /metrics")
+    serve.add_argument("files", nargs="+", metavar="FILE", help="log files or globs ('/var/log/sglang/*.log')")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    serve.add_argument("--port", type=int, default=9464, help="port to bind (default: 9464)")
+    serve.add_argument("--web-config", type=Path, metavar="FILE", help="exporter-toolkit web config: TLS, basic auth")
+    serve.add_argument("--stale-after", type=duration, default=300.0, metavar="DURATION",
+                       help="drop a rank's gauges after this long without a line (default: 5m)")  # fmt: skip
+    serve.add_argument("--max-series", type=int, default=512, help="cap on (file, rank) series (default: 512)")
+    live_options(serve)
+    grammar_option(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    tail = sub.add_parser("tail", help="live dashboard of a server log (or one line per record with --plain)")
+    tail.add_argument("files", nargs="+", metavar="FILE", help="log files or globs")
+    tail_options(tail)
+    live_options(tail)
+    grammar_option(tail)
+    tail.set_defaults(func=cmd_tail)
+
+    demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
+    demo.add_argument("--speed", type=positive, default=10.0, help="replay speed against log time (default: 10x)")
+    demo.add_argument("--sample", default="seed_eagle3_moe.log", help="bundled sample log to replay")
+    tail_options(demo)
+    demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
+                      grammar=[])  # fmt: skip
 
 
 def say(message: str) -> None:

@@ -20,7 +20,6 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, RichLog, Static
 from textual_plotext import PlotextPlot
 
@@ -28,6 +27,7 @@ from acceptmon.fmt import duration, short_model
 from acceptmon.fmt import number as fmt
 from acceptmon.tui.model import DashboardState
 from acceptmon.tui.view import Event, RankRow, View
+from acceptmon.tui.widgets import HelpScreen, Tile
 
 REFRESH_SECONDS = 0.25
 COMPACT_BELOW_ROWS = 34
@@ -43,37 +43,6 @@ def ago(seconds: float | None) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.0f}m ago"
     return f"{seconds / 3600:.1f}h ago"
-
-
-class Tile(Static):
-    """A big number with a title and a smaller line under it."""
-
-    def __init__(self, title: str, *, id: str) -> None:
-        super().__init__("-", id=id)
-        self.border_title = title
-
-    def show(self, value: str, sub: str, health: str = "none") -> None:
-        self.update(Text.assemble((value, "bold"), "\n", (sub, "dim")))
-        for h in ("good", "warn", "bad", "none"):
-            self.set_class(h == health, f"-{h}")
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [("escape,question_mark,q", "dismiss", "Close")]
-
-    def compose(self) -> ComposeResult:
-        yield Static(
-            "[b]acceptmon tail[/b]\n\n"
-            "  q  quit\n  p  pause / resume the display (reading goes on)\n"
-            "  r  reset the window (means and plots start afresh)\n  ?  this help\n\n"
-            "  s  sort the rank table by its next column\n\n"
-            "Click a column header of the rank table to sort by it (again: reverse).\n\n"
-            "accept len: tokens accepted per verify step, bonus token included.\n"
-            "accept rate (normalized): (accept len - 1) / (draft tokens - 1).\n"
-            "accept rate (as logged): what this SGLang version prints; definitions changed.\n"
-            "Red: window mean below --alert-below or 30% below the run's first 10 minutes.",
-            id="help",
-        )
 
 
 class AcceptmonApp(App[None]):

@@ -29,7 +29,9 @@ from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, LaunchConfig, Record
 from acceptmon.sinks.livestate import FileInfo, LiveStats, RankSeries
 from acceptmon.stats import Baseline, RunSummary, Stats
-from acceptmon.tui.view import Event, Health, Level, RankRow, Tiles, View
+from acceptmon.tui.history import References, history_rows, references
+from acceptmon.tui.tiles import rank_row, tiles
+from acceptmon.tui.view import Event, Level, Tiles, View
 from acceptmon.window import Window
 
 DROP = 0.7
@@ -162,9 +164,9 @@ class DashboardState:
             cur = self._files.get(self._last_file or "") if self._last_file else None
             info = self._info(cur.file) if cur else None
             ranks = sorted(self._current_ranks(), key=lambda r: (r.file, r.rank))
-            rows = tuple(_rank_row(r, self._files[r.file].window, now) for r in ranks if r.file in self._files)
+            rows = tuple(rank_row(r, self._files[r.file].window, now) for r in ranks if r.file in self._files)
             history = self._history_rows()
-            accept_ref, accept_label, tput_ref, tput_label = self._references(cur, history)
+            refs = self._references(cur, history)
             last_ts = cur.last_t if cur else None
             run = (cur.runs_before + (info.run if info else 0)) if cur else 0
             infos = {i.file: i for i in self.live.snapshot().files}
@@ -179,10 +181,10 @@ class DashboardState:
                 tiles=self._tiles(cur, ranks),
                 accept_series=tuple(cur.window.series("accept")) if cur else (),
                 throughput_series=tuple(cur.window.series("tput")) if cur else (),
-                accept_reference=accept_ref,
-                accept_reference_label=accept_label,
-                throughput_reference=tput_ref,
-                throughput_reference_label=tput_label,
+                accept_reference=refs.accept,
+                accept_reference_label=refs.accept_label,
+                throughput_reference=refs.throughput,
+                throughput_reference_label=refs.throughput_label,
                 ranks=rows,
                 history=tuple(history),
                 current_run_key=(cur.file, run) if cur else None,
@@ -264,81 +266,17 @@ class DashboardState:
         if cur is None:
             return Tiles()
         mine = [r.last for r in ranks if r.file == cur.file and isinstance(r.last, DecodeStats)]
-        last = cur.last
-        mean = cur.window.accept.mean
-        health: Health = "none"
-        if mean is not None:
-            health = "good"
-            base = cur.baseline.mean
-            if cur.collapsed:
-                health = "bad"
-            elif base is not None and mean < 0.85 * base:
-                health = "warn"
-        tputs = [r.gen_throughput for r in mine if r.gen_throughput is not None]
-        usage = [r.token_usage for r in mine if r.token_usage is not None]
-        return Tiles(
-            accept_len_last=last.accept_len if last else None,
-            accept_len_mean=_round(mean),
-            draft_accept_rate=_round(cur.window.draft.mean),
-            accept_rate=last.accept_rate if last else None,
-            throughput=round(sum(tputs), 2) if tputs else None,
-            running=_sum_int(r.running_req for r in mine),
-            queued=_sum_int(r.queue_req for r in mine),
-            token_usage=max(usage) if usage else None,
-            health=health,
-        )
+        return tiles(cur.window, cur.baseline.mean, cur.collapsed, cur.last, mine)
 
     def _history_rows(self) -> list[RunSummary]:
-        rows: list[RunSummary] = []
-        for file in self._files:
-            before = self._history.get(file, [])
-            offset = self._files[file].runs_before
-            rows.extend(before)
-            for s in self._stats.summaries():
-                if s.file != file:
-                    continue
-                if s.run == 0 and s.batches and offset:
-                    continue  # decode lines ahead of the first live launch belong to the last history run
-                rows.append(s.model_copy(update={"run": s.run + offset}))
-        return rows
+        return history_rows(
+            {f: self._history.get(f, []) for f in self._files},
+            {f: x.runs_before for f, x in self._files.items()},
+            self._stats.summaries(),
+        )
 
-    def _references(self, cur: _File | None, history: list[RunSummary]) -> tuple[float | None, str, float | None, str]:
+    def _references(self, cur: _File | None, history: list[RunSummary]) -> References:
         if cur is None:
-            return None, "", None, ""
+            return References()
         info = self._info(cur.file)
-        runs = [h for h in history if h.file == cur.file]
-        current = cur.runs_before + (info.run if info else 0)
-        earlier = [h for h in runs if h.run < current and h.batches]
-        prev = earlier[-1] if earlier else None
-        accept_ref = prev.accept_len_mean if prev else None
-        accept_label = f"run {prev.run} mean" if prev and accept_ref is not None else ""
-        base = [h for h in earlier if h.spec_algorithm is None and h.gen_throughput_mean is not None]
-        if base:
-            return accept_ref, accept_label, base[-1].gen_throughput_mean, f"no-spec run {base[-1].run} mean"
-        if prev and prev.gen_throughput_mean is not None:
-            return accept_ref, accept_label, prev.gen_throughput_mean, f"run {prev.run} mean"
-        return accept_ref, accept_label, None, ""
-
-
-def _rank_row(r: RankSeries, window: Window, now: float) -> RankRow:
-    last = r.last
-    assert isinstance(last, DecodeStats)
-    return RankRow(
-        file=r.file,
-        rank=r.rank,
-        accept_len=last.accept_len,
-        window_mean=_round(window.rank_mean(r.rank)),
-        throughput=last.gen_throughput,
-        running=last.running_req,
-        queued=last.queue_req,
-        seen_ago=max(0.0, now - r.seen),
-    )
-
-
-def _round(value: float | None, digits: int = 2) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def _sum_int(values: Iterable[int | None]) -> int | None:
-    got = [v for v in values if v is not None]
-    return sum(got) if got else None
+        return references(history, cur.file, cur.runs_before + (info.run if info else 0))
