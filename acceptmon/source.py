@@ -2,6 +2,8 @@
 
 The reader never holds more than one block plus one line: a line longer than
 ``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
+Only regular files (and ``-``, stdin) are accepted: a FIFO or a device would
+block or never end.
 It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
 """
 
@@ -10,10 +12,11 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import stat
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import BinaryIO, Final
 
 from acceptmon.errors import InputError
@@ -24,6 +27,7 @@ MAX_LINE: Final = 1 << 20
 """Longest line parsed (1 MiB); server_args dumps are 2-13 kB."""
 WINDOW: Final = 1 << 16
 """Bytes read at a time when looking for the next line start."""
+GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
 class _Oversized:
@@ -35,47 +39,74 @@ class _Oversized:
 
 OVERSIZED: Final = _Oversized()
 
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
 
 def check_path(path: str, *, may_be_missing: bool = False) -> None:
     """Raise InputError with a one-line reason if ``path`` cannot be read as a log.
 
     ``may_be_missing``: a live log that does not exist yet is fine (it is waited for).
+    Only ``os.stat`` looks at the path: opening a FIFO would block until a writer comes.
     """
     if path == "-":
         return
-    p = Path(path)
-    if not p.exists():
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
         if may_be_missing:
             return
-        raise InputError(path, "no such file")
-    if p.is_dir():
+        raise InputError(path, "no such file") from None
+    except OSError as exc:
+        raise InputError(path, (exc.strerror or str(exc)).lower()) from None
+    if stat.S_ISDIR(mode):
         raise InputError(path, "is a directory, not a log file")
-    if not os.access(p, os.R_OK):
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind")
+        raise InputError(path, f"not a regular file ({kind}); acceptmon reads regular files or - for stdin")
+    if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied")
 
 
 @contextmanager
 def open_log(path: str) -> Iterator[BinaryIO]:
-    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed."""
+    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed.
+
+    Errors of the caller's own work inside the ``with`` (e.g. a closed stdout) pass
+    through unchanged; only opening the log and decompressing it are blamed on it.
+    """
     check_path(path)
     if path == "-":
         yield sys.stdin.buffer
         return
     try:
-        with open(path, "rb") as raw:
-            magic = raw.read(2)
-            raw.seek(0)
-            if magic == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=raw) as gz:
-                    yield gz  # type: ignore[misc]
-            else:
-                yield raw
+        raw = open(path, "rb")
     except OSError as exc:
-        if isinstance(exc, gzip.BadGzipFile) or "gzip" in str(exc).lower():
-            raise InputError(path, f"not a valid gzip file ({exc})") from None
         raise InputError(path, exc.strerror or str(exc)) from None
-    except EOFError:
-        raise InputError(path, "not a valid gzip file (it ends early: truncated)") from None
+    with raw:
+        try:
+            gzipped = raw.read(2) == GZIP_MAGIC
+            raw.seek(0)
+        except OSError as exc:
+            raise InputError(path, exc.strerror or str(exc)) from None
+        if not gzipped:
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw) as gz:
+            try:
+                yield gz  # type: ignore[misc]
+            except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
+                raise InputError(path, f"corrupt gzip data ({_gzip_reason(exc)})") from None
+
+
+def _gzip_reason(exc: Exception) -> str:
+    if isinstance(exc, EOFError):
+        return f"truncated: {exc}"
+    return str(exc)
 
 
 class LineAssembler:

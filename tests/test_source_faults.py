@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from acceptmon import source
+from acceptmon.errors import InputError
 from acceptmon.records import Record
 from acceptmon.source import (
+    _Oversized,
+    check_path,
+    iter_blocks,
     next_line_start,
+    open_log,
     split_ranges,
 )
 
@@ -37,6 +44,117 @@ class DecodeLines:
 
     def collect(self, part: list[tuple[int, float]]) -> None:
         self.got.extend(part)
+
+
+# --- special files -----------------------------------------------------------------------------
+
+
+def _never_open(monkeypatch: Any) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("check_path must not open the path")
+
+    monkeypatch.setattr("builtins.open", refuse)
+    monkeypatch.setattr(os, "open", refuse)
+
+
+@pytest.mark.parametrize("may_be_missing", [False, True])
+def test_fifo_is_refused_without_opening_it(tmp_path: Path, monkeypatch: Any, may_be_missing: bool) -> None:
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    _never_open(monkeypatch)
+    with pytest.raises(InputError) as err:
+        check_path(str(fifo), may_be_missing=may_be_missing)
+    assert str(err.value) == f"{fifo}: " + NOT_REGULAR.format("a FIFO")
+
+
+def test_symlink_to_fifo_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "link.log").symlink_to(tmp_path / "pipe")
+    with pytest.raises(InputError, match="not a regular file \\(a FIFO\\)"):
+        check_path(str(tmp_path / "link.log"))
+
+
+@pytest.mark.parametrize("dev", ["/dev/zero", "/dev/null"])
+def test_character_device_is_refused(dev: str) -> None:
+    with pytest.raises(InputError) as err:
+        check_path(dev, may_be_missing=True)
+    assert str(err.value) == f"{dev}: " + NOT_REGULAR.format("a character device")
+
+
+def test_socket_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        with pytest.raises(InputError) as err:
+            check_path(str(path))
+    assert str(err.value) == f"{path}: " + NOT_REGULAR.format("a socket")
+
+
+def test_regular_files_dirs_missing_and_stdin(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(DECODE)
+    (tmp_path / "link.log").symlink_to(log)
+    for ok in (str(log), str(tmp_path / "link.log"), "-"):
+        assert check_path(ok) is None
+    assert check_path(str(tmp_path / "later.log"), may_be_missing=True) is None
+    with pytest.raises(InputError, match=r"a\.log/x: no such file$"):
+        check_path(str(log / "x"))
+    with pytest.raises(InputError, match=r"missing\.log: no such file$"):
+        check_path(str(tmp_path / "missing.log"))
+    with pytest.raises(InputError, match=r"is a directory, not a log file$"):
+        check_path(str(tmp_path), may_be_missing=True)
+
+
+# --- corrupt gzip ------------------------------------------------------------------------------
+
+
+def _gz(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "broken.log.gz"
+    path.write_bytes(data)
+    return path
+
+
+def _read_all(path: Path) -> list[bytes | _Oversized]:
+    with open_log(str(path)) as stream:
+        return list(iter_blocks(stream, block_size=1 << 12))
+
+
+def test_corrupt_deflate_stream(tmp_path: Path) -> None:
+    good = gzip.compress(DECODE * 100)
+    path = _gz(tmp_path, good[:10] + b"\xff" + good[11:])  # block type 3 does not exist
+    with pytest.raises(InputError) as err:
+        _read_all(path)
+    assert str(err.value).startswith(f"{path}: corrupt gzip data (")
+    assert "invalid block type" in str(err.value)
+
+
+def test_truncated_gzip(tmp_path: Path) -> None:
+    path = _gz(tmp_path, gzip.compress(DECODE * 1000)[:200])
+    with pytest.raises(InputError) as err:
+        _read_all(path)
+    assert str(err.value).startswith(f"{path}: corrupt gzip data (") and "truncated" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("mangle", "words"),
+    [
+        (lambda g: g[:-8] + bytes(4) + g[-4:], "CRC check failed"),
+        (lambda g: g[:2] + b"\x07" + g[3:], "Unknown compression method"),
+    ],
+)
+def test_bad_gzip_file(tmp_path: Path, mangle: Any, words: str) -> None:
+    path = _gz(tmp_path, mangle(gzip.compress(DECODE)))
+    with pytest.raises(InputError) as err:
+        _read_all(path)
+    assert str(err.value).startswith(f"{path}: corrupt gzip data (") and words in str(err.value)
+
+
+def test_errors_of_the_caller_are_not_blamed_on_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_bytes(DECODE)
+    for path in (log, _gz(tmp_path, gzip.compress(DECODE))):
+        with pytest.raises(BrokenPipeError), open_log(str(path)):
+            raise BrokenPipeError(32, "Broken pipe")  # e.g. stdout closed by `head`
 
 
 # --- splitting NUL-filled and sparse files -----------------------------------------------------
