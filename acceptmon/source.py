@@ -2,8 +2,9 @@
 
 The reader never holds more than one block plus one line: a line longer than
 ``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
-Only regular files (and ``-``, stdin) are accepted: a FIFO or a device would
-block or never end.
+A UTF-8 byte-order mark at the very start of a file or stream is dropped (it would
+glue onto the first line's envelope). Only regular files (and ``-``, stdin) are
+accepted: a FIFO or a device would block or never end.
 It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
 """
 
@@ -28,6 +29,8 @@ MAX_LINE: Final = 1 << 20
 WINDOW: Final = 1 << 16
 """Bytes read at a time when looking for the next line start."""
 GZIP_MAGIC: Final = b"\x1f\x8b"
+BOM: Final = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark, dropped at offset 0."""
 
 
 class _Oversized:
@@ -114,19 +117,27 @@ class LineAssembler:
 
     A partial last line is held until its newline; a line longer than ``max_line``
     is skipped (one OVERSIZED marker) without ever being buffered whole.
+    ``at_start``: the first byte fed is the file's offset 0, so a byte-order mark
+    there is dropped. It is consumed input: ``carry`` holds only bytes of the first
+    line (or, while fewer than three bytes came, a possible mark).
     """
 
-    def __init__(self, max_line: int = MAX_LINE) -> None:
+    def __init__(self, max_line: int = MAX_LINE, *, at_start: bool = False) -> None:
         self.max_line = max_line
-        self.reset()
+        self.reset(at_start=at_start)
 
-    def reset(self) -> None:
-        """Forget any held partial line (the stream starts over)."""
+    def reset(self, *, at_start: bool = False) -> None:
+        """Forget any held partial line (the stream starts over; ``at_start``: at its offset 0)."""
         self.carry = b""
         self.skipping = False
+        self.at_start = at_start
 
     def feed(self, data: bytes) -> list[bytes | _Oversized]:
         out: list[bytes | _Oversized] = []
+        if self.at_start:
+            data = self._drop_bom(data)
+            if self.at_start:
+                return out
         if self.skipping:
             nl = data.find(b"\n")
             if nl < 0:
@@ -145,6 +156,18 @@ class LineAssembler:
             self.carry, self.skipping = b"", True
         return out
 
+    def _drop_bom(self, data: bytes) -> bytes:
+        """Bytes fed at the start, without a leading BOM; ``at_start`` stays True while undecided."""
+        if self.skipping:  # resumed inside an over-long line: not the start of a line
+            self.at_start = False
+            return data
+        head = self.carry + data
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self.carry = head
+            return b""
+        self.carry, self.at_start = b"", False
+        return head.removeprefix(BOM)
+
     def finish(self) -> list[bytes | _Oversized]:
         """At end of input: the last line, completed with a newline."""
         if self.skipping:
@@ -153,7 +176,7 @@ class LineAssembler:
             out = split_oversized(self.carry + b"\n", self.max_line)
         else:
             out = []
-        self.reset()
+        self.reset(at_start=False)
         return out
 
 
@@ -164,8 +187,9 @@ def iter_blocks(
 
     A last line without a newline is completed with one. ``limit`` stops after
     that many bytes (used by parallel readers on a byte range that ends at a line start).
+    A byte-order mark is dropped if the stream is at its offset 0 (it counts in ``limit``).
     """
-    lines = LineAssembler(max_line)
+    lines = LineAssembler(max_line, at_start=_at_offset_zero(stream))
     remaining = limit
     while remaining is None or remaining > 0:
         data = stream.read(block_size if remaining is None else min(block_size, remaining))
@@ -175,6 +199,14 @@ def iter_blocks(
             remaining -= len(data)
         yield from lines.feed(data)
     yield from lines.finish()
+
+
+def _at_offset_zero(stream: BinaryIO) -> bool:
+    """True unless the stream tells a later position (a pipe cannot tell: it is read from its start)."""
+    try:
+        return stream.tell() == 0
+    except (OSError, ValueError):
+        return True
 
 
 def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Oversized]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import itertools
 import os
 import socket
@@ -11,10 +12,13 @@ from typing import Any
 
 import pytest
 
-from acceptmon import source
+from acceptmon import pipeline, source
 from acceptmon.errors import InputError
+from acceptmon.grammar import GrammarSet
+from acceptmon.pipeline import run
 from acceptmon.records import Record
 from acceptmon.source import (
+    LineAssembler,
     _Oversized,
     check_path,
     iter_blocks,
@@ -44,6 +48,66 @@ class DecodeLines:
 
     def collect(self, part: list[tuple[int, float]]) -> None:
         self.got.extend(part)
+
+
+# --- byte-order mark ---------------------------------------------------------------------------
+
+
+def test_bom_first_line_is_parsed(tmp_path: Path, grammars: GrammarSet) -> None:
+    log = tmp_path / "bom.log"
+    log.write_bytes(BOM + DECODE * 2)
+    job = DecodeLines()
+    result = run([str(log)], grammars, job)
+    assert job.got == [(1, 2.85), (2, 2.85)]
+    assert result.tally.kinds["decode"] == 2 and result.tally.kinds["other"] == 0
+
+
+def test_bom_in_gz_and_in_parallel_run(tmp_path: Path, grammars: GrammarSet, monkeypatch: Any) -> None:
+    gz = tmp_path / "bom.log.gz"
+    gz.write_bytes(gzip.compress(BOM + DECODE))
+    job = DecodeLines()
+    run([str(gz)], grammars, job)
+    assert job.got == [(1, 2.85)]
+
+    big = tmp_path / "big.log"
+    big.write_bytes(BOM + DECODE * 400)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 12)
+    par = DecodeLines()
+    run([str(big)], grammars, par, jobs=2)
+    assert len(split_ranges(str(big), 8, min_size=1 << 12)) > 1
+    assert par.got == [(n, 2.85) for n in range(1, 401)]
+
+
+def test_bom_is_stripped_only_at_offset_zero() -> None:
+    assert list(iter_blocks(io.BytesIO(BOM + b"a\nb\n"))) == [b"a\nb\n"]
+    assert list(iter_blocks(io.BytesIO(b"a\n" + BOM + b"b\n"))) == [b"a\n" + BOM + b"b\n"]
+    seeked = io.BytesIO(b"x" + BOM + b"a\n")
+    seeked.seek(1)
+    assert list(iter_blocks(seeked)) == [BOM + b"a\n"]  # a range that starts mid-file keeps its bytes
+    assert list(iter_blocks(io.BytesIO(BOM))) == []
+    assert list(iter_blocks(io.BytesIO(b"\xef\xbb"))) == [b"\xef\xbb\n"]  # not a BOM: a line like any other
+
+
+def test_bom_counts_as_consumed_bytes() -> None:
+    # limit counts raw bytes: the 3 BOM bytes + "a\n" are the first 5
+    assert list(iter_blocks(io.BytesIO(BOM + b"a\nb\n"), limit=5)) == [b"a\n"]
+    lines = LineAssembler(at_start=True)
+    out = [*lines.feed(b"\xef"), *lines.feed(b"\xbb")]
+    assert out == [] and lines.carry == b"\xef\xbb"  # held: the first line still starts at byte 0
+    assert lines.feed(b"\xbfa\nb") == [b"a\n"]
+    assert lines.carry == b"b"  # byte 5 of the file: 6 read - 1 held
+    lines.reset(at_start=True)
+    assert lines.feed(BOM + b"c\n") == [b"c\n"]
+    assert LineAssembler().feed(BOM + b"d\n") == [BOM + b"d\n"]  # fed from a later offset: untouched
+
+
+def test_bom_on_a_pipe() -> None:
+    r, w = os.pipe()
+    os.write(w, BOM + b"a\n")
+    os.close(w)
+    with open(r, "rb") as stream:
+        assert list(iter_blocks(stream)) == [b"a\n"]
 
 
 # --- special files -----------------------------------------------------------------------------
