@@ -33,14 +33,26 @@ BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark, dropped at offset 0."""
 
 
-class _Oversized:
-    """Marker: the reader skipped one line longer than ``max_line``."""
+class Oversized:
+    """Marker: the reader skipped one line longer than ``max_line``; :data:`OVERSIZED` is its one instance."""
+
+    _instance: Oversized | None = None
+
+    def __new__(cls) -> Oversized:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
 
     def __repr__(self) -> str:
         return "OVERSIZED"
 
+    def __reduce__(self) -> str:
+        return "OVERSIZED"  # unpickles as the module's one instance
 
-OVERSIZED: Final = _Oversized()
+
+OVERSIZED: Final = Oversized()
+_Oversized = Oversized
+"""Old name, kept while other modules still import it."""
 
 _KINDS: Final = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -132,8 +144,8 @@ class LineAssembler:
         self.skipping = False
         self.at_start = at_start
 
-    def feed(self, data: bytes) -> list[bytes | _Oversized]:
-        out: list[bytes | _Oversized] = []
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        out: list[bytes | Oversized] = []
         if self.at_start:
             data = self._drop_bom(data)
             if self.at_start:
@@ -168,10 +180,10 @@ class LineAssembler:
         self.carry, self.at_start = b"", False
         return head.removeprefix(BOM)
 
-    def finish(self) -> list[bytes | _Oversized]:
+    def finish(self) -> list[bytes | Oversized]:
         """At end of input: the last line, completed with a newline."""
         if self.skipping:
-            out: list[bytes | _Oversized] = [OVERSIZED]
+            out: list[bytes | Oversized] = [OVERSIZED]
         elif self.carry:
             out = split_oversized(self.carry + b"\n", self.max_line)
         else:
@@ -182,7 +194,7 @@ class LineAssembler:
 
 def iter_blocks(
     stream: BinaryIO, *, limit: int | None = None, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE
-) -> Iterator[bytes | _Oversized]:
+) -> Iterator[bytes | Oversized]:
     """Yield blocks of complete lines, or OVERSIZED for each skipped long line.
 
     A last line without a newline is completed with one. ``limit`` stops after
@@ -209,14 +221,14 @@ def _at_offset_zero(stream: BinaryIO) -> bool:
         return True
 
 
-def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Oversized]:
+def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | Oversized]:
     """Replace each complete line longer than ``max_line`` in ``block`` by OVERSIZED."""
     if len(block) <= max_line:
         return [block]
     lines = block.split(b"\n")
     if max(map(len, lines)) <= max_line:
         return [block]
-    out: list[bytes | _Oversized] = []
+    out: list[bytes | Oversized] = []
     keep: list[bytes] = []
     for line in lines[:-1]:
         if len(line) > max_line:

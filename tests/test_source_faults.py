@@ -6,6 +6,7 @@ import gzip
 import io
 import itertools
 import os
+import pickle
 import socket
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.pipeline import run
 from acceptmon.records import Record
 from acceptmon.source import (
+    OVERSIZED,
     LineAssembler,
+    Oversized,
     _Oversized,
     check_path,
     iter_blocks,
@@ -178,7 +181,7 @@ def _gz(tmp_path: Path, data: bytes) -> Path:
     return path
 
 
-def _read_all(path: Path) -> list[bytes | _Oversized]:
+def _read_all(path: Path) -> list[bytes | Oversized]:
     with open_log(str(path)) as stream:
         return list(iter_blocks(stream, block_size=1 << 12))
 
@@ -324,3 +327,15 @@ def test_next_line_start_without_a_bound_runs_to_the_end(tmp_path: Path) -> None
     path.write_bytes(b"ab\ncd" + bytes(200_000))
     with path.open("rb") as f:
         assert [next_line_start(f, n) for n in (0, 1, 3, 4)] == [0, 3, 3, 200_005]
+
+
+# --- the OVERSIZED marker ----------------------------------------------------------------------
+
+
+def test_oversized_is_public_and_single() -> None:
+    assert _Oversized is Oversized
+    assert isinstance(OVERSIZED, Oversized) and repr(OVERSIZED) == "OVERSIZED"
+    assert Oversized() is OVERSIZED
+    assert pickle.loads(pickle.dumps(OVERSIZED)) is OVERSIZED
+    data = b"a\n" + b"x" * 50 + b"\nb\n"
+    assert list(iter_blocks(io.BytesIO(data), max_line=10, block_size=8)) == [b"a\n", OVERSIZED, b"b\n"]
