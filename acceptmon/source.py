@@ -78,13 +78,21 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
         raise InputError(path, "no such file") from None
     except OSError as exc:
         raise InputError(path, (exc.strerror or str(exc)).lower()) from None
-    if stat.S_ISDIR(mode):
-        raise InputError(path, "is a directory, not a log file")
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind")
-        raise InputError(path, f"not a regular file ({kind}); acceptmon reads regular files or - for stdin")
+    problem = not_regular(mode)
+    if problem is not None:
+        raise InputError(path, problem)
     if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied")
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of this ``st_mode`` is not read as a log; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a log file"
+    kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind")
+    return f"not a regular file ({kind}); acceptmon reads regular files or - for stdin"
 
 
 @contextmanager

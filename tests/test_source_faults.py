@@ -26,6 +26,7 @@ from acceptmon.source import (
     check_path,
     iter_blocks,
     next_line_start,
+    not_regular,
     open_log,
     split_ranges,
 )
@@ -132,6 +133,15 @@ def test_fifo_is_refused_without_opening_it(tmp_path: Path, monkeypatch: Any, ma
     with pytest.raises(InputError) as err:
         check_path(str(fifo), may_be_missing=may_be_missing)
     assert str(err.value) == f"{fifo}: " + NOT_REGULAR.format("a FIFO")
+
+
+def test_not_regular_names_the_kind(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "a.log").write_bytes(DECODE)
+    assert not_regular(os.stat(tmp_path / "a.log").st_mode) is None
+    assert not_regular(os.stat(tmp_path).st_mode) == "is a directory, not a log file"
+    assert not_regular(os.stat(tmp_path / "pipe").st_mode) == NOT_REGULAR.format("a FIFO")
+    assert not_regular(os.stat("/dev/null").st_mode) == NOT_REGULAR.format("a character device")
 
 
 def test_symlink_to_fifo_is_refused(tmp_path: Path) -> None:
