@@ -2,6 +2,9 @@
 
 The reader never holds more than one block plus one line: a line longer than
 ``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
+A UTF-8 byte-order mark at the very start of a file or stream is dropped (it would
+glue onto the first line's envelope). Only regular files (and ``-``, stdin) are
+accepted: a FIFO or a device would block or never end.
 It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
 """
 
@@ -10,10 +13,11 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import stat
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import BinaryIO, Final
 
 from acceptmon.errors import InputError
@@ -22,58 +26,110 @@ BLOCK_SIZE: Final = 1 << 22
 """Bytes read at a time (4 MiB)."""
 MAX_LINE: Final = 1 << 20
 """Longest line parsed (1 MiB); server_args dumps are 2-13 kB."""
+WINDOW: Final = 1 << 16
+"""Bytes read at a time when looking for the next line start."""
+GZIP_MAGIC: Final = b"\x1f\x8b"
+BOM: Final = b"\xef\xbb\xbf"
+"""The UTF-8 byte-order mark, dropped at offset 0."""
 
 
-class _Oversized:
-    """Marker: the reader skipped one line longer than ``max_line``."""
+class Oversized:
+    """Marker: the reader skipped one line longer than ``max_line``; :data:`OVERSIZED` is its one instance."""
+
+    _instance: Oversized | None = None
+
+    def __new__(cls) -> Oversized:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
 
     def __repr__(self) -> str:
         return "OVERSIZED"
 
+    def __reduce__(self) -> str:
+        return "OVERSIZED"  # unpickles as the module's one instance
 
-OVERSIZED: Final = _Oversized()
+
+OVERSIZED: Final = Oversized()
+_Oversized = Oversized
+"""Old name, kept while other modules still import it."""
+
+_KINDS: Final = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def check_path(path: str, *, may_be_missing: bool = False) -> None:
     """Raise InputError with a one-line reason if ``path`` cannot be read as a log.
 
     ``may_be_missing``: a live log that does not exist yet is fine (it is waited for).
+    Only ``os.stat`` looks at the path: opening a FIFO would block until a writer comes.
     """
     if path == "-":
         return
-    p = Path(path)
-    if not p.exists():
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
         if may_be_missing:
             return
-        raise InputError(path, "no such file")
-    if p.is_dir():
-        raise InputError(path, "is a directory, not a log file")
-    if not os.access(p, os.R_OK):
+        raise InputError(path, "no such file") from None
+    except OSError as exc:
+        raise InputError(path, (exc.strerror or str(exc)).lower()) from None
+    problem = not_regular(mode)
+    if problem is not None:
+        raise InputError(path, problem)
+    if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied")
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of this ``st_mode`` is not read as a log; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a log file"
+    kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind")
+    return f"not a regular file ({kind}); acceptmon reads regular files or - for stdin"
 
 
 @contextmanager
 def open_log(path: str) -> Iterator[BinaryIO]:
-    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed."""
+    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed.
+
+    Errors of the caller's own work inside the ``with`` (e.g. a closed stdout) pass
+    through unchanged; only opening the log and decompressing it are blamed on it.
+    """
     check_path(path)
     if path == "-":
         yield sys.stdin.buffer
         return
     try:
-        with open(path, "rb") as raw:
-            magic = raw.read(2)
-            raw.seek(0)
-            if magic == b"\x1f\x8b":
-                with gzip.GzipFile(fileobj=raw) as gz:
-                    yield gz  # type: ignore[misc]
-            else:
-                yield raw
+        raw = open(path, "rb")
     except OSError as exc:
-        if isinstance(exc, gzip.BadGzipFile) or "gzip" in str(exc).lower():
-            raise InputError(path, f"not a valid gzip file ({exc})") from None
         raise InputError(path, exc.strerror or str(exc)) from None
-    except EOFError:
-        raise InputError(path, "not a valid gzip file (it ends early: truncated)") from None
+    with raw:
+        try:
+            gzipped = raw.read(2) == GZIP_MAGIC
+            raw.seek(0)
+        except OSError as exc:
+            raise InputError(path, exc.strerror or str(exc)) from None
+        if not gzipped:
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw) as gz:
+            try:
+                yield gz  # type: ignore[misc]
+            except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
+                raise InputError(path, f"corrupt gzip data ({_gzip_reason(exc)})") from None
+
+
+def _gzip_reason(exc: Exception) -> str:
+    if isinstance(exc, EOFError):
+        return f"truncated: {exc}"
+    return str(exc)
 
 
 class LineAssembler:
@@ -81,19 +137,27 @@ class LineAssembler:
 
     A partial last line is held until its newline; a line longer than ``max_line``
     is skipped (one OVERSIZED marker) without ever being buffered whole.
+    ``at_start``: the first byte fed is the file's offset 0, so a byte-order mark
+    there is dropped. It is consumed input: ``carry`` holds only bytes of the first
+    line (or, while fewer than three bytes came, a possible mark).
     """
 
-    def __init__(self, max_line: int = MAX_LINE) -> None:
+    def __init__(self, max_line: int = MAX_LINE, *, at_start: bool = False) -> None:
         self.max_line = max_line
-        self.reset()
+        self.reset(at_start=at_start)
 
-    def reset(self) -> None:
-        """Forget any held partial line (the stream starts over)."""
+    def reset(self, *, at_start: bool = False) -> None:
+        """Forget any held partial line (the stream starts over; ``at_start``: at its offset 0)."""
         self.carry = b""
         self.skipping = False
+        self.at_start = at_start
 
-    def feed(self, data: bytes) -> list[bytes | _Oversized]:
-        out: list[bytes | _Oversized] = []
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        out: list[bytes | Oversized] = []
+        if self.at_start:
+            data = self._drop_bom(data)
+            if self.at_start:
+                return out
         if self.skipping:
             nl = data.find(b"\n")
             if nl < 0:
@@ -112,27 +176,40 @@ class LineAssembler:
             self.carry, self.skipping = b"", True
         return out
 
-    def finish(self) -> list[bytes | _Oversized]:
+    def _drop_bom(self, data: bytes) -> bytes:
+        """Bytes fed at the start, without a leading BOM; ``at_start`` stays True while undecided."""
+        if self.skipping:  # resumed inside an over-long line: not the start of a line
+            self.at_start = False
+            return data
+        head = self.carry + data
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self.carry = head
+            return b""
+        self.carry, self.at_start = b"", False
+        return head.removeprefix(BOM)
+
+    def finish(self) -> list[bytes | Oversized]:
         """At end of input: the last line, completed with a newline."""
         if self.skipping:
-            out: list[bytes | _Oversized] = [OVERSIZED]
+            out: list[bytes | Oversized] = [OVERSIZED]
         elif self.carry:
             out = split_oversized(self.carry + b"\n", self.max_line)
         else:
             out = []
-        self.reset()
+        self.reset(at_start=False)
         return out
 
 
 def iter_blocks(
     stream: BinaryIO, *, limit: int | None = None, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE
-) -> Iterator[bytes | _Oversized]:
+) -> Iterator[bytes | Oversized]:
     """Yield blocks of complete lines, or OVERSIZED for each skipped long line.
 
     A last line without a newline is completed with one. ``limit`` stops after
     that many bytes (used by parallel readers on a byte range that ends at a line start).
+    A byte-order mark is dropped if the stream is at its offset 0 (it counts in ``limit``).
     """
-    lines = LineAssembler(max_line)
+    lines = LineAssembler(max_line, at_start=_at_offset_zero(stream))
     remaining = limit
     while remaining is None or remaining > 0:
         data = stream.read(block_size if remaining is None else min(block_size, remaining))
@@ -144,14 +221,22 @@ def iter_blocks(
     yield from lines.finish()
 
 
-def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | _Oversized]:
+def _at_offset_zero(stream: BinaryIO) -> bool:
+    """True unless the stream tells a later position (a pipe cannot tell: it is read from its start)."""
+    try:
+        return stream.tell() == 0
+    except (OSError, ValueError):
+        return True
+
+
+def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | Oversized]:
     """Replace each complete line longer than ``max_line`` in ``block`` by OVERSIZED."""
     if len(block) <= max_line:
         return [block]
     lines = block.split(b"\n")
     if max(map(len, lines)) <= max_line:
         return [block]
-    out: list[bytes | _Oversized] = []
+    out: list[bytes | Oversized] = []
     keep: list[bytes] = []
     for line in lines[:-1]:
         if len(line) > max_line:
@@ -170,20 +255,36 @@ def next_line_start(f: BinaryIO, offset: int) -> int:
     """Offset of the first line that starts at or after ``offset`` (the file's end if none does)."""
     if offset <= 0:
         return 0
+    found = _line_start_before(f, offset, None)
+    return f.tell() if found is None else found
+
+
+def _line_start_before(f: BinaryIO, offset: int, stop: int | None) -> int | None:
+    """The first line start in ``[offset, stop)``, or None; reads at most ``stop - offset`` bytes."""
     f.seek(offset - 1)
-    while True:
-        window = f.read(1 << 16)
+    pos = offset - 1
+    while stop is None or pos < stop - 1:
+        want = WINDOW if stop is None else min(WINDOW, stop - 1 - pos)
+        window = f.read(want)
         if not window:
-            return f.tell()
+            return None
         nl = window.find(b"\n")
         if nl >= 0:
-            return f.tell() - len(window) + nl + 1
+            return pos + nl + 1
+        pos += len(window)
+    return None
 
 
 def split_ranges(
     path: str, parts: int, *, min_size: int = BLOCK_SIZE, size: int | None = None
 ) -> list[tuple[int, int]]:
-    """Cut a regular file (or its first ``size`` bytes) into about ``parts`` ranges that each start a line."""
+    """Cut a regular file (or its first ``size`` bytes) into about ``parts`` ranges that each start a line.
+
+    A cut is the first line start at or after a multiple of the step. Its search stops
+    at the next multiple (where the next search begins), so the file is read at most
+    once whatever its content; a stretch without a newline (NULs, a sparse file) just
+    joins the range before it.
+    """
     size = os.path.getsize(path) if size is None else size
     if parts <= 1 or size < 2 * min_size:
         return [(0, size)]
@@ -191,10 +292,8 @@ def split_ranges(
     cuts = [0]
     with open(path, "rb") as f:
         for guess in range(step, size, step):
-            if guess <= cuts[-1]:
-                continue
-            pos = min(next_line_start(f, guess), size)
-            if cuts[-1] < pos < size:
+            pos = _line_start_before(f, guess, min(guess + step, size))
+            if pos is not None and cuts[-1] < pos < size:
                 cuts.append(pos)
     cuts.append(size)
     return list(itertools.pairwise(cuts))
