@@ -1,27 +1,23 @@
 """Is B better than A? Means with block-bootstrap confidence intervals, and a verdict; no I/O.
 
-Neighbouring decode lines are correlated (same requests, same load), so an i.i.d.
-bootstrap over batches would give intervals that are too narrow. Each side is
-resampled with the circular block bootstrap: ``k = ceil(n / L)`` blocks of ``L =
-ceil(n^(1/3))`` consecutive batches (wrapping at the end) start at uniformly drawn
-positions; the last block is cut so a replicate has ``n`` batches again. Block sums
-come from prefix sums, so one replicate costs ``k`` look-ups, not ``n``. Only the
-stdlib ``random`` is used, seeded, so results are reproducible.
-
-The two sides are resampled independently (own generators, same resample count);
-the relative throughput change of replicate ``i`` is ``mean_B_i / mean_A_i - 1``,
-and its 2.5/97.5 percentiles are the CI. The verdict is ``better``/``worse`` when
-that CI excludes 0, else ``no difference``.
+Neighbouring decode lines are correlated, so each side is resampled with the circular block
+bootstrap: ``k = ceil(n / L)`` blocks of ``L = ceil(n^(1/3))`` consecutive batches (wrapping)
+start at uniform positions, the last cut so a replicate has ``n`` batches; block sums come
+from prefix sums (``k`` look-ups per replicate, not ``n``). Stdlib ``random``, seeded. Sides
+are resampled independently; the throughput-change CI is the 2.5/97.5 percentiles of
+``mean_B_i / mean_A_i - 1``. Verdict: ``better``/``worse`` when it excludes 0, else ``no difference``.
 """
 
 from __future__ import annotations
 
-import math
 import random
-from collections import defaultdict
+import sys
+from array import array
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
+from operator import itemgetter
 from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
@@ -31,10 +27,8 @@ from acceptmon.stats import Series
 Verdict: TypeAlias = Literal["better", "worse", "no difference"]
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-MIN_BUCKET_BATCHES = 2
-"""A running-request bucket is used when each side has at least this many steady batches in it."""
-MIN_MATCHED_BATCHES = 10
-"""Matched-load comparison needs at least this many steady batches per side in shared buckets."""
+MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
+MIN_MATCHED_BATCHES = 10  # matched load needs this many steady batches per side in shared buckets
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +121,9 @@ class Comparison(_Frozen):
 
 def block_length(n: int) -> int:
     """``ceil(n ** (1/3))`` in exact integer arithmetic (at least 1)."""
-    length = max(1, round(math.pow(n, 1 / 3)))
+    length = 1
     while length**3 < n:
         length += 1
-    while length > 1 and (length - 1) ** 3 >= n:
-        length -= 1
     return length
 
 
@@ -150,16 +142,24 @@ def bootstrap_means(
     blocks = -(-n // length)
     tail = n - (blocks - 1) * length
     tables = [_block_sums(col, length, tail) for col in columns]
-    positions = range(n)
     out: list[list[float | None]] = [[] for _ in columns]
     for _ in range(resamples):
-        starts = rng.choices(positions, k=blocks)
+        starts = draw_starts(rng, n, blocks)
         last = starts.pop()
+        full = itemgetter(n, n, *starts)  # index n is a 0 pad: always >= 2 items, so a tuple comes back
         for (sums, tails, counts, tail_counts), means in zip(tables, out, strict=True):
-            total = sum(map(sums.__getitem__, starts)) + tails[last]
-            count = n if counts is None else sum(map(counts.__getitem__, starts)) + tail_counts[last]
+            total = sum(full(sums)) + tails[last]
+            count = n if counts is None else sum(full(counts)) + tail_counts[last]
             means.append(total / count if count else None)
     return out
+
+
+def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:
+    """``k`` uniform positions in ``range(n)``: 64 random bits each, reduced mod n (bias below 1e-14)."""
+    draws = array("Q", rng.randbytes(8 * k))
+    if sys.byteorder == "big":
+        draws.byteswap()
+    return list(map(n.__rmod__, draws))
 
 
 _Tables: TypeAlias = tuple[list[float], list[float], list[int] | None, list[int]]
@@ -170,37 +170,24 @@ def _block_sums(column: Sequence[float | None], length: int, tail: int) -> _Tabl
     n = len(column)
     values = [0.0 if v is None else v for v in column]
     prefix = list(accumulate(values + values, initial=0.0))
-    sums = [prefix[i + length] - prefix[i] for i in range(n)]
+    sums = [prefix[i + length] - prefix[i] for i in range(n)] + [0.0]
     tails = [prefix[i + tail] - prefix[i] for i in range(n)]
     if all(v is not None for v in column):
         return sums, tails, None, []
     present = [0 if v is None else 1 for v in column]
     cprefix = list(accumulate(present + present, initial=0))
-    counts = [cprefix[i + length] - cprefix[i] for i in range(n)]
+    counts = [cprefix[i + length] - cprefix[i] for i in range(n)] + [0]
     return sums, tails, counts, [cprefix[i + tail] - cprefix[i] for i in range(n)]
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation percentile (``q`` in 0..1) of a non-empty sequence."""
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 def interval(replicates: Sequence[float | None], confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
-    """Percentile interval of the replicates that have a value."""
-    have = [v for v in replicates if v is not None]
-    if not have:
+    """Percentile interval (linear interpolation between ranks) of the replicates that have a value."""
+    s = sorted(v for v in replicates if v is not None)
+    if not s:
         return None, None
-    tail = (1 - confidence) / 2
-    return percentile(have, tail), percentile(have, 1 - tail)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    have = [v for v in values if v is not None]
-    return sum(have) / len(have) if have else None
+    positions = ((1 - confidence) / 2 * (len(s) - 1), (1 + confidence) / 2 * (len(s) - 1))
+    lo, hi = (s[int(p)] + (s[min(int(p) + 1, len(s) - 1)] - s[int(p)]) * (p - int(p)) for p in positions)
+    return lo, hi
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
@@ -211,17 +198,13 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
     """Means, CIs and accept-length percentiles of one side, and its bootstrap replicates."""
     b = side.batches
     cols = [[x.accept_len for x in b], [x.accept_rate for x in b], [x.gen_throughput for x in b]]
-    present = [c for c in cols if any(v is not None for v in c)]
-    reps = iter(bootstrap_means(present, rng, resamples))
-    none: list[float | None] = [None] * resamples
-    replicates = [next(reps) if any(v is not None for v in c) else none for c in cols]
+    replicates = bootstrap_means(cols, rng, resamples)
     est = []
     for col, rep in zip(cols, replicates, strict=True):
         lo, hi = interval(rep)
-        est.append({"mean": _r(_mean(col)), "ci_low": _r(lo), "ci_high": _r(hi)})
-    series = Series(keep_values=True)
-    for v in cols[0]:
-        series.add(v)
+        have = [v for v in col if v is not None]
+        est.append({"mean": _r(sum(have) / len(have) if have else None), "ci_low": _r(lo), "ci_high": _r(hi)})
+    series = Series(keep_values=True, values=Counter(v for v in cols[0] if v is not None))
     q = {f"p{p}": series.quantile(p / 100) for p in (10, 50, 90)}
     result = SideResult(
         label=side.label,
@@ -252,29 +235,28 @@ def matched_load(a: Sequence[Batch], b: Sequence[Batch]) -> Matched:
             if x.steady and x.running_req and x.gen_throughput is not None:
                 buckets[bucket_of(x.running_req)].append(x.gen_throughput)
     shared = sorted(k for k in sides[0].keys() & sides[1].keys() if min(len(s[k]) for s in sides) >= MIN_BUCKET_BATCHES)
-    rows = [
-        Bucket(
-            running_req=str(lo) if lo == hi else f"{lo}-{hi}",
-            a_batches=len(sides[0][(lo, hi)]),
-            b_batches=len(sides[1][(lo, hi)]),
-            a_gen_throughput=round(sum(sides[0][(lo, hi)]) / len(sides[0][(lo, hi)]), 4),
-            b_gen_throughput=round(sum(sides[1][(lo, hi)]) / len(sides[1][(lo, hi)]), 4),
-        )
-        for lo, hi in shared
-    ]
+    rows = [_bucket(lo, hi, sides[0][lo, hi], sides[1][lo, hi]) for lo, hi in shared]
     na, nb = sum(r.a_batches for r in rows), sum(r.b_batches for r in rows)
     usable = [r for r in rows if r.a_gen_throughput > 0]
+    counts = {"a_batches": na, "b_batches": nb, "buckets": rows}
     if min(na, nb) < MIN_MATCHED_BATCHES or not usable:
-        note = (
-            f"too few steady batches at shared #running-req to compare: {len(rows)} buckets, "
-            f"{na} vs {nb} batches (need {MIN_MATCHED_BATCHES} per side)"
-        )
-        return Matched(comparable=False, gen_throughput_pct=None, a_batches=na, b_batches=nb, note=note, buckets=rows)
+        note = f"too few steady batches at shared #running-req to compare: {len(rows)} buckets, {na} vs {nb} batches"
+        return Matched.model_validate({"comparable": False, "gen_throughput_pct": None, "note": note, **counts})
     weights = [r.a_batches + r.b_batches for r in usable]
     ratio = sum(w * r.b_gen_throughput / r.a_gen_throughput for w, r in zip(weights, usable, strict=True))
-    pct = _r(100 * (ratio / sum(weights) - 1), 2)
     note = f"{len(rows)} shared #running-req buckets, {na} vs {nb} steady batches"
-    return Matched(comparable=True, gen_throughput_pct=pct, a_batches=na, b_batches=nb, note=note, buckets=rows)
+    pct = _r(100 * (ratio / sum(weights) - 1), 2)
+    return Matched.model_validate({"comparable": True, "gen_throughput_pct": pct, "note": note, **counts})
+
+
+def _bucket(lo: int, hi: int, a: list[float], b: list[float]) -> Bucket:
+    return Bucket(
+        running_req=str(lo) if lo == hi else f"{lo}-{hi}",
+        a_batches=len(a),
+        b_batches=len(b),
+        a_gen_throughput=round(sum(a) / len(a), 4),
+        b_gen_throughput=round(sum(b) / len(b), 4),
+    )
 
 
 def _diff(a: float | None, b: float | None) -> tuple[float | None, float | None]:
@@ -292,29 +274,21 @@ def compare(a: Side, b: Side, *, resamples: int = RESAMPLES, seed: int = 0) -> C
         for x, y in zip(reps_a[2], reps_b[2], strict=True)
     ]
     lo, hi = interval(pct_reps)
-    tput_diff, tput_pct = _diff(ra.gen_throughput.mean, rb.gen_throughput.mean)
-    len_diff, len_pct = _diff(ra.accept_len.mean, rb.accept_len.mean)
-    rate_diff, rate_pct = _diff(ra.accept_rate.mean, rb.accept_rate.mean)
-    change = Change(
-        gen_throughput_diff=tput_diff,
-        gen_throughput_pct=tput_pct,
-        gen_throughput_pct_ci_low=_r(lo, 2) if tput_pct is not None else None,
-        gen_throughput_pct_ci_high=_r(hi, 2) if tput_pct is not None else None,
-        accept_len_diff=len_diff,
-        accept_len_pct=len_pct,
-        accept_rate_diff=rate_diff,
-        accept_rate_pct=rate_pct,
-        matched=matched_load(a.batches, b.batches),
-    )
+    fields: dict[str, object] = {"matched": matched_load(a.batches, b.batches)}
+    for name in ("gen_throughput", "accept_len", "accept_rate"):
+        diff, pct = _diff(getattr(ra, name).mean, getattr(rb, name).mean)
+        fields |= {f"{name}_diff": diff, f"{name}_pct": pct}
+    ci = (_r(lo, 2), _r(hi, 2)) if fields["gen_throughput_pct"] is not None else (None, None)
+    fields |= dict(zip(("gen_throughput_pct_ci_low", "gen_throughput_pct_ci_high"), ci, strict=True))
+    change = Change.model_validate(fields)
     verdict, reason = _verdict(ra, rb, change)
     return Comparison(a=ra, b=rb, change=change, verdict=verdict, reason=reason)
 
 
 def _verdict(a: SideResult, b: SideResult, c: Change) -> tuple[Verdict, str]:
-    def length(s: SideResult) -> str:
-        return "none" if s.accept_len.mean is None else f"{s.accept_len.mean:.2f}"
-
-    lengths = f"accept len {length(b)} vs {length(a)}"
+    lengths = "accept len " + " vs ".join(
+        "none" if s.accept_len.mean is None else f"{s.accept_len.mean:.2f}" for s in (b, a)
+    )
     pct, lo, hi = c.gen_throughput_pct, c.gen_throughput_pct_ci_low, c.gen_throughput_pct_ci_high
     if pct is None or lo is None or hi is None:
         missing = "A" if not a.gen_throughput.mean else "B"

@@ -181,7 +181,7 @@ def _spec(configs: Sequence[LaunchConfig | None]) -> str:
 
 def _spec_one(c: LaunchConfig | None) -> str:
     if c is None:
-        return "unknown (no launch line)"
+        return "config unknown: no launch line"
     if c.spec_algorithm is None:
         return "no speculation"
     parts = [f"{name} {v}" for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk),
@@ -192,7 +192,7 @@ def _spec_one(c: LaunchConfig | None) -> str:
 def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamples: int, seed: int) -> str:
     """The comparison for people: sides, one row per metric, the verdict; fits 100 columns."""
     a, b, c = result.a, result.b, result.change
-    lines = [f"{tag}  {s.label}  ({s.spec}, {s.batches} batches)" for tag, s in (("A", a), ("B", b))]
+    lines = [f"{tag}  {s.label}  {s.spec}; {s.batches} batches" for tag, s in (("A", a), ("B", b))]
     rows = [("", "A", "B", "B vs A")]
     if "accept_len" in metrics:
         diff = _signed(c.accept_len_diff, 2) + (f" ({_signed(c.accept_len_pct, 1)} %)" if c.accept_len_pct else "")
