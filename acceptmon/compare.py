@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from acceptmon.stats import Series
 
 Verdict: TypeAlias = Literal["better", "worse", "no difference"]
+_Tables: TypeAlias = tuple[list[float], list[float], list[int] | None, list[int]]
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
@@ -48,8 +49,7 @@ class Batch:
 class Side:
     label: str
     batches: Sequence[Batch]
-    spec: str = ""
-    """The speculative config, for people (``EAGLE3 steps 3, topk 1, draft 4``)."""
+    spec: str = ""  # the speculative config, for people: "EAGLE3 steps 3, topk 1, draft 4"
 
 
 class _Frozen(BaseModel):
@@ -162,9 +162,6 @@ def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:
     return list(map(n.__rmod__, draws))
 
 
-_Tables: TypeAlias = tuple[list[float], list[float], list[int] | None, list[int]]
-
-
 def _block_sums(column: Sequence[float | None], length: int, tail: int) -> _Tables:
     """Sum (and count, if values are missing) of the block of ``length`` and of ``tail`` from each start."""
     n = len(column)
@@ -198,7 +195,9 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
     """Means, CIs and accept-length percentiles of one side, and its bootstrap replicates."""
     b = side.batches
     cols = [[x.accept_len for x in b], [x.accept_rate for x in b], [x.gen_throughput for x in b]]
-    replicates = bootstrap_means(cols, rng, resamples)
+    has = [any(v is not None for v in c) for c in cols]  # a column of None costs no resampling
+    reps = iter(bootstrap_means([c for c, h in zip(cols, has, strict=True) if h], rng, resamples))
+    replicates: list[list[float | None]] = [next(reps) if h else [None] * resamples for h in has]
     est = []
     for col, rep in zip(cols, replicates, strict=True):
         lo, hi = interval(rep)

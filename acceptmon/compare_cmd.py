@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction[Any], parser_class: type[argparse
     assert isinstance(p, parser_class), "sub must be made with add_subparsers(parser_class=parser_class)"
     p.add_argument("a", metavar="A", help="the reference: FILE or FILE#RUN")
     p.add_argument("b", metavar="B", help="the candidate: FILE or FILE#RUN")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--format", choices=("table", "json"), default="table", help="default: table")
     p.add_argument("--metric", action="append", choices=METRICS, metavar="METRIC",
                    help=f"table rows to show (repeatable; default: {', '.join(METRICS)}); JSON has all")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")

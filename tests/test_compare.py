@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon import compare_cmd
+from acceptmon import compare_cmd, pipeline
 from acceptmon.compare import (
     Batch,
     Side,
@@ -206,6 +206,17 @@ def test_steady_batches_need_empty_queue_and_no_prefill_since_the_ranks_last_dec
     # first line of each rank follows its (unlogged) prefill; the prefill line is TP0's
     assert [x.steady for x in side.batches] == [False, True, False, True, False, True, False, True]
     assert side.spec == "config unknown: no launch line" and side.label == "s.log"
+
+
+@pytest.mark.parametrize("run_no", [None, 37])
+def test_parallel_read_marks_the_same_steady_batches(tmp_path, grammars, monkeypatch, run_no):
+    big = tmp_path / "big.log"
+    big.write_bytes(SEED.read_bytes() * 10)  # 50 launches, cut into 8 ranges
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 18)
+    one, two = (compare_cmd.read_side(str(big), run_no, grammars, jobs) for jobs in (1, 2))
+    assert one == two and len(one.batches) == (384 * 10 if run_no is None else 96)
+    assert 0 < sum(b.steady for b in one.batches) < len(one.batches)
 
 
 @pytest.mark.parametrize(
