@@ -117,6 +117,7 @@ class _SideJob:
 
     def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
+        other_runs: set[int] = set()
         for r in records:
             key = (r.file, r.run, r.rank or "")
             if isinstance(r, ServerLaunch):
@@ -126,8 +127,9 @@ class _SideJob:
             elif isinstance(r, DecodeStats) and (self.run_no is None or r.run == self.run_no):
                 batch = (r.accept_len, r.draft_accept_rate, r.gen_throughput, r.running_req, r.queue_req == 0)
                 out.append(("decode", key, batch))
-            elif isinstance(r, DecodeStats):
-                out.append(("other", r.run))
+            elif isinstance(r, DecodeStats) and r.run not in other_runs:
+                other_runs.add(r.run)
+                out.append(("other", r.run))  # a run that exists, for the error naming them
         return out
 
     def collect(self, part: list[tuple[Any, ...]]) -> None:
@@ -157,7 +159,7 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
         there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
     if not job.batches:
-        raise InputError(label if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
+        raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
     return Side(label=label, batches=job.batches, spec=_spec(wanted))
 
