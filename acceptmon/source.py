@@ -51,7 +51,6 @@ class Oversized:
 
 
 OVERSIZED: Final = Oversized()
-_Oversized = Oversized
 """Old name, kept while other modules still import it."""
 
 _KINDS: Final = (

@@ -22,9 +22,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
-from acceptmon.source import MAX_LINE, LineAssembler, _Oversized
+from acceptmon.source import MAX_LINE, LineAssembler, Oversized, not_regular
 
-Sink = Callable[[bytes | _Oversized], None]
+Sink = Callable[[bytes | Oversized], None]
 READ_SIZE = 1 << 20
 HEAD_BYTES = 256
 DEBOUNCE_MS = 100
@@ -105,26 +105,30 @@ class Follower:
             self._file.seek(0)
             self.pos = 0
             self._head = b""
-            self._lines.reset()
+            self._lines.reset(at_start=self.pos == 0)
 
     def close(self) -> None:
         self._close()
 
     def _open(self) -> bool:
-        try:
-            f = open(self.path, "rb")
+        try:  # non-blocking: a FIFO that appears under the name must not block the follower in open()
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             self.error = None
             return False
         except OSError as exc:  # permission denied, a directory: keep trying, the caller reports it
             self.error = exc.strerror or str(exc)
             return False
-        self.error = None
-        st = os.fstat(f.fileno())
+        st = os.fstat(fd)
+        self.error = not_regular(st.st_mode)
+        if self.error is not None:
+            os.close(fd)
+            return False
+        f = os.fdopen(fd, "rb")
         self._file, self._ino = f, (st.st_dev, st.st_ino)
         self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
         f.seek(self.pos)
-        self._lines.reset()
+        self._lines.reset(at_start=self.pos == 0)
         self._lines.skipping, self._skipping = self._skipping, False
         self._head = os.pread(f.fileno(), min(self.pos, HEAD_BYTES), 0)
         return True

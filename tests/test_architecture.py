@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
     "kinds": 1,
     "grammar": 2, "stats": 2,
-    "body": 3, "window": 3,
+    "body": 3, "window": 3, "compare": 3,
     "parse": 4,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
     "source": 2, "replay": 2, "tail": 3,
@@ -33,10 +33,10 @@ LAYERS: dict[str, int] = {
     "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.httpserver": 7,
     "sinks.runs": 8, "sinks.prometheus": 8,
     "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.model": 9, "tui.widgets": 7, "tui.app": 10,
-    "cli.args": 10, "cli.batch": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
+    "cli.args": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
-CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "window", "parse")
+CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "window", "parse", "compare")
 BYTES = ("source", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip

@@ -115,7 +115,7 @@ def test_grammars_list_and_check(tmp_path):
     [
         (lambda d: d / "missing.log", "no such file"),
         (lambda d: d, "is a directory"),
-        (lambda d: _bad_gzip(d), "not a valid gzip file"),
+        (lambda d: _bad_gzip(d), "corrupt gzip data"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path, make, words):
@@ -258,3 +258,8 @@ def test_runs_max_bytes_reads_only_the_start():
     whole = json.loads(acceptmon("runs", SEED, "--format", "json").stdout)
     assert len(whole) == 5 and runs == whole[:2]  # the runs before the cut, exactly as from the whole file
     assert [round(r["accept_len_mean"], 2) for r in runs] == [1.13, 2.84]
+
+
+def test_compare_names_the_runs_there_are(capsys):
+    assert main(["compare", f"{SEED}#9", str(SEED)]) == 2
+    assert capsys.readouterr().err.strip() == f"acceptmon: error: {SEED}#9: no run 9 (runs there: 1-5)"

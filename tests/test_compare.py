@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon import compare_cmd, pipeline
+from acceptmon.cli import compare as compare_cmd
 from acceptmon.compare import (
     Batch,
     Side,
@@ -26,7 +26,8 @@ from acceptmon.compare import (
     matched_load,
 )
 from acceptmon.errors import InputError
-from acceptmon.grammar import load_grammars
+from acceptmon.loader import load_grammars
+from acceptmon.pipeline import batch as pipeline
 from tests.conftest import SAMPLES
 from tests.data.compare.make import GOLDEN, SCENARIOS, render, write_logs
 
@@ -43,7 +44,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cli(*argv: str) -> str:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(parser_class=argparse.ArgumentParser)
-    compare_cmd.add_parser(sub, argparse.ArgumentParser)
+    compare_cmd.add_parsers(sub)
     args = parser.parse_args(["compare", *argv, "-j", "1"])
     out = io.StringIO()
     with redirect_stdout(out):

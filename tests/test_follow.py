@@ -177,7 +177,7 @@ def test_live_source_reports_an_unreadable_path_and_retries(tmp_path, grammars):
     source.discover()
     path.mkdir()  # something that cannot be read as a log appears at the path
     source.tick()
-    assert notes[-1] == f"{path}: cannot read: Is a directory; retrying"
+    assert notes[-1] == f"{path}: cannot read: is a directory, not a log file; retrying"
     path.rmdir()
     path.write_text(
         "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, "

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from acceptmon import pipeline, source
+from acceptmon import source
+from acceptmon.pipeline import batch as pipeline
 from acceptmon.errors import InputError
 from acceptmon.grammar import GrammarSet
-from acceptmon.pipeline import run
+from acceptmon.pipeline.batch import run
 from acceptmon.records import Record
 from acceptmon.source import (
     OVERSIZED,
     LineAssembler,
     Oversized,
-    _Oversized,
     check_path,
     iter_blocks,
     next_line_start,
@@ -343,7 +343,6 @@ def test_next_line_start_without_a_bound_runs_to_the_end(tmp_path: Path) -> None
 
 
 def test_oversized_is_public_and_single() -> None:
-    assert _Oversized is Oversized
     assert isinstance(OVERSIZED, Oversized) and repr(OVERSIZED) == "OVERSIZED"
     assert Oversized() is OVERSIZED
     assert pickle.loads(pickle.dumps(OVERSIZED)) is OVERSIZED

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from acceptmon import __version__
-from acceptmon.cli import batch, live
+from acceptmon.cli import batch, compare, live
 from acceptmon.errors import AcceptmonError
 
 
@@ -45,5 +45,6 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     batch.add_parsers(sub)
+    compare.add_parsers(sub)
     live.add_parsers(sub)
     return p

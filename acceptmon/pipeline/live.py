@@ -22,7 +22,7 @@ from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.pipeline import positions as statefile
 from acceptmon.pipeline.start import find_last_launch
 from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, _Oversized, check_path, next_line_start
+from acceptmon.source import OVERSIZED, Oversized, check_path, next_line_start
 from acceptmon.tail import Follower, watch_loop
 
 FORGET_SECONDS = 30.0
@@ -49,7 +49,7 @@ class Watched:
         self.waiting: bool | None = None
         """Whether the file was missing at the last tick (None before the first)."""
 
-    def take(self, block: bytes | _Oversized) -> None:
+    def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
         if block is OVERSIZED:
             self.parser.skip_oversized()

@@ -98,11 +98,11 @@ def resolve(ref: str, logs: Path) -> str:
 
 def render(name: str, logs: Path, fmt: str) -> str:
     """The compare output of one scenario, as the CLI prints it."""
-    from acceptmon import compare_cmd
+    from acceptmon.cli import compare as compare_cmd
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(parser_class=argparse.ArgumentParser)
-    compare_cmd.add_parser(sub, argparse.ArgumentParser)
+    compare_cmd.add_parsers(sub)
     a, b = (resolve(ref, logs) for ref in SCENARIOS[name])
     args = parser.parse_args(["compare", a, b, "--format", fmt, "-j", "1"])
     out = io.StringIO()

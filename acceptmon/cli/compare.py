@@ -15,11 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from acceptmon.cli.args import Subcommands
 from acceptmon.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
 from acceptmon.errors import InputError
-from acceptmon.grammar import GrammarSet, load_grammars
-from acceptmon.pipeline import default_jobs, run
-from acceptmon.records import DecodeStats, LaunchConfig, PrefillStats, Record, ServerLaunch
+from acceptmon.grammar import GrammarSet
+from acceptmon.kinds import KINDS
+from acceptmon.loader import load_grammars
+from acceptmon.pipeline.batch import default_jobs, run
+from acceptmon.records import DecodeStats, LaunchConfig, PrefillStats, Record
 from acceptmon.source import check_path
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
@@ -37,19 +40,14 @@ ratio within shared #running-req buckets (exact up to 16, then ranges), steady b
 (#queue-req 0, no prefill line since the rank's previous decode line), weighted by batches."""
 
 
-def add_parser(sub: argparse._SubParsersAction[Any], parser_class: type[argparse.ArgumentParser]) -> None:
-    """Register the ``compare`` subcommand on ``sub``.
-
-    ``parser_class`` is the class ``sub`` builds parsers with (the CLI's one-line-error
-    parser); ``compare`` has no nested subcommands, so it only checks it got one.
-    """
+def add_parsers(sub: Subcommands) -> None:
+    """The ``compare`` command."""
     p = sub.add_parser(
         "compare",
         help="is B better than A? accept len and throughput with confidence intervals, and a verdict",
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    assert isinstance(p, parser_class), "sub must be made with add_subparsers(parser_class=parser_class)"
     p.add_argument("a", metavar="A", help="the reference: FILE or FILE#RUN")
     p.add_argument("b", metavar="B", help="the candidate: FILE or FILE#RUN")
     p.add_argument("--format", choices=("table", "json"), default="table", help="default: table")
@@ -120,8 +118,8 @@ class _SideJob:
         other_runs: set[int] = set()
         for r in records:
             key = (r.file, r.run, r.rank or "")
-            if isinstance(r, ServerLaunch):
-                out.append(("launch", r.run, r.config))
+            if KINDS[r.kind].starts_run:
+                out.append(("launch", r.run, getattr(r, "config", None)))
             elif isinstance(r, PrefillStats):
                 out.append(("prefill", key))
             elif isinstance(r, DecodeStats) and (self.run_no is None or r.run == self.run_no):
