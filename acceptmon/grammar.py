@@ -222,3 +222,11 @@ def _check_envelope_kinds(envelopes: Sequence[Grammar]) -> None:
                     f"declared {kind[0]!r} (for {kind[1]!r}) here but {first[0]!r} (for {first[1]!r}) in another "
                     "envelope: give the group another name",
                 )
+
+
+def grammar_schema() -> dict[str, Any]:
+    """JSON Schema of a grammar file (``grammars/schema.json``, for editors; a test keeps it current)."""
+    schema = GrammarFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "acceptmon grammar file"
+    return schema

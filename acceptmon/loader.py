@@ -49,15 +49,19 @@ def read_grammar_file(path: Path) -> GrammarFile:
         raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
 
 
-def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True) -> GrammarSet:
+def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True, replace: Iterable[str] = ()) -> GrammarSet:
     """Load the built-in grammars plus ``extra`` files, checking each completely.
+
+    ``replace``: names of built-in grammars left out because an ``extra`` file stands in for them.
 
     Raises:
         GrammarError: a file is unreadable, off-schema, or one of its samples fails.
     """
     paths = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
-    paths += [Path(p) for p in extra]
     grammars = [Grammar(read_grammar_file(p), str(p)) for p in paths]
+    skip = set(replace)
+    grammars = [g for g in grammars if g.name not in skip]
+    grammars += [Grammar(read_grammar_file(Path(p)), str(p)) for p in extra]
     grammars.sort(key=lambda g: (g.spec.priority, g.name))
     names: dict[str, str] = {}
     for g in grammars:

@@ -25,12 +25,19 @@ def sample_dir() -> Path:
     return packaged if packaged.is_dir() else here.parent / "sample_logs"
 
 
+def sample_names() -> list[str]:
+    """The bundled sample logs, by file name."""
+    return sorted(p.name for p in sample_dir().glob("*.log"))
+
+
 def sample_path(name: str) -> Path:
-    path = sample_dir() / name
-    if not path.is_file():
-        names = ", ".join(sorted(p.name for p in sample_dir().glob("*.log")))
-        raise InputError(name, f"no such bundled sample log (there are: {names})")
-    return path
+    """A bundled sample by its file name, or by the start of one (``vllm`` when only one name starts so)."""
+    names = sample_names()
+    found = [n for n in names if n == name] or [n for n in names if n.startswith(name)]
+    if len(found) != 1:
+        what = "names several" if found else "names no"
+        raise InputError(name, f"{what} bundled sample log (there are: {', '.join(found or names)})")
+    return sample_dir() / found[0]
 
 
 def replay(source: Path, target: Path, speed: float, stop: threading.Event) -> int:

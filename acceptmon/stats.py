@@ -138,6 +138,8 @@ class RunSummary(BaseModel):
     accept_rate_mean: float | None
     draft_accept_rate_mean: float | None
     gen_throughput_mean: float | None
+    launch_seen: bool = True
+    """False for decode lines before any launch line: the config is unknown, not absent."""
 
 
 @dataclass
@@ -200,6 +202,7 @@ class RunStats:
             accept_rate_mean=self.accept_rate.rounded,
             draft_accept_rate_mean=self.draft_accept_rate.rounded,
             gen_throughput_mean=self.gen_throughput.rounded,
+            launch_seen=self.launch is not None,
         )
 
 

@@ -69,3 +69,14 @@ expect = { accept_len = 2.5, rank = "TP3" }
     )
     gset = load_grammars([g])
     assert gset.records[-1].name == "custom_decode"
+
+
+def test_schema_json_is_current():
+    """Every grammar names ./schema.json for editors; it must match the model (scripts/write_grammar_schema.py)."""
+    import json
+
+    from acceptmon.grammar import grammar_schema
+
+    committed = json.loads((builtin_grammar_dir() / "schema.json").read_text())
+    assert committed == grammar_schema()
+    assert all(p.read_text().startswith("#:schema ./schema.json\n") for p in builtin_grammar_dir().glob("*.toml"))

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from acceptmon import source
-from acceptmon.pipeline import batch as pipeline
 from acceptmon.errors import InputError
 from acceptmon.grammar import GrammarSet
+from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
 from acceptmon.records import Record
 from acceptmon.source import (

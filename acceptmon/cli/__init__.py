@@ -20,6 +20,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``acceptmon`` command; returns the exit code."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return int(args.func(args))
     except AcceptmonError as exc:
@@ -40,9 +43,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="acceptmon", description="Speculative-decoding acceptance from SGLang server logs.")
+    p = _Parser(prog="acceptmon", description="Speculative-decoding acceptance from SGLang and vLLM server logs.")
     p.add_argument("--version", action="version", version=f"acceptmon {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     batch.add_parsers(sub)
     compare.add_parsers(sub)

@@ -66,3 +66,19 @@ def grammar_option(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="extra grammar file (repeatable)",
     )
+
+
+_SIZES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def size(text: str) -> int:
+    """``4096``, ``64K``, ``1M``, ``2G`` (binary units; a trailing ``B``/``iB`` is fine) as bytes."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _SIZES else ""
+    try:
+        value = float(t[: len(t) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (say 4096, 64K, 1M or 2G)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a size cannot be negative: {text!r}")
+    return int(value * _SIZES[unit])

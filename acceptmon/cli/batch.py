@@ -8,40 +8,58 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
-from acceptmon.cli.args import Subcommands, grammar_option
+from acceptmon.cli.args import Subcommands, grammar_option, size
 from acceptmon.errors import InputError
 from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
+from acceptmon.sinks.output import atomic_output
 from acceptmon.sinks.runs import StatsJob, render_runs_table
-from acceptmon.sinks.table import TableJob, header, infer_format
+from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
 from acceptmon.stats import RunSummary
+
+PARSE_HELP = """\
+One row per decode-batch line (other record kinds are counted, not written).
+
+Acceptance columns:
+  accept_len         tokens per verify step per request, the bonus token included (as logged by
+                     the server; 1.0 means no draft token was ever accepted)
+  accept_rate        exactly as logged; its definition changed across server versions, so do not
+                     compare it across versions
+  draft_accept_rate  (accept_len - 1) / (draft tokens - 1): accepted drafts over proposed drafts,
+                     one definition everywhere (needs the launch line for the draft token count)
+Columns, in order: {columns}
+The summary on stderr counts every line by kind."""
 
 
 def add_parsers(sub: Subcommands) -> None:
     """The ``parse``, ``runs`` and ``grammars`` commands."""
-    parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line")
+    parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line",
+                           description=PARSE_HELP.format(columns=", ".join(columns())),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
-    parse.add_argument("-o", "--output", help="output file (default: stdout)")
+    parse.add_argument("-o", "--output", help="output file: .csv or .jsonl, either with .gz (default: CSV on stdout)")
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
     grammar_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     parse.set_defaults(func=cmd_parse)
 
     runs = sub.add_parser("runs", help="one summary per server launch (config, accept len, throughput)")
-    runs.add_argument("files", nargs="+", metavar="FILE")
-    runs.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     grammar_option(runs)
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
-    runs.add_argument("--max-bytes", type=int, metavar="N", help="read only the first N bytes of each file")
+    runs.add_argument(
+        "--max-bytes", type=size, metavar="SIZE", help="read only the first SIZE bytes of each file (1M, 2G, 4096)"
+    )
     runs.set_defaults(func=cmd_runs)
 
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
-    gram.add_argument("action", nargs="?", choices=("list", "check"), default="list")
-    gram.add_argument("files", nargs="*", metavar="FILE")
+    gram.add_argument("action", nargs="?", choices=("list", "check"), default="list",
+                      help="list the grammars (default), or check grammar files")  # fmt: skip
+    gram.add_argument("files", nargs="*", metavar="FILE", help="grammar files to check (a copy of a built-in one too)")
     grammar_option(gram)
     gram.set_defaults(func=cmd_grammars)
 
@@ -51,24 +69,19 @@ def cmd_parse(args: argparse.Namespace) -> int:
         check_path(f)
     grammars = load_grammars(args.grammar)
     fmt = infer_format(args.output, args.format)
-    out: IO[bytes]
-    if args.output:
-        try:
-            out = open(args.output, "wb")
-        except OSError as exc:
-            raise InputError(args.output, f"cannot write: {exc.strerror}") from None
-    else:
-        out = sys.stdout.buffer
-    job = TableJob(fmt, out)
     started = time.monotonic()
     try:
-        out.write(header(fmt))
-        result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
-    finally:
-        out.flush()
-        if out is not sys.stdout.buffer:
-            out.close()
+        with atomic_output(args.output) as out:
+            job = TableJob(fmt, out)
+            result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+            job.finish()
+    except KeyboardInterrupt:
+        where = f"; nothing written to {args.output}" if args.output else ""
+        print(f"\nacceptmon: interrupted{where}", file=sys.stderr)
+        return 130
     _summary(result.tally, job.records, time.monotonic() - started, args.output)
+    if not job.records:
+        _no_rows_hint(args.files)
     return 0
 
 
@@ -79,6 +92,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     job = StatsJob()
     run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes)
     summaries = job.stats.summaries()
+    if not job.records:
+        _no_rows_hint(args.files)
     if args.format == "json":
         print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
     elif args.format == "csv":
@@ -97,10 +112,12 @@ def cmd_grammars(args: argparse.Namespace) -> int:
     if args.action == "check":
         if not args.files:
             raise InputError("grammars check", "name at least one grammar FILE")
+        checked = []
         for f in args.files:
             check_path(f)
-            read_grammar_file(Path(f))
-        load_grammars([*args.grammar, *map(Path, args.files)])
+            checked.append(read_grammar_file(Path(f)).name)
+        # A checked file stands in for a built-in grammar of the same name (a bundled file, or an edited copy).
+        load_grammars([*args.grammar, *map(Path, args.files)], replace=checked)
         for f in args.files:
             print(f"{f}: ok")
         return 0
@@ -139,3 +156,8 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None) -> 
     )
     for file, line, text in tally.unrecognized[:3]:
         print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
+
+
+def _no_rows_hint(files: list[str]) -> None:
+    for f in files:
+        print(f"acceptmon: no decode lines found in {f}: is this an SGLang server log?", file=sys.stderr)

@@ -26,6 +26,7 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.loader import load_grammars
 from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, Record
+from acceptmon.replay import sample_names
 from acceptmon.source import check_path
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ def add_parsers(sub: Subcommands) -> None:
 
     demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
     demo.add_argument("--speed", type=positive, default=10.0, help="replay speed against log time (default: 10x)")
-    demo.add_argument("--sample", default="seed_eagle3_moe.log", help="bundled sample log to replay")
+    samples = ", ".join(sample_names())
+    demo.add_argument("--sample", default="seed_eagle3_moe.log", metavar="NAME",
+                      help=f"bundled sample log to replay, or the start of its name: {samples}")  # fmt: skip
     tail_options(demo)
     demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
                       grammar=[])  # fmt: skip

@@ -42,7 +42,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         rows.append(
             (
                 Path(s.file).name, str(s.run), s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
-                short_model(s.model), s.spec_algorithm or "none", number(s.spec_num_steps),
+                short_model(s.model), _spec(s), number(s.spec_num_steps),
                 number(s.spec_eagle_topk), number(s.spec_num_draft_tokens), str(s.batches),
                 number(s.accept_len_mean), number(s.accept_len_p10), number(s.accept_len_p50),
                 number(s.accept_len_p90), number(s.accept_rate_mean), number(s.draft_accept_rate_mean),
@@ -51,3 +51,8 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _spec(s: RunSummary) -> str:
+    """The algorithm; ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
+    return s.spec_algorithm or ("none" if s.launch_seen else "unknown")

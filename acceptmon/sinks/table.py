@@ -15,12 +15,19 @@ import json
 import operator
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import IO, Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
+from acceptmon.errors import InputError
 from acceptmon.kinds import KINDS, table_kinds
 from acceptmon.records import Record
 
 TableFormat: TypeAlias = Literal["csv", "jsonl"]
+
+
+class Writer(Protocol):
+    """Where rows go: a binary file, standard output or a gzip stream."""
+
+    def write(self, data: bytes, /) -> int: ...
 
 
 def columns() -> tuple[str, ...]:
@@ -28,13 +35,29 @@ def columns() -> tuple[str, ...]:
     return tuple(dict.fromkeys(c for k in table_kinds() for c in k.columns))
 
 
+SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+"""Output suffixes and their formats; each may be followed by ``.gz`` (compressed)."""
+
+
 def infer_format(output: str | None, given: str | None) -> TableFormat:
-    """``--format`` if given, else from the output suffix (``.jsonl``/``.json``), else CSV."""
+    """``--format`` if given, else from the output file's suffix (``.gz`` aside); stdout: CSV.
+
+    Raises:
+        InputError: the suffix says no format and none was given.
+    """
     if given in ("csv", "jsonl"):
         return given  # type: ignore[return-value]
-    if output and output.endswith((".jsonl", ".json", ".jsonl.gz", ".ndjson")):
-        return "jsonl"
-    return "csv"
+    if not output:
+        return "csv"
+    name = output.removesuffix(".gz")
+    suffix = name[name.rfind(".") :] if "." in name.rsplit("/", 1)[-1] else ""
+    fmt = SUFFIXES.get(suffix.lower())
+    if fmt is None:
+        known = ", ".join(SUFFIXES)
+        raise InputError(
+            output, f"cannot tell the format from {suffix or 'no suffix'!r}: use {known} (+ .gz) or --format"
+        )
+    return fmt
 
 
 def header(fmt: TableFormat) -> bytes:
@@ -91,11 +114,16 @@ def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
 
 
 class TableJob:
-    """Format the table kinds' records (in workers too) and write them in order."""
+    """Format the table kinds' records (in workers too) and write them in order, header first.
 
-    def __init__(self, fmt: TableFormat, out: IO[bytes]) -> None:
+    The header is written with the first rows (or by :meth:`finish`), so a run that fails
+    before reading anything writes nothing at all.
+    """
+
+    def __init__(self, fmt: TableFormat, out: Writer) -> None:
         self.fmt, self.out, self.records = fmt, out, 0
         self.records_wanted = frozenset(k.name for k in table_kinds())
+        self._header = False
 
     def chunk(self, records: list[Record]) -> tuple[int, bytes]:
         data = format_records(records, self.fmt)
@@ -103,4 +131,12 @@ class TableJob:
 
     def collect(self, part: tuple[int, bytes]) -> None:
         self.records += part[0]
-        self.out.write(part[1])
+        if part[1]:
+            self.finish()
+            self.out.write(part[1])
+
+    def finish(self) -> None:
+        """Write the header if no row has (an empty table still has its header)."""
+        if not self._header:
+            self._header = True
+            self.out.write(header(self.fmt))
