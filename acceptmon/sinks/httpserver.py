@@ -295,7 +295,11 @@ class _Server(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = self.socket.accept()
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else a kept-alive scrape waits ~40 ms
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else a kept-alive scrape waits ~40 ms
+        except OSError:
+            sock.close()
+            raise
         if self.tls is not None:
             # The handshake runs in the request's own thread, so a slow client cannot stall accept().
             sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
