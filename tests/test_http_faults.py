@@ -201,9 +201,10 @@ def test_a_flood_of_slow_connections_does_not_keep_scrapes_out() -> None:
 
 
 def test_when_every_connection_is_being_answered_a_new_one_is_closed_at_once() -> None:
-    release = threading.Event()
+    release, rendering = threading.Event(), []
 
     def slow_render() -> bytes:
+        rendering.append(1)
         release.wait(20)
         return PAGE
 
@@ -212,7 +213,7 @@ def test_when_every_connection_is_being_answered_a_new_one_is_closed_at_once() -
         busy = [threading.Thread(target=lambda: results.append(request(server))) for _ in range(4)]
         for t in busy:
             t.start()
-        assert wait_for(lambda: len(server.open_sockets()) == 4)
+        assert wait_for(lambda: len(rendering) == 4)  # every connection is being answered
         with socket.create_connection(server.address, timeout=5) as extra:
             assert wait_for(lambda: hung_up(extra), timeout=5)
         release.set()
