@@ -18,8 +18,8 @@ import pytest
 
 from acceptmon import __version__
 from acceptmon.errors import InputError
-from acceptmon.sinks import httpserver
 from acceptmon.sinks.httpserver import HTTPServerConfig, Limits, MetricsServer, WebConfig
+from acceptmon.sinks.webconfig import BasicAuth
 from tests.serving import wait_for
 
 PAGE = b"acceptmon_up 1\n"
@@ -77,7 +77,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         seen.append(hashed)
         return real(password, hashed)
 
-    monkeypatch.setattr(httpserver.bcrypt, "checkpw", spy)
+    monkeypatch.setattr(bcrypt, "checkpw", spy)  # the one module every caller reaches it through
     return seen
 
 
@@ -168,7 +168,7 @@ def test_a_burst_of_guesses_runs_bcrypt_only_up_to_the_limit(checks: list[bytes]
 
 
 def test_failures_are_remembered_for_a_bounded_number_of_addresses() -> None:
-    auth = httpserver._Auth(users(cost=4).basic_auth_users, Limits(auth_clients=8))
+    auth = BasicAuth(users(cost=4).basic_auth_users, clients=8)
     header = basic("prometheus", "wrong")["Authorization"]
     assert [auth.check(header, f"10.0.0.{i}") for i in range(30)] == [(401, 0)] * 30
     assert auth.tracked_clients() == 8
