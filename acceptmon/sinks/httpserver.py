@@ -1,190 +1,221 @@
-"""The /metrics HTTP(S) endpoint, configured by a Prometheus exporter-toolkit web-config file.
+"""The /metrics HTTP(S) endpoint, configured by a web-config file (:mod:`acceptmon.sinks.webconfig`).
 
-The web-config format is the one node_exporter and every exporter-toolkit
-exporter read (``--web.config.file``)::
-
-    tls_server_config:
-      cert_file: server.crt        # paths are relative to the config file
-      key_file: server.key
-      client_ca_file: ca.crt       # optional, with client_auth_type
-      client_auth_type: RequireAndVerifyClientCert
-      min_version: TLS12
-    http_server_config:
-      headers: {X-Frame-Options: deny}
-    basic_auth_users:
-      prometheus: $2y$10$...       # bcrypt hash (htpasswd -nBC 10 "" | tr -d ':\\n')
-
-Unknown keys are an error, as in exporter-toolkit, so a typo never silently turns
-TLS or authentication off. Successful password checks are cached (bcrypt is slow
-on purpose; a scraper sends the same credentials every time).
+A scrape must get through while other clients misbehave (:class:`Limits`): at most
+64 connections, and when they are all taken the one waiting longest for its request
+is dropped to make room; a client has 5 s to send its whole request head (a trickle
+of bytes does not extend it); after 5 failed password checks in 10 s an address is
+answered 429 without running bcrypt until the oldest failure is 10 s old.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
+import io
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import bcrypt
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
-
+from acceptmon import __version__
 from acceptmon.errors import InputError
+from acceptmon.sinks.webconfig import BasicAuth, HTTPServerConfig, TLSServerConfig, WebConfig, load_web_config
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_TLS_VERSIONS = {
-    "TLS10": ssl.TLSVersion.TLSv1,
-    "TLS11": ssl.TLSVersion.TLSv1_1,
-    "TLS12": ssl.TLSVersion.TLSv1_2,
-    "TLS13": ssl.TLSVersion.TLSv1_3,
-}
-ClientAuth = Literal[
-    "NoClientCert",
-    "RequestClientCert",
-    "RequireAnyClientCert",
-    "VerifyClientCertIfGiven",
-    "RequireAndVerifyClientCert",
+__all__ = [
+    "CONTENT_TYPE",
+    "HTTPServerConfig",
+    "Limits",
+    "MetricsServer",
+    "TLSServerConfig",
+    "WebConfig",
+    "load_web_config",
 ]
 
-
-class TLSServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    cert_file: str
-    key_file: str
-    client_ca_file: str | None = None
-    client_auth_type: ClientAuth = "NoClientCert"
-    min_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] = "TLS12"
-    max_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] = "TLS13"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-class HTTPServerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class Limits:
+    """How much a client may take from the server; see the module docstring."""
 
-    http2: bool = True
-    """Accepted for compatibility; this server speaks HTTP/1.1."""
-    headers: dict[str, str] = {}
-
-
-class WebConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    tls_server_config: TLSServerConfig | None = None
-    http_server_config: HTTPServerConfig = HTTPServerConfig()
-    basic_auth_users: dict[str, str] = {}
-
-    @field_validator("basic_auth_users")
-    @classmethod
-    def _bcrypt_hashes(cls, users: dict[str, str]) -> dict[str, str]:
-        for user, hashed in users.items():
-            if not (hashed.startswith(("$2a$", "$2b$", "$2y$")) and len(hashed) == 60):
-                raise ValueError(f"the password of {user!r} is not a bcrypt hash ($2y$...); plain text is refused")
-        return users
+    max_connections: int = 64
+    request_timeout: float = 5.0
+    """Seconds from the connection (or, on a kept-alive one, the request's first byte) to its last header."""
+    idle_timeout: float = 30.0
+    """Seconds a kept-alive connection may wait for its next request."""
+    write_timeout: float = 10.0
+    auth_failures: int = 5
+    auth_window: float = 10.0
+    auth_clients: int = 1024
+    """Addresses whose failures are remembered; the least recently seen is forgotten first."""
 
 
-def load_web_config(path: Path) -> tuple[WebConfig, ssl.SSLContext | None]:
-    """Read and check a web-config file, and build its TLS context; one-line errors name the file."""
-    import yaml
+class _Conn:
+    """One open connection: the deadline of its current read, and whether it may be dropped to make room."""
 
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read web config: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise InputError(str(path), f"not valid YAML: {' '.join(str(exc).split())}") from None
-    try:
-        config = WebConfig.model_validate(data or {})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "-"
-        raise InputError(str(path), f"{key}: {err['msg'].removeprefix('Value error, ')}") from None
-    return config, _tls_context(config, path)
+    def __init__(self, sock: socket.socket, limits: Limits) -> None:
+        self.sock, self.limits = sock, limits
+        self.since = time.monotonic()
+        self.deadline = self.since + limits.request_timeout
+        self.idle = False  # a kept-alive connection between requests
+        self.busy = False  # its request head is in; it is being answered
+
+    def wait_for_next(self) -> None:
+        self.busy, self.idle, self.since = False, True, time.monotonic()
+        self.deadline = self.since + self.limits.idle_timeout
 
 
-def _tls_context(config: WebConfig, path: Path) -> ssl.SSLContext | None:
-    tls = config.tls_server_config
-    if tls is None:
-        return None
-    base = path.parent
+class _DeadlineReader(io.RawIOBase):
+    """Socket reads bounded by the connection's deadline, however slowly the client trickles bytes."""
 
-    def resolve(p: str) -> str:
-        return str((base / p) if not Path(p).is_absolute() else Path(p))
+    def __init__(self, conn: _Conn) -> None:
+        super().__init__()
+        self.conn = conn
 
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = _TLS_VERSIONS[tls.min_version]
-    ctx.maximum_version = _TLS_VERSIONS[tls.max_version]
-    try:
-        ctx.load_cert_chain(resolve(tls.cert_file), resolve(tls.key_file))
-    except (OSError, ssl.SSLError) as exc:
-        raise InputError(str(path), f"tls_server_config: cannot load cert_file/key_file: {exc}") from None
-    if tls.client_auth_type != "NoClientCert":
-        if tls.client_ca_file is None and "Verify" in tls.client_auth_type:
-            raise InputError(str(path), f"tls_server_config: {tls.client_auth_type} needs client_ca_file")
-        if tls.client_ca_file is not None:
-            try:
-                ctx.load_verify_locations(resolve(tls.client_ca_file))
-            except (OSError, ssl.SSLError) as exc:
-                raise InputError(str(path), f"tls_server_config: cannot load client_ca_file: {exc}") from None
-        required = tls.client_auth_type in ("RequireAnyClientCert", "RequireAndVerifyClientCert")
-        ctx.verify_mode = ssl.CERT_REQUIRED if required else ssl.CERT_OPTIONAL
-    return ctx
-
-
-class _Auth:
-    """Basic-auth check against bcrypt hashes, caching successes."""
-
-    def __init__(self, users: dict[str, str]) -> None:
-        self.users = {u: h.encode() for u, h in users.items()}
-        self._ok: set[bytes] = set()
-        self._lock = threading.Lock()
-
-    def check(self, header: str | None) -> bool:
-        if not self.users:
-            return True
-        if not header or not header.startswith("Basic "):
-            return False
-        try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
-        except (ValueError, UnicodeDecodeError):
-            return False
-        hashed = self.users.get(user)
-        if hashed is None:
-            return False
-        key = hashlib.sha256(hashed + b"\0" + password.encode()).digest()
-        with self._lock:
-            if any(hmac.compare_digest(key, k) for k in self._ok):
-                return True
-        if not bcrypt.checkpw(password.encode(), hashed):
-            return False
-        with self._lock:
-            if len(self._ok) > 64:
-                self._ok.clear()
-            self._ok.add(key)
+    def readable(self) -> bool:
         return True
+
+    def readinto(self, buffer: Any) -> int:
+        conn = self.conn
+        left = conn.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        conn.sock.settimeout(left)
+        n = conn.sock.recv_into(buffer)
+        if n and conn.idle:  # the next request has begun: its head has request_timeout from now
+            conn.idle, conn.deadline = False, time.monotonic() + conn.limits.request_timeout
+        return n
+
+
+def _hang_up(sock: socket.socket) -> bool:
+    """End a connection from another thread (its blocked read returns at once); False if it was already gone."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: an SSLSocket's drops its TLS state
+    except OSError:
+        return False
+    return True
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
-    tls: ssl.SSLContext | None = None
     errors = 0
+    dropped = 0
+
+    def __init__(
+        self, address: tuple[str, int], render: Callable[[], bytes], web: WebConfig, tls: ssl.SSLContext | None,
+        limits: Limits,
+    ) -> None:  # fmt: skip
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.render, self.tls, self.limits = render, tls, limits
+        self.auth = BasicAuth(web.basic_auth_users, limits.auth_failures, limits.auth_window, limits.auth_clients)
+        self.extra_headers = dict(web.http_server_config.headers)
+        self.conns: dict[socket.socket, _Conn] = {}
+        self.lock = threading.Lock()
+        super().__init__(address, _Handler)
 
     def get_request(self) -> tuple[Any, Any]:
         sock, addr = self.socket.accept()
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else a kept-alive scrape waits ~40 ms
+        except OSError:
+            sock.close()
+            raise
         if self.tls is not None:
             # The handshake runs in the request's own thread, so a slow client cannot stall accept().
             sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         return sock, addr
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """At the cap, drop the connection waiting longest for a request; if every one is being answered, refuse."""
+        with self.lock:
+            if len(self.conns) >= self.limits.max_connections:
+                waiting = [c for c in self.conns.values() if not c.busy]
+                if waiting:
+                    victim = min(waiting, key=lambda c: c.since)
+                    del self.conns[victim.sock]
+                    self.dropped += _hang_up(victim.sock)
+            full = len(self.conns) >= self.limits.max_connections
+            if not full:
+                self.conns[request] = _Conn(request, self.limits)
+        if full:
+            self.dropped += 1
+            self.shutdown_request(request)
+        else:
+            super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.lock:  # taken out before it closes, so _hang_up never reaches a closed (reused) descriptor
+            self.conns.pop(request, None)
+        super().shutdown_request(request)
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         self.errors += 1  # a client that went away or failed the handshake: not the exporter's problem
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        with self.server.lock:
+            self.conn = self.server.conns.get(self.request) or _Conn(self.request, self.server.limits)
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(max(0.001, self.conn.deadline - time.monotonic()))
+            self.request.do_handshake()
+        super().setup()
+        self.rfile.close()
+        self.rfile = io.BufferedReader(_DeadlineReader(self.conn))
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()  # reads the headers, within the connection's deadline
+        self.conn.busy = True
+        self.request.settimeout(self.server.limits.write_timeout)
+        return ok
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        self.conn.wait_for_next()
+
+    def version_string(self) -> str:
+        return f"acceptmon/{__version__}"
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def _answer(self, head: bool) -> None:
+        path = self.path.split("?", 1)[0]
+        status, wait = self.server.auth.check(self.headers.get("Authorization"), self.client_address[0])
+        if status == 429:
+            self._send(429, b"Too Many Requests\n", "text/plain", head, {"Retry-After": str(wait)})
+        elif status == 401:
+            self._send(401, b"Unauthorized\n", "text/plain", head, {"WWW-Authenticate": 'Basic realm="acceptmon"'})
+        elif path == "/metrics":
+            self._send(200, self.server.render(), CONTENT_TYPE, head)
+        elif path == "/":
+            page = b'<html><body><h1>acceptmon</h1><p><a href="/metrics">Metrics</a></p></body></html>\n'
+            self._send(200, page, "text/html", head)
+        else:
+            self._send(404, b"Not Found\n", "text/plain", head)
+
+    def _send(self, code: int, body: bytes, ctype: str, head: bool, extra: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in {**self.server.extra_headers, **(extra or {})}.items():
+            self.send_header(k, v)
+        self.end_headers()
+        if not head:  # HEAD: the same headers as GET, no body
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """No access log: a scrape every few seconds would flood the exporter's stderr."""
 
 
 class MetricsServer:
@@ -198,51 +229,15 @@ class MetricsServer:
         *,
         web: WebConfig | None = None,
         tls: ssl.SSLContext | None = None,
+        limits: Limits = Limits(),
     ) -> None:
-        web = web or WebConfig()
-        auth = _Auth(web.basic_auth_users)
-        headers = dict(web.http_server_config.headers)
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            server_version = "acceptmon"
-
-            def setup(self) -> None:
-                self.request.settimeout(30)
-                if isinstance(self.request, ssl.SSLSocket):
-                    self.request.do_handshake()
-                super().setup()
-
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if not auth.check(self.headers.get("Authorization")):
-                    self._send(401, b"Unauthorized\n", "text/plain", {"WWW-Authenticate": 'Basic realm="acceptmon"'})
-                elif path == "/metrics":
-                    self._send(200, render(), CONTENT_TYPE)
-                elif path == "/":
-                    page = b'<html><body><h1>acceptmon</h1><p><a href="/metrics">Metrics</a></p></body></html>\n'
-                    self._send(200, page, "text/html")
-                else:
-                    self._send(404, b"Not Found\n", "text/plain")
-
-            def _send(self, code: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in {**headers, **(extra or {})}.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """No access log: a scrape every few seconds would flood the exporter's stderr."""
-
-        server_cls = type("_Server", (_Server,), {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET})
+        if not 0 <= port <= 65535:
+            raise InputError(f"{host}:{port}", "cannot listen: the port must be 0-65535")
         try:
-            self.httpd = server_cls((host, port), Handler)
-        except OSError as exc:
-            raise InputError(f"{host}:{port}", f"cannot listen: {exc.strerror or exc}") from None
-        self.httpd.tls = tls
+            self.httpd = _Server((host, port), render, web or WebConfig(), tls, limits)
+        except (OSError, OverflowError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise InputError(f"{host}:{port}", f"cannot listen: {reason}") from None
         self.scheme = "https" if tls else "http"
         self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
 
@@ -257,9 +252,17 @@ class MetricsServer:
         shown = f"[{host}]" if ":" in host else host
         return f"{self.scheme}://{shown}:{port}/metrics"
 
+    def open_sockets(self) -> list[socket.socket]:
+        """The server's end of each open connection (for checks of what the server holds)."""
+        with self.httpd.lock:
+            return list(self.httpd.conns)
+
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
         self.httpd.shutdown()
+        with self.httpd.lock:  # their threads are blocked in reads; end them now rather than at their deadlines
+            for sock in self.httpd.conns:
+                _hang_up(sock)
         self.httpd.server_close()
