@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acceptmon.grammar import GrammarSet  # noqa: E402
-from acceptmon.loader import load_grammars  # noqa: E402
-from acceptmon.parse import Parser  # noqa: E402
-from acceptmon.source import BLOCK_SIZE  # noqa: E402
+from acceptmon.grammar import GrammarSet
+from acceptmon.loader import load_grammars
+from acceptmon.parse import Parser
+from acceptmon.source import BLOCK_SIZE
 
 WORDS = "the draft model ' proposes \" tokens { and } the target ( verifies ) them [ in ] one pass".split()
 
