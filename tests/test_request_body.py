@@ -151,3 +151,11 @@ def test_unterminated_quote_stops_after_one_failed_step(steps):
     assert find_meta_info(body) is None
     assert steps.spans[-1][1] == -1
     assert len(steps.spans) == 4  # 'obj=X', '(', 'text=', then the quote that never closes
+
+
+def test_headers_before_out_and_an_embedded_out_kwarg_are_skipped():
+    body = (
+        "obj=GenerateReqInput(rid='h', sampling_params={'out': {'meta_info': {'spec_verify_ct': 99}}}), "
+        "headers={'x-smg-routing-key': 'k'}, out={'meta_info': {'id': 'h', 'spec_verify_ct': 4}}"
+    )
+    assert _read(body) == ({"rid": "h", "verify_ct": 4}, {})
