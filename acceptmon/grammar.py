@@ -30,7 +30,7 @@ from acceptmon.kinds import KINDS
 from acceptmon.records import BaseRecord
 from acceptmon.values import VALUE_KINDS, Convert
 
-BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict"]
+BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict", "meta_info"]
 ANY_SERVER = "any"
 """An envelope with this ``server`` goes in front of every server's records."""
 ENVELOPE_FIELDS = frozenset(
@@ -99,7 +99,8 @@ class GrammarFile(BaseModel):
     pattern: str
     """Regex (``regex`` syntax) for the envelope, or for the message after the envelope."""
     body: BodyStyle = "none"
-    """How the named group ``body`` is read: ``key: value`` pairs, ``key=value`` kwargs or a dict repr."""
+    """How the named group ``body`` is read: ``key: value`` pairs, ``key=value`` kwargs, a dict repr, or a
+    finished-request line's ``out`` ``meta_info`` (:mod:`acceptmon.request_body`)."""
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     """Named groups of ``pattern`` and their types."""
     keys: dict[str, FieldSpec] = Field(default_factory=dict)

@@ -22,6 +22,7 @@ from acceptmon.records import (
     DecodeStats,
     LaunchConfig,
     PrefillStats,
+    RequestStats,
     ServerLaunch,
 )
 
@@ -176,3 +177,29 @@ DECODE = register(
 )
 PREFILL = register(RecordKind("prefill", PrefillStats))
 LAUNCH = register(RecordKind("launch", ServerLaunch, starts_run=True))
+
+
+def _request_from_launch(values: dict[str, Any], launch: LaunchConfig | None) -> None:
+    """The run's speculative algorithm and draft tokens per verify step, beside each request."""
+    if launch is not None:
+        values["spec_algorithm"] = launch.spec_algorithm
+        values["spec_num_draft_tokens"] = launch.draft_tokens
+
+
+REQUEST = register(
+    RecordKind(
+        "request",
+        RequestStats,
+        derive=_request_from_launch,
+        series=SeriesMetrics(
+            counter=Gauge("acceptmon_requests", "", "Finished-request lines with speculative fields read."),
+            histogram=Histogram(
+                "acceptmon_request_accept_length",
+                "accept_len",
+                "Accept length per finished request (completion tokens / verify steps, bonus included).",
+                ACCEPT_BUCKETS,
+            ),
+        ),
+    )
+)
+"""Finished requests (``--log-requests``): not a ``parse`` table kind, so decode rows and columns stay as they are."""

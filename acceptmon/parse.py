@@ -27,6 +27,7 @@ from acceptmon.body import docker_json, literal, read_pairs, split_top_level
 from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.records import LaunchConfig, LineKind, Record, build
+from acceptmon.request_body import read_meta_info
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 UNRECOGNIZED_KEPT = 20
@@ -222,7 +223,9 @@ class Parser:
         if kind.starts_run:
             return self._launch(g, body or "", values)
         extra: dict[str, str] = {}
-        if body:
+        if g.spec.body == "meta_info":
+            read_meta_info(body or "", g.keys, values, extra)
+        elif body:
             read_pairs(body, g.key_table, g.keys, values, extra)
         values["extra"] = extra
         values["run"] = self.run

@@ -170,3 +170,41 @@ def _defaults(model: type[BaseModel]) -> dict[str, Any]:
     cached = {name: f.get_default(call_default_factory=True) for name, f in model.model_fields.items()}
     _DEFAULTS[model] = cached
     return cached
+
+
+class RequestStats(BaseRecord):
+    """One finished request's speculative acceptance (``Finish: ...`` or ``request.finished``, ``--log-requests``).
+
+    Per request, not per decode batch: never a decode row, never in a decode mean.
+    """
+
+    kind: Literal["request"] = "request"
+    rid: str | None = None
+    """The request id (``meta_info['id']``)."""
+    finish_reason: str | None = None
+    """``meta_info['finish_reason']['type']``: stop, length, abort."""
+    accept_len: float | None = None
+    """``spec_accept_length`` = completion tokens / verify steps (bonus token included)."""
+    accept_rate: float | None = None
+    """``spec_accept_rate`` = correct drafts / proposed drafts (no bonus token)."""
+    verify_ct: int | None = None
+    """``spec_verify_ct``: verify steps the request took."""
+    correct_drafts: int | None = None
+    """``spec_num_correct_drafts`` (0.5.23; ``spec_accept_token_num`` before)."""
+    proposed_drafts: int | None = None
+    """``spec_num_proposed_drafts`` (0.5.23; ``spec_draft_token_num`` before)."""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    e2e_latency: float | None = None
+    """Seconds from arrival to finish, as logged."""
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
+    spec_algorithm: str | None = None
+    spec_num_draft_tokens: int | None = None
+    cap_len: float | None = None
+    """``spec_cap_length`` (0.5.20+)."""
+    block_accept_len: float | None = None
+    """``spec_block_accept_length`` (0.5.20+, ragged verify)."""
+    extra: dict[str, str] = Field(default_factory=dict)
+    """Other short ``meta_info`` scalars, as logged."""

@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
     "kinds": 1,
     "grammar": 2, "stats": 2,
-    "body": 3, "window": 3, "compare": 3,
+    "body": 3, "request_body": 3, "window": 3, "compare": 3,
     "parse": 4,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
     "source": 2, "replay": 2, "tail": 3,
@@ -36,7 +36,8 @@ LAYERS: dict[str, int] = {
     "cli.args": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
-CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "window", "parse", "compare")
+CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "request_body", "window", "parse",
+        "compare")
 BYTES = ("source", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip
