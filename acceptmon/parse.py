@@ -84,6 +84,8 @@ class Parser:
         self.run = state.run
         self.launch = state.launch
         self.tally = Tally()
+        self._data_kinds = {k.name for k in KINDS.values() if k.series is not None}
+        """Kinds whose own lines say 'accept' (not grep bait)."""
         self._all_anchors = [(a, a.encode(), [g for g in grammars.records if g.anchor == a]) for a in grammars.anchors]
         self._anchors = self._all_anchors
         self._launch_anchors = [
@@ -115,7 +117,7 @@ class Parser:
             text = raw.decode("utf-8", "replace")
             kind, record = self.classify(text)
             self.tally.kinds[kind] += 1
-            if kind == "decode":
+            if kind in self._data_kinds:
                 accept_seen += raw.count(b"accept")
                 decoded.add(start)
             if record is not None:

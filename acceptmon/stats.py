@@ -19,7 +19,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.kinds import KINDS
-from acceptmon.records import DecodeStats, LaunchConfig, Record
+from acceptmon.records import DecodeStats, LaunchConfig, Record, RequestStats
 
 BASELINE_SECONDS = 600.0
 """The start of a run whose mean accept length later batches are compared with (log time)."""
@@ -140,6 +140,12 @@ class RunSummary(BaseModel):
     gen_throughput_mean: float | None
     launch_seen: bool = True
     """False for decode lines before any launch line: the config is unknown, not absent."""
+    requests: int = 0
+    """Finished requests logged with speculative fields (``--log-requests``)."""
+    request_accept_len_p10: float | None = None
+    """Per-request accept length distribution: a batch mean hides the requests speculation did nothing for."""
+    request_accept_len_p50: float | None = None
+    request_accept_len_p90: float | None = None
 
 
 @dataclass
@@ -157,6 +163,9 @@ class RunStats:
     accept_rate: Series = field(default_factory=Series)
     draft_accept_rate: Series = field(default_factory=Series)
     gen_throughput: Series = field(default_factory=Series)
+    requests: int = 0
+    request_accept_len: Series = field(default_factory=lambda: Series(keep_values=True))
+    """Per finished request (``--log-requests``): its accept length, to two decimals."""
 
     def add(self, r: DecodeStats) -> None:
         self.batches += 1
@@ -176,7 +185,8 @@ class RunStats:
         self.end = other.end or self.end
         self.batches += other.batches
         self.ranks |= other.ranks
-        for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput"):
+        self.requests += other.requests
+        for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput", "request_accept_len"):
             getattr(self, name).merge(getattr(other, name))
 
     def summary(self) -> RunSummary:
@@ -203,6 +213,10 @@ class RunStats:
             draft_accept_rate_mean=self.draft_accept_rate.rounded,
             gen_throughput_mean=self.gen_throughput.rounded,
             launch_seen=self.launch is not None,
+            requests=self.requests,
+            request_accept_len_p10=self.request_accept_len.quantile(0.1),
+            request_accept_len_p50=self.request_accept_len.quantile(0.5),
+            request_accept_len_p90=self.request_accept_len.quantile(0.9),
         )
 
 
@@ -224,6 +238,9 @@ class Stats:
                 run.start = r.timestamp or run.start
             elif isinstance(r, DecodeStats):
                 run.add(r)
+            elif isinstance(r, RequestStats):
+                run.requests += 1
+                run.request_accept_len.add(None if r.accept_len is None else round(r.accept_len, 2))
 
     def merge(self, other: Stats) -> None:
         """Fold in the aggregate of a later part of the same files."""

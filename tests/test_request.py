@@ -196,3 +196,13 @@ if __name__ == "__main__":
         (GOLDEN / f"{stem}.jsonl").write_bytes(golden_text(SAMPLES / f"{stem}.log"))
         (REQUEST_GOLDEN / f"{stem}.jsonl").write_bytes(request_rows(SAMPLES / f"{stem}.log"))
         print("wrote", stem)
+
+
+@pytest.mark.parametrize("name", ["request_0.5.23", "request_0.5.10", "request_json_0.5.23"])
+def test_parse_kind_request_writes_the_request_rows(name, monkeypatch):
+    from tests.test_cli import acceptmon
+
+    p = acceptmon("parse", f"sample_logs/{name}.log", "--kind", "request", "--format", "jsonl")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (ROOT / "tests" / "golden" / "requests" / f"{name}.jsonl").read_bytes()
+    assert " request records" in p.stderr.decode()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from acceptmon.cli.args import Subcommands, grammar_option, size
 from acceptmon.errors import InputError
+from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
@@ -42,6 +43,9 @@ def add_parsers(sub: Subcommands) -> None:
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
     parse.add_argument("-o", "--output", help="output file: .csv or .jsonl, either with .gz (default: CSV on stdout)")
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
+    rows = sorted(k for k, v in KINDS.items() if not v.starts_run)
+    parse.add_argument("--kind", choices=rows, metavar="KIND",
+                       help=f"rows of this record kind instead of decode batches: {', '.join(rows)}")  # fmt: skip
     grammar_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     parse.set_defaults(func=cmd_parse)
@@ -72,16 +76,16 @@ def cmd_parse(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         with atomic_output(args.output) as out:
-            job = TableJob(fmt, out)
+            job = TableJob(fmt, out, (KINDS[args.kind],) if args.kind else None)
             result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
             job.finish()
     except KeyboardInterrupt:
         where = f"; nothing written to {args.output}" if args.output else ""
         print(f"\nacceptmon: interrupted{where}", file=sys.stderr)
         return 130
-    _summary(result.tally, job.records, time.monotonic() - started, args.output)
+    _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind or "decode")
     if not job.records:
-        _no_rows_hint(args.files)
+        _no_rows_hint(args.files, args.kind or "decode")
     return 0
 
 
@@ -143,12 +147,12 @@ def _progress_printer() -> Callable[[Progress], None] | None:
     return show
 
 
-def _summary(tally: Tally, records: int, seconds: float, output: str | None) -> None:
+def _summary(tally: Tally, records: int, seconds: float, output: str | None, kind: str = "decode") -> None:
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     k = tally.kinds
     print(
-        f"acceptmon: {tally.lines:,} lines read, {records:,} decode records"
+        f"acceptmon: {tally.lines:,} lines read, {records:,} {kind} records"
         f"{' -> ' + output if output else ''}; {k['prefill']:,} prefill, {k['launch']:,} launch lines; "
         f"{tally.accept_noise:,} noise lines contain 'accept'; {k['unrecognized']:,} unrecognized; "
         f"{k['oversized']:,} oversized ({seconds:.2f}s)",
@@ -158,6 +162,6 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None) -> 
         print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
 
 
-def _no_rows_hint(files: list[str]) -> None:
+def _no_rows_hint(files: list[str], kind: str = "decode") -> None:
     for f in files:
-        print(f"acceptmon: no decode lines found in {f}: is this an SGLang server log?", file=sys.stderr)
+        print(f"acceptmon: no {kind} lines found in {f}: is this an SGLang server log?", file=sys.stderr)

@@ -17,7 +17,7 @@ from acceptmon.stats import RunSummary, Stats
 class StatsJob:
     """Aggregate records per run (in workers too) and merge them in order."""
 
-    records_wanted = frozenset({"decode"})
+    records_wanted = frozenset({"decode", "request"})
 
     def __init__(self) -> None:
         self.stats = Stats()
@@ -35,8 +35,8 @@ class StatsJob:
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
     """Aligned text table of run summaries, one row per launch."""
-    head = ("file", "run", "start", "model", "spec", "steps", "topk", "draft", "batches",
-            "accept_len", "p10", "p50", "p90", "rate", "draft_rate", "tok/s", "duration")  # fmt: skip
+    head = ("file", "run", "start", "model", "spec", "steps", "topk", "draft", "batches", "accept_len", "p10", "p50",
+            "p90", "rate", "draft_rate", "tok/s", "duration", "req_len p10/p50/p90")  # fmt: skip
     rows = [head]
     for s in summaries:
         rows.append(
@@ -46,7 +46,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
                 number(s.spec_eagle_topk), number(s.spec_num_draft_tokens), str(s.batches),
                 number(s.accept_len_mean), number(s.accept_len_p10), number(s.accept_len_p50),
                 number(s.accept_len_p90), number(s.accept_rate_mean), number(s.draft_accept_rate_mean),
-                number(s.gen_throughput_mean, 1), duration(s.duration_s),
+                number(s.gen_throughput_mean, 1), duration(s.duration_s), _request_lengths(s),
             )
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -56,3 +56,10 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
 def _spec(s: RunSummary) -> str:
     """The algorithm; ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
     return s.spec_algorithm or ("none" if s.launch_seen else "unknown")
+
+
+def _request_lengths(s: RunSummary) -> str:
+    """p10/p50/p90 of the per-request accept lengths, ``-`` without request lines."""
+    if not s.requests:
+        return "-"
+    return "/".join(number(x) for x in (s.request_accept_len_p10, s.request_accept_len_p50, s.request_accept_len_p90))

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
 from acceptmon.errors import InputError
-from acceptmon.kinds import KINDS, table_kinds
+from acceptmon.kinds import KINDS, RecordKind, table_kinds
 from acceptmon.records import Record
 
 TableFormat: TypeAlias = Literal["csv", "jsonl"]
@@ -30,9 +30,9 @@ class Writer(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
-def columns() -> tuple[str, ...]:
-    """Every table kind's columns, in registration and declaration order, each once."""
-    return tuple(dict.fromkeys(c for k in table_kinds() for c in k.columns))
+def columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
+    """The columns of ``kinds`` (default: every table kind), in registration and declaration order, each once."""
+    return tuple(dict.fromkeys(c for k in (kinds or table_kinds()) for c in k.columns))
 
 
 SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -60,9 +60,9 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     return fmt
 
 
-def header(fmt: TableFormat) -> bytes:
+def header(fmt: TableFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
     if fmt == "csv":
-        return (",".join(columns()) + "\r\n").encode()
+        return (",".join(columns(kinds)) + "\r\n").encode()
     return b""
 
 
@@ -97,10 +97,11 @@ def row(record: Record, cols: tuple[str, ...] | None = None) -> list[Any]:
     return values
 
 
-def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
-    """Format the table kinds' records among ``records``; other kinds are left out."""
-    cols = columns()
-    rows = [r for r in records if KINDS[r.kind].table]
+def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
+    """Format the records of ``kinds`` (default: the table kinds) among ``records``; others are left out."""
+    cols = columns(kinds)
+    wanted = {k.name for k in (kinds or table_kinds())}
+    rows = [r for r in records if r.kind in wanted]
     if fmt == "csv":
         buf = io.StringIO()
         csv.writer(buf).writerows(row(r, cols) for r in rows)
@@ -120,13 +121,15 @@ class TableJob:
     before reading anything writes nothing at all.
     """
 
-    def __init__(self, fmt: TableFormat, out: Writer) -> None:
+    def __init__(self, fmt: TableFormat, out: Writer, kinds: Sequence[RecordKind] | None = None) -> None:
+        """``kinds``: the record kinds written (default: the table kinds, one row per decode batch)."""
         self.fmt, self.out, self.records = fmt, out, 0
-        self.records_wanted = frozenset(k.name for k in table_kinds())
+        self.kinds = tuple(kinds or table_kinds())
+        self.records_wanted = frozenset(k.name for k in self.kinds)
         self._header = False
 
     def chunk(self, records: list[Record]) -> tuple[int, bytes]:
-        data = format_records(records, self.fmt)
+        data = format_records(records, self.fmt, self.kinds)
         return sum(1 for r in records if r.kind in self.records_wanted), data
 
     def collect(self, part: tuple[int, bytes]) -> None:
@@ -139,4 +142,4 @@ class TableJob:
         """Write the header if no row has (an empty table still has its header)."""
         if not self._header:
             self._header = True
-            self.out.write(header(self.fmt))
+            self.out.write(header(self.fmt, self.kinds))
