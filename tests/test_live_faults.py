@@ -89,6 +89,7 @@ def _entry(log, **over) -> dict:
 
 
 DAMAGE = {
+    "empty": lambda log: b"",
     "random bytes": lambda log: bytes(range(256)) * 4,
     "invalid UTF-8": lambda log: b'{"version": 1, "files": {"\xff\xfe": {}}}',
     "truncated JSON": lambda log: b'{"version": 1, "files": {',
@@ -108,6 +109,7 @@ def test_damaged_state_file_is_one_warning_and_read_as_new(tmp_path, grammars, d
     log.write_text(launch_line() + "\n")
     append(log, 0, 10)
     state.write_bytes(DAMAGE[damage](log))
+    (tmp_path / "state.json.lock").write_text("")  # acceptmon used this state file before
     for restart in range(2):  # the damage is not saved back: the second start is a clean resume
         notes, got = [], Decodes()
         source = LiveSource([str(log)], grammars, got, state_file=state, from_start=True, note=notes.append)
@@ -127,6 +129,20 @@ def test_damaged_state_file_is_one_warning_and_read_as_new(tmp_path, grammars, d
             )
     saved = statefile.load(state, notes.append)
     assert saved.files[str(log)].offset == log.stat().st_size
+    foreign = damage in ("random bytes", "invalid UTF-8", "truncated JSON", "not an object")
+    assert (tmp_path / "state.json.bad").exists() == foreign  # kept aside, not destroyed
+    assert not foreign or (tmp_path / "state.json.bad").read_bytes() == DAMAGE[damage](log)
+
+
+def test_a_file_that_is_no_state_file_is_refused_and_left_alone(tmp_path, grammars):
+    log, notes = tmp_path / "server.log", tmp_path / "notes.toml"
+    notes.write_text('title = "not a state file"\n')
+    for _ in range(2):  # no lock file left behind that would make the second attempt take it
+        with pytest.raises(InputError) as err:
+            LiveSource([str(log)], grammars, Decodes(), state_file=notes)
+        assert str(err.value).startswith(f"{notes}: not an acceptmon state file (")
+    assert notes.read_text() == 'title = "not a state file"\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.toml"]
 
 
 def test_offset_inside_a_skipped_over_long_line_still_resumes(tmp_path, grammars):

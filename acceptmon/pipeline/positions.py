@@ -91,10 +91,13 @@ def at_line_start(path: str, offset: int) -> bool:
         return False
 
 
-def load(path: Path, note: Callable[[str], None] = lambda _msg: None) -> FollowState:
-    """Read a state file; missing, unreadable or invalid ones read as empty, with one warning through ``note``.
+def load(path: Path, note: Callable[[str], None] = lambda _msg: None, *, used: bool = False) -> FollowState:
+    """Read a state file; a missing, unreadable, empty or invalid one reads as empty, with one warning.
 
-    An invalid entry drops that file's position only (its file is read as new).
+    An invalid entry drops that file's position only (its file is read as new). Content
+    that is no acceptmon state at all (not a JSON object with ``version`` and ``files``)
+    is moved aside to ``<path>.bad`` if acceptmon used this path before (``used``: its
+    lock file was there), else refused: a mistyped ``--state-file`` overwrites nobody's file.
     """
     try:
         raw = path.read_bytes()
@@ -103,17 +106,43 @@ def load(path: Path, note: Callable[[str], None] = lambda _msg: None) -> FollowS
     except OSError as exc:
         note(f"{path}: cannot read state file ({exc.strerror}); every file is read as new")
         return FollowState()
+    doc, reason = _document(raw)
+    if doc is None and raw.strip() and not used:
+        raise InputError(str(path), f"not an acceptmon state file ({reason}); delete it or name another file")
+    if doc is None:
+        kept = ""
+        if raw.strip():
+            aside = path.with_name(path.name + ".bad")
+            try:
+                os.replace(path, aside)
+                kept = f"; kept as {aside.name}"
+            except OSError as exc:
+                kept = f"; cannot keep it as {aside.name} ({exc.strerror})"
+        note(f"{path}: not an acceptmon state file ({reason}){kept}; every file is read as new")
+        return FollowState()
+    if doc["version"] != VERSION:
+        note(f"{path}: state file version {doc['version']!r}, not {VERSION}; every file is read as new")
+        return FollowState()
+    return FollowState(files=_entries(path, doc["files"], note))
+
+
+def _document(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The state document, or None and why not."""
+    if not raw.strip():
+        return None, "empty"
     try:
         doc = json.loads(raw.decode("utf-8"))
     except ValueError as exc:  # invalid UTF-8 or JSON
-        note(f"{path}: not an acceptmon state file ({str(exc).splitlines()[0]}); every file is read as new")
-        return FollowState()
-    if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("files"), dict):
-        found = doc.get("version") if isinstance(doc, dict) else None
-        note(f"{path}: not an acceptmon state file of version {VERSION} (version {found!r}); every file is read as new")
-        return FollowState()
+        return None, str(exc).splitlines()[0]
+    if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("files"), dict):
+        return None, "no version and files"
+    return doc, ""
+
+
+def _entries(path: Path, entries: dict[str, Any], note: Callable[[str], None]) -> dict[str, FilePosition]:
+    """The valid positions; one warning names the invalid ones."""
     files, bad = {}, []
-    for name, entry in doc["files"].items():
+    for name, entry in entries.items():
         try:
             files[name] = FilePosition.model_validate(entry, strict=True)
         except ValidationError as exc:
@@ -122,7 +151,7 @@ def load(path: Path, note: Callable[[str], None] = lambda _msg: None) -> FollowS
     if bad:
         more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
         note(f"{path}: invalid position for {bad[0]}{more}; read as new")
-    return FollowState(files=files)
+    return files
 
 
 def save(path: Path, state: FollowState) -> None:
@@ -140,16 +169,21 @@ def save(path: Path, state: FollowState) -> None:
         raise InputError(str(path), f"cannot write state file: {exc.strerror}") from None
 
 
-def lock(path: Path) -> int:
-    """Hold ``<path>.lock`` exclusively (until the returned descriptor is closed); refuse if another process has it.
+def lock(path: Path) -> tuple[int, bool]:
+    """Hold ``<path>.lock`` exclusively (until the descriptor returned is closed); refuse if another process has it.
 
-    Two followers sharing one state file would overwrite each other's positions.
+    Two followers sharing one state file would overwrite each other's positions. Also
+    returns whether the lock file was there already (acceptmon used this path before).
     """
     lock_path = path.with_name(path.name + ".lock")
+    existed = True
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            fd, existed = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), False
     except OSError as exc:
-        raise InputError(str(path), f"cannot create lock file {lock_path}: {exc.strerror}") from None
+        raise InputError(str(path), f"cannot write state file: {exc.strerror} ({lock_path.name})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -158,20 +192,23 @@ def lock(path: Path) -> int:
         raise InputError(str(path), f"in use by another acceptmon process (pid {holder})") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
+    return fd, existed
 
 
 def open_state(path: Path, note: Callable[[str], None]) -> tuple[int, FollowState]:
     """Lock the state file, read it and write it back at once: the lock's descriptor and the positions.
 
     Writing at once makes an unwritable state file an error now, not at exit, and drops
-    whatever was invalid in it.
+    whatever was invalid in it. A path refused leaves no lock file behind.
     """
-    fd = lock(path)
+    fd, used = lock(path)
     try:
-        state = load(path, note)
+        state = load(path, note, used=used)
         save(path, state)
     except BaseException:
+        if not used:
+            with contextlib.suppress(OSError):
+                os.unlink(path.with_name(path.name + ".lock"))
         os.close(fd)
         raise
     return fd, state
