@@ -157,6 +157,25 @@ def test_offset_inside_a_skipped_over_long_line_still_resumes(tmp_path, grammars
     assert got.n == 1 and f"{log}: resuming at byte 2,000 (state file)" in notes
 
 
+def test_a_position_just_after_a_leading_bom_is_a_line_start(tmp_path, grammars):
+    log, state = tmp_path / "server.log", tmp_path / "state.json"
+    log.write_bytes(b"\xef\xbb\xbf" + decode_line(0).encode()[:40])  # the first line is not complete yet
+    first = LiveSource([str(log)], grammars, Decodes(), state_file=state, from_start=True)
+    first.discover()
+    first.tick()
+    first.save_state()
+    first.close()
+    assert statefile.load(state).files[str(log)].offset == 3
+    with log.open("ab") as f:
+        f.write(decode_line(0).encode()[40:] + b"\n")
+    notes, got = [], Decodes()
+    second = LiveSource([str(log)], grammars, got, state_file=state, note=notes.append)
+    second.discover()
+    second.tick()
+    second.close()
+    assert got.n == 1 and notes == [f"{log}: resuming at byte 3 (state file)"]
+
+
 # -- 3. no secrets, mode 0600 ---------------------------------------------------------------------------
 
 

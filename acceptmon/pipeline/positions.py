@@ -8,9 +8,11 @@ argument such as an API key is ever written), so the resumed parser is in the
 same state as if it had never stopped.
 
 The file is JSON, mode 0600, written atomically (temporary file + rename). A state
-file that cannot be read or is not valid costs one warning and is read as empty;
-an invalid entry costs its file's position only. One process at a time uses a
-state file: :func:`lock` holds ``<state>.lock`` for the process lifetime.
+file that cannot be read, is damaged or of another version costs one warning and is
+read as empty (a damaged one is kept as ``<state>.bad``); an invalid entry costs its
+file's position only; a file acceptmon never used that holds something else is refused,
+never overwritten. One process at a time uses a state file: :func:`lock` holds
+``<state>.lock`` for the process lifetime.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from acceptmon.errors import InputError
 from acceptmon.parse import ParseState
 from acceptmon.records import LaunchConfig
+from acceptmon.source import BOM
 
 FINGERPRINT_BYTES = 1024
 VERSION: Final = 1
 """The state file format this code reads and writes; any other version is read as empty."""
-BOM = b"\xef\xbb\xbf"
 
 
 class FilePosition(BaseModel):
