@@ -6,7 +6,9 @@ a partial last line is held until its newline arrives. Between polls it notices:
 
 - truncation (copytruncate): the file is shorter than what was read -> read again from 0;
 - rotation (rename + create, or delete + recreate): the path names another inode -> the
-  old file is drained to its end first, then the new one is read from its start;
+  old file is drained to its end first, then the new one is read from its start; the old
+  handle stays open and is read too until it has not grown for
+  :data:`ROTATE_GRACE_SECONDS` (a writer reopens the path a moment after the rotation);
 - a missing file: it waits, and says so through :attr:`Follower.waiting`.
 
 :func:`watch_loop` wakes a tick through watchfiles (inotify) with a short debounce, or by
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
@@ -33,6 +36,20 @@ STEP_MS = 20
 """inotify mode: a group is handed over once no new change came for this long."""
 IDLE_TICK_MS = 1000
 """inotify mode: without events, a tick still runs this often (late files, new glob matches)."""
+ROTATE_GRACE_SECONDS = 2.0
+"""After a rotation, the old file is still read until it has not grown for this long.
+
+A logger keeps appending to the file it has open until it reopens the path (on a
+signal, or at its next write), which may be well after the new file appeared: lines
+written to the renamed or deleted file in that time are read, not lost. A tick reads
+the old file before the new one."""
+
+
+class _Draining:
+    """A rotated-away file still read until it stays quiet for :data:`ROTATE_GRACE_SECONDS`."""
+
+    def __init__(self, file: BinaryIO, lines: LineAssembler, now: float) -> None:
+        self.file, self.lines, self.grew = file, lines, now
 
 
 class Follower:
@@ -65,6 +82,10 @@ class Follower:
         """Why the path cannot be opened (permission denied, a directory...); None when fine or missing."""
         self._head = b""
         """The first bytes read from the file: if they change in place, it was truncated and rewritten."""
+        self._draining: list[_Draining] = []
+        """Files rotated away, still read while their writer may append to them."""
+        self.clock: Callable[[], float] = time.monotonic
+        """Time source of the rotation grace period."""
 
     @property
     def waiting(self) -> bool:
@@ -80,21 +101,38 @@ class Follower:
 
     def poll_once(self) -> int:
         """Read what is new; return the number of bytes consumed."""
+        n = self._drain_old()
         if self._file is None and not self._open():
-            return 0
+            return n
         self._check_truncation()
-        n = self._drain()
+        n += self._drain()
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return n  # deleted: keep the old handle until a new file appears
         if (st.st_dev, st.st_ino) != self._ino:
             n += self._drain()
-            self._close()
+            assert self._file is not None
+            self._draining.append(_Draining(self._file, self._lines, self.clock()))
+            self._lines = LineAssembler(self._lines.max_line)
+            self._file = self._ino = None
             self.rotations += 1
             self._start = 0
             if self._open():
                 n += self._drain()
+        return n
+
+    def _drain_old(self) -> int:
+        """Read what was appended to rotated-away files; close those quiet for the grace period."""
+        n, now = 0, self.clock()
+        for old in list(self._draining):
+            got = _read_lines(old.file, old.lines, self.sink)
+            if got:
+                old.grew = now
+                n += got
+            elif now - old.grew >= ROTATE_GRACE_SECONDS:
+                old.file.close()
+                self._draining.remove(old)
         return n
 
     def _check_truncation(self) -> None:
@@ -109,6 +147,9 @@ class Follower:
 
     def close(self) -> None:
         self._close()
+        for old in self._draining:
+            old.file.close()
+        self._draining.clear()
 
     def _open(self) -> bool:
         try:  # non-blocking: a FIFO that appears under the name must not block the follower in open()
@@ -159,6 +200,16 @@ class Follower:
             self.pos += len(data)
             for block in self._lines.feed(data):
                 self.sink(block)
+
+
+def _read_lines(f: BinaryIO, lines: LineAssembler, sink: Sink) -> int:
+    """Hand the complete lines appended to ``f`` to ``sink``; return the bytes read."""
+    total = 0
+    while data := f.read(READ_SIZE):
+        total += len(data)
+        for block in lines.feed(data):
+            sink(block)
+    return total
 
 
 def watch_loop(

@@ -229,6 +229,7 @@ def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
     first.tick()
     first.save_state()
     assert set(statefile.load(state).files) == {str(old), str(live)}
+    first.close()  # the first process is gone (it holds the state file's lock while it lives)
     old.unlink()
     second = LiveSource([str(live)], grammars, lambda *a: None, state_file=state)
     second.discover()

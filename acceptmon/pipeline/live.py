@@ -5,7 +5,8 @@ expands paths and globs (new matches are picked up), chooses where each file sta
 (its end after back-filling the current run, ``--from-start``, or a saved position),
 feeds every block a :class:`~acceptmon.tail.Follower` reads to that file's
 :class:`~acceptmon.parse.Parser`, and hands the records to a sink. Positions persist
-through :mod:`acceptmon.pipeline.positions`.
+through :mod:`acceptmon.pipeline.positions`, after every tick that moved one (at most
+every :data:`SAVE_SECONDS`) and on exit.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from acceptmon.tail import Follower, watch_loop
 
 FORGET_SECONDS = 30.0
 """A glob match missing this long is deleted for good: it is no longer followed."""
-SAVE_SECONDS = 5.0
-"""How often positions are written to the state file (and always on exit)."""
+SAVE_SECONDS = 0.2
+"""Positions are written after a tick that moved one, at most this often, and always on exit: a process
+killed without saving (kill -9, OOM) re-reads on restart only what it read since, this long plus a tick."""
 RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 BACKFILL_LIMIT = 64 << 20
@@ -48,6 +50,14 @@ class Watched:
         """The read error last reported for this file."""
         self.waiting: bool | None = None
         """Whether the file was missing at the last tick (None before the first)."""
+        self._fingerprint: tuple[tuple[int, int, int], str | None] = ((-1, -1, -1), None)
+
+    def fingerprint(self, dev: int, ino: int) -> str | None:
+        """The state file's fingerprint of the open file, hashed again only after a rotation or truncation."""
+        key = (dev, ino, self.follower.truncations)
+        if self._fingerprint[0] != key or self._fingerprint[1] is None:
+            self._fingerprint = key, statefile.fingerprint(self.path)
+        return self._fingerprint[1]
 
     def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
@@ -90,9 +100,13 @@ class LiveSource:
         self.history_end: dict[str, int] = {}
         """Per path started mid-file: where the current run starts (what came before is history)."""
         self._backfill: dict[str, tuple[int, int]] = {}
-        self._saved = statefile.load(state_file) if state_file else statefile.FollowState()
+        self._saved = statefile.FollowState()
+        self._saved_at: dict[str, tuple[int, int, int, bool] | None] = {}
+        """The positions last written, to tell whether anything moved since."""
+        self._lock: int | None = None
+        """The state file's lock, held until :meth:`close`: one process per state file."""
         if state_file is not None:
-            statefile.save(state_file, self._saved)  # an unwritable state file is an error now, not at exit
+            self._lock, self._saved = statefile.open_state(state_file, note)
         self._first_scan = True
         self._last_scan = 0.0
         self._last_save = time.monotonic()
@@ -147,7 +161,10 @@ class LiveSource:
         if preface is not None:
             parser.tally.kinds["launch"] += 1
             self.sink(path, [preface], parser.tally)
-        self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
+        w = self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
+        if self.on_waiting is not None:  # sinks learn of every file at once (its share of the series cap)
+            w.waiting = not os.path.exists(path)
+            self.on_waiting(path, w.waiting)
         size = os.path.getsize(path) if os.path.isfile(path) else 0
         if start < size:
             self._backfill[path] = (start, size)
@@ -156,21 +173,9 @@ class LiveSource:
 
     def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, Record | None]:
         """Where to begin reading ``path``: (offset, skipping, parser state, launch record to pre-feed)."""
-        saved = self._saved.files.get(os.path.abspath(path))
-        if saved is not None:
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None
-            if st is not None:
-                same_inode = (st.st_dev, st.st_ino) == (saved.dev, saved.ino)
-                fp = saved.fingerprint
-                same = same_inode and (fp is None or fp == statefile.fingerprint(path))
-                if same and saved.offset <= st.st_size:
-                    self.note(f"{path}: resuming at byte {saved.offset:,} (state file)")
-                    return saved.offset, saved.skipping, saved.parse_state, None
-                self.note(f"{path}: replaced since the state file was written; reading it from the start")
-                return 0, False, ParseState(), None
+        resumed = self._resume(path)
+        if resumed is not None:
+            return resumed
         if self.from_start or not existed_at_start:
             return 0, False, ParseState(), None
         try:
@@ -194,6 +199,27 @@ class LiveSource:
         state = ParseState(line=0, run=launch.run, launch=getattr(launch, "config", None))
         return cut, False, state, launch
 
+    def _resume(self, path: str) -> tuple[int, bool, ParseState, Record | None] | None:
+        """The saved position of ``path`` if the state file has a valid one for it."""
+        saved = self._saved.files.get(os.path.abspath(path))
+        try:
+            st = os.stat(path) if saved is not None else None
+        except OSError:
+            st = None
+        if saved is None or st is None:
+            return None
+        fp = saved.fingerprint
+        if (st.st_dev, st.st_ino) != (saved.dev, saved.ino) or fp not in (None, statefile.fingerprint(path)) or (
+                saved.offset > st.st_size):  # fmt: skip
+            self.note(f"{path}: replaced since the state file was written; reading it from the start")
+            return 0, False, ParseState(), None
+        if not saved.skipping and not statefile.at_line_start(path, saved.offset):
+            del self._saved.files[os.path.abspath(path)]  # never written back
+            self.note(f"{path}: saved position {saved.offset:,} is not at a line start (state file); read as new")
+            return None
+        self.note(f"{path}: resuming at byte {saved.offset:,} (state file)")
+        return saved.offset, saved.skipping, saved.parse_state, None
+
     # -- the loop ---------------------------------------------------------------------
 
     def tick(self) -> None:
@@ -211,8 +237,12 @@ class LiveSource:
                 w.waiting = w.follower.waiting
                 if self.on_waiting is not None:
                     self.on_waiting(w.path, w.waiting)
-        if self.state_file is not None and now - self._last_save >= SAVE_SECONDS:
+        if self.state_file is not None and now - self._last_save >= SAVE_SECONDS and self._moved():
             self.save_state()
+
+    def _moved(self) -> bool:
+        """Whether a position or the set of followed files changed since the last save."""
+        return {p: w.follower.position() for p, w in self.files.items()} != self._saved_at
 
     def backfill_progress(self) -> float | None:
         """Fraction of the start-up replay read so far; None once every file has caught up."""
@@ -247,26 +277,24 @@ class LiveSource:
         assert self.state_file is not None
         # Positions of files that are gone cannot be resumed: drop them, or the file grows forever.
         files = {path: pos for path, pos in self._saved.files.items() if os.path.exists(path)}
+        self._saved_at = {}
         for w in self.files.values():
-            pos = w.follower.position()
+            pos = self._saved_at[w.path] = w.follower.position()
             if pos is None:
                 continue
             dev, ino, offset, skipping = pos
             st = w.parser.state
-            files[os.path.abspath(w.path)] = statefile.FilePosition(
-                dev=dev,
-                ino=ino,
-                fingerprint=statefile.fingerprint(w.path),
-                offset=offset,
-                skipping=skipping,
-                line=st.line,
-                run=st.run,
-                launch=st.launch,
-            )
+            files[os.path.abspath(w.path)] = statefile.FilePosition(dev=dev, ino=ino,
+                fingerprint=w.fingerprint(dev, ino), offset=offset, skipping=skipping, line=st.line, run=st.run,
+                launch=st.launch)  # fmt: skip
         self._saved = statefile.FollowState(files=files)
         statefile.save(self.state_file, self._saved)
         self._last_save = time.monotonic()
 
     def close(self) -> None:
+        """Close every file and release the state file's lock."""
         for w in self.files.values():
             w.follower.close()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None

@@ -10,7 +10,10 @@ run-start baseline of the field its metrics name.
 
 Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, kind,
 rank) up to ``max_series`` (records for further series are counted in ``overflow``,
-not kept), a fixed set of histogram buckets, and counters.
+not kept), a fixed set of histogram buckets, and counters. Each file known has a fair
+share of the cap, ``max(MIN_FILE_SHARE, max_series // files)``: a file at its share gets
+no new series, and when the cap is full a file below its share takes the least recently
+seen series of the file holding the most, if that one is above its share.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from acceptmon.records import LaunchConfig, Record
 from acceptmon.stats import Baseline
 
 DEFAULT_MAX_SERIES = 512
+MIN_FILE_SHARE = 16
+"""Series every file may keep, however many files there are (while the cap allows)."""
 
 
 @dataclass
@@ -120,6 +125,9 @@ class LiveStats:
         self._series: dict[tuple[str, str, str], RankSeries] = {}
         self._files: dict[str, FileInfo] = {}
         self._overflow = 0
+        self._per_file: Counter[str] = Counter()
+        """Series held per file, valid for the FileInfo object recorded in ``_counted``."""
+        self._counted: dict[str, FileInfo] = {}
         self.version = 0
         """Increments on every change, so a reader can tell whether anything is new."""
 
@@ -183,9 +191,36 @@ class LiveStats:
         key = (info.file, kind.name, r.rank or "")
         series = self._series.get(key)
         if series is None:
-            if len(self._series) >= self.max_series:
+            if not self._room_for(info.file):
                 self._overflow += 1
                 return
             series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
+            self._per_file[info.file] += 1
         series.add(r, now, info.run, info.launch_time)
         info.last_seen = now
+
+    def _room_for(self, file: str) -> bool:
+        """Whether ``file`` may start one more series; makes room by evicting from a file above its share."""
+        share = min(self.max_series, max(MIN_FILE_SHARE, self.max_series // max(1, len(self._files))))
+        if self._held(file) >= share:
+            return False
+        if len(self._series) < self.max_series:
+            return True
+        victim = max(self._files, key=self._held)
+        if self._held(victim) <= share:
+            return False
+        oldest = min((s for k, s in self._series.items() if k[0] == victim), key=lambda s: s.seen)
+        del self._series[(victim, oldest.kind, oldest.rank)]
+        self._per_file[victim] -= 1
+        return True
+
+    def _held(self, file: str) -> int:
+        """Series of ``file``, counted again after the file was forgotten and came back."""
+        info = self._files.get(file)
+        if self._counted.get(file) is not info:
+            self._counted = {f: i for f, i in self._counted.items() if f in self._files}
+            self._per_file = Counter({f: n for f, n in self._per_file.items() if f in self._files})
+            self._per_file[file] = sum(1 for k in self._series if k[0] == file)
+            if info is not None:
+                self._counted[file] = info
+        return self._per_file[file]

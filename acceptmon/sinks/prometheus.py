@@ -17,6 +17,7 @@ cost one render per change.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterator
@@ -36,7 +37,7 @@ from acceptmon.sinks.livestate import LiveStats, RankSeries, Snapshot
 
 DEFAULT_STALE_AFTER = 300.0
 MAX_LABEL = 200
-"""Longest label value kept (model paths are the only free text)."""
+"""Longest label value kept (file names, ranks and model paths come from the logs and the command line)."""
 
 RUN_INFO_LABELS = ("file", "model", "spec_algorithm", "spec_num_steps", "spec_eagle_topk", "spec_num_draft_tokens")
 
@@ -75,7 +76,7 @@ class AcceptmonCollector(Collector):
         if m.counter is not None:
             c = CounterMetricFamily(m.counter.name, m.counter.help, labels=("file", "rank"))
             for s in series:
-                c.add_metric((s.file, s.rank), s.batches)
+                c.add_metric((label(s.file), label(s.rank)), s.batches)
             yield c
         if m.histogram is not None:
             h = HistogramMetricFamily(m.histogram.name, m.histogram.help, labels=("file", "rank"))
@@ -84,7 +85,7 @@ class AcceptmonCollector(Collector):
                 for bound, n in zip((*m.histogram.buckets, math.inf), s.buckets, strict=True):
                     cumulative += n
                     buckets.append(("+Inf" if bound == math.inf else _le(bound), float(cumulative)))
-                h.add_metric((s.file, s.rank), buckets, s.hist_sum)
+                h.add_metric((label(s.file), label(s.rank)), buckets, s.hist_sum)
             yield h
 
     def _file_families(self, snap: Snapshot) -> Iterator[Metric]:
@@ -95,20 +96,21 @@ class AcceptmonCollector(Collector):
             "acceptmon_log_file_present", "1 when the followed path exists, 0 while waiting.", labels=("file",)
         )
         for f in snap.files:
+            file = label(f.file)
             for kind in line_kinds():
-                lines.add_metric((f.file, kind), f.lines.get(kind, 0))
-            launches.add_metric((f.file,), f.launches)
-            present.add_metric((f.file,), 0.0 if f.waiting else 1.0)
+                lines.add_metric((file, label(kind)), f.lines.get(kind, 0))
+            launches.add_metric((file,), f.launches)
+            present.add_metric((file,), 0.0 if f.waiting else 1.0)
             cfg = f.launch
             if cfg is not None:
                 info.add_metric(
                     (
-                        f.file,
+                        file,
                         label(cfg.model_path),
                         label(cfg.spec_algorithm),
-                        _num(cfg.spec_num_steps),
-                        _num(cfg.spec_eagle_topk),
-                        _num(cfg.spec_num_draft_tokens),
+                        label(_num(cfg.spec_num_steps)),
+                        label(_num(cfg.spec_eagle_topk)),
+                        label(_num(cfg.spec_num_draft_tokens)),
                     ),
                     1.0,
                 )
@@ -128,7 +130,7 @@ def _gauge(gauge: Gauge, series: list[RankSeries], value: Callable[[RankSeries],
     for s in series:
         v = value(s)
         if v is not None:
-            g.add_metric((s.file, s.rank), float(v))
+            g.add_metric((label(s.file), label(s.rank)), float(v))
     return g
 
 
@@ -140,9 +142,21 @@ def _field(name: str) -> Callable[[RankSeries], float | None]:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def label(text: str | None) -> str:
-    """A label value: empty for None, cut to :data:`MAX_LABEL` characters."""
-    return "" if text is None else text[:MAX_LABEL]
+    """Every label value goes through here: empty for None, valid UTF-8, cut to :data:`MAX_LABEL` characters.
+
+    File names may hold bytes that are not UTF-8 (Python keeps them as lone surrogates,
+    which cannot be encoded): they become U+FFFD, so a scrape never fails on them.
+    """
+    if text is None:
+        return ""
+    text = text[: MAX_LABEL * 4]  # enough: at most 4 escaped bytes make one character
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")[:MAX_LABEL]
 
 
 def _le(bound: float) -> str:
