@@ -109,9 +109,10 @@ class AcceptmonApp(App[None]):
     def on_resize(self) -> None:
         if not self.query_one("#ranks", DataTable).columns:
             return  # not mounted yet: on_mount lays out
-        self.screen.set_class(self.size.height < SHORT_BELOW_ROWS, "-short")
+        main = self.screen_stack[0]  # not the help screen, if it is open
+        main.set_class(self.size.height < SHORT_BELOW_ROWS, "-short")
         narrow = self.size.width < NARROW_BELOW_COLUMNS
-        self.screen.set_class(narrow, "-narrow")
+        main.set_class(narrow, "-narrow")
         columns = NARROW_HISTORY_COLUMNS if narrow else HISTORY_COLUMNS
         history = self.query_one("#history", DataTable)
         if tuple(str(k.value) for k in history.columns) != columns:
@@ -123,7 +124,7 @@ class AcceptmonApp(App[None]):
 
     @property
     def narrow(self) -> bool:
-        return self.screen.has_class("-narrow")
+        return self.size.width < NARROW_BELOW_COLUMNS
 
     # -- actions --------------------------------------------------------------------------
 
@@ -199,7 +200,7 @@ class AcceptmonApp(App[None]):
         self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), [("token usage", "KV, fullest rank")])
 
     def _plots(self, v: View) -> None:
-        short = self.screen.has_class("-short")
+        short = self.size.height < SHORT_BELOW_ROWS
         xlabel = "" if short else f"seconds into the {self.state.window:.0f} s window (log time)"
         for plot_id, series, ref, ref_label, title in (
             ("#accept_plot", v.accept_series, v.accept_reference, v.accept_reference_label,

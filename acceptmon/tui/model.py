@@ -56,8 +56,6 @@ class _File:
     last: DecodeStats | None = None
     collapsed: bool = False
     stale: bool = False
-    ended: bool = False
-    """No more input will come (a finished replay): silence is not a stall."""
     unrecognized: int = 0
     launches: int = 0
     """Launches read live; the current run is ``runs_before + launches``."""
@@ -94,6 +92,8 @@ class DashboardState:
         self._history: dict[str, list[RunSummary]] = {}
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)
         self._last_file: str | None = None
+        self._ended: set[str] = set()
+        """Files no more input will come from (a finished replay): their silence is not a stall."""
         self.backfill: Callable[[], float | None] = lambda: None
         self.version = 0
 
@@ -142,7 +142,7 @@ class DashboardState:
     def end_of_input(self, file: str) -> None:
         """Nothing more will be written to ``file`` (the demo's replay finished): no stall alarms for it."""
         with self._lock:
-            self._file(file).ended = True
+            self._ended.add(file)
             self.version += 1
 
     def reset_window(self) -> None:
@@ -157,7 +157,7 @@ class DashboardState:
         with self._lock:
             ranks = self._current_ranks()
             for f in self._files.values():
-                if f.last_seen is None or f.ended:
+                if f.last_seen is None or f.file in self._ended:
                     continue
                 queued = sum(getattr(r.last, "queue_req", None) or 0 for r in ranks if r.file == f.file)
                 stale = now - f.last_seen > self.stale_after and queued > 0

@@ -104,25 +104,24 @@ class WindowPlot(PlotextPlot):
 
 
 HELP = """\
-[b]acceptmon tail[/b]                               [reverse] Esc, ? or q closes this help [/reverse]
-
-  q  quit           p  pause / resume the display (reading goes on; the header says PAUSED)
-  r  reset the window (means and plots start afresh)
-  s  sort the rank table by its next column (the sorted column's header shows ▲ or ▼);
-     click a column header to sort by it, again to reverse
+[b]acceptmon tail[/b]                          [reverse] Esc, ? or q closes this help [/reverse]
+q quit · p pause/resume the display (reading goes on; the header: PAUSED)
+r reset the window · s sort the rank table by its next column (▲/▼ marks
+  it; click a column header to sort by it, again to reverse)
 
 [b]accept len[/b]: tokens accepted per verify step, bonus token included.
-[b]accept rate[/b]: the big number is normalized, (accept len - 1) / (draft tokens - 1); "logged" is what
-  this SGLang version prints (its definition changed between versions).
-[b]tok/s[/b]: the tile sums the latest gen throughput of the current run's ranks; the plot, the rank table
+[b]accept rate[/b]: the big number is normalized, (accept len-1)/(draft tokens-1);
+  "logged" is what this SGLang version prints (its definition changed).
+[b]tok/s[/b]: the tile sums the current run's ranks; the plot, the rank table
   and the history's tok/s/rank are per rank.
-[b]Times[/b] are log time, as the server wrote them. An event carries the time of the log line behind it;
-  --:--:-- marks notes with no log line behind them (start-up, waiting for a file, format drift, a stall).
-Red: window mean below --alert-below, or 30% below the run's first ten minutes.
-A stall (no decode line while requests are queued) is not raised once the input has ended (a finished
-  demo replay). "same config as run N": the launch repeats the previous server_args, so any change in
-  accept len comes from elsewhere (the draft checkpoint, its config, the workload).
-Under 120 columns the rank table, the running and KV tiles and the throughput plot are hidden."""
+[b]Times[/b] are log time. An event has the time of the log line behind it;
+  --:--:-- marks notes with none (start-up, waiting for a file, format
+  drift, a stall).
+Red: window mean below --alert-below, or 30% below the run's first 10 min.
+No stall alarm once the input has ended (a finished demo replay).
+"same config as run N": the launch repeats the previous run's server_args,
+  so a change in accept len comes from elsewhere (draft model, workload).
+Under 120 columns: no rank table, running or KV tile, or throughput plot."""
 
 
 class HelpScreen(ModalScreen[None]):
