@@ -189,7 +189,7 @@ class AcceptmonApp(App[None]):
         self.query_one("#accept_rate", Tile).show(fmt(t.draft_accept_rate), [
             ("accept rate", f"normalized; logged {logged}"), ("accept rate", f"normalized;\nlogged {logged}"),
             ("accept rate", f"norm.; logged {logged}")], t.health)  # fmt: skip
-        ranks = f"{t.throughput_ranks} rank{'' if t.throughput_ranks == 1 else 's'}"
+        ranks = f"{t.throughput_ranks or ''} rank{'' if t.throughput_ranks == 1 else 's'}".lstrip()
         self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), [
             ("gen throughput", f"tok/s, sum of {ranks}"), ("gen throughput", f"tok/s,\nsum of {ranks}"),
             ("gen tok/s", f"sum of {ranks}")])  # fmt: skip
@@ -210,9 +210,8 @@ class AcceptmonApp(App[None]):
         ):  # fmt: skip
             if ref is not None:
                 title += f"  (--- {ref_label} {ref:.2f})"
-            if short:
-                title += f"  x: s in the {self.state.window:.0f} s window"
-            self.query_one(plot_id, WindowPlot).draw(series, title, ref, xlabel)
+            x = (f"  x: s in the {self.state.window:.0f} s window", "  x: seconds") if short else ()
+            self.query_one(plot_id, WindowPlot).draw(series, [*(title + t for t in x), title], ref, xlabel)
 
     def _fill_ranks(self, rows: tuple[RankRow, ...]) -> None:
         table = self.query_one("#ranks", DataTable)

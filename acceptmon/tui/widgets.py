@@ -80,11 +80,14 @@ class Tile(Static):
 class WindowPlot(PlotextPlot):
     """One series over the window in log time, with the previous run's mean as a red reference line."""
 
-    def draw(self, series: Sequence[tuple[float, float]], title: str, ref: float | None, xlabel: str) -> None:
+    def draw(
+        self, series: Sequence[tuple[float, float]], titles: Sequence[str], ref: float | None, xlabel: str
+    ) -> None:
+        """``titles``: longest first; the first that fits is shown (plotext drops a title too long for its width)."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(title)
+        plt.title(fit(titles, (self.content_size.width or 10**6) - 2))
         plt.xlabel(xlabel)
         plt.frame(False)  # no box: its top and bottom lines would cost two of a short screen's rows
         plt.yaxes(True, False)
