@@ -119,7 +119,7 @@ r reset the window · s sort the rank table by its next column (▲/▼ marks
   and the history's tok/s/rank are per rank.
 [b]Times[/b] are log time. An event has the time of the log line behind it;
   --:--:-- marks notes with none (start-up, waiting for a file, format
-  drift, a stall).
+  drift, a stall). "read 2s ago" and the rank table's "seen": wall clock.
 Red: window mean below --alert-below, or 30% below the run's first 10 min.
 No stall alarm once the input has ended (a finished demo replay).
 "same config as run N": the launch repeats the previous run's server_args,
