@@ -5,6 +5,7 @@ from __future__ import annotations
 from acceptmon.parse import Parser
 from acceptmon.stats import RunSummary
 from acceptmon.tui.model import DashboardState
+from acceptmon.tui.view import event_line
 from tests.serving import Clock, decode_line, launch_line
 from tests.serving import feed as feed_sink
 
@@ -30,7 +31,7 @@ def test_tiles_from_the_latest_batches(grammars):
     assert t.accept_len_mean == 2.8
     assert t.draft_accept_rate == 0.6  # mean of (2.5-1)/3 = 0.5 and (3.1-1)/3 = 0.7
     assert t.accept_rate == 0.47
-    assert t.throughput == 185.5
+    assert t.throughput == 185.5 and t.throughput_ranks == 2
     assert (t.running, t.queued) == (7, 1)
     assert t.health == "good"
     assert [(r.rank, r.accept_len, r.window_mean) for r in v.ranks] == [("TP0", 2.5, 2.5), ("TP1", 3.1, 3.1)]
@@ -113,9 +114,73 @@ def test_stale_while_queued(grammars):
     clock.now += 31
     state.check()
     state.check()
-    assert [e.text for e in state.view().events if e.level == "bad"] == [
-        "s.log: no decode line for 31 s while 4 requests are queued"
+    assert [(e.at, e.text) for e in state.view().events if e.level == "bad"] == [
+        (None, "s.log: no decode line for 31 s (last logged 14:01:01) while 4 requests are queued")
     ]
+
+
+def test_an_ended_input_is_not_a_stall(grammars):
+    """A finished replay leaves requests queued in its last line: silence after the end is not a stalled server."""
+    clock = Clock()
+    state = DashboardState(stale_after=30, clock=clock)
+    p = Parser(grammars, "s.log")
+    feed(state, p, decode_line(queued=4, ts=ts(0)))
+    state.end_of_input("s.log")
+    clock.now += 600
+    state.check()
+    assert [e for e in state.view().events if e.level == "bad"] == []
+    other = Parser(grammars, "t.log")  # another file, still live, is judged as before
+    feed(state, other, decode_line(queued=2, ts=ts(0)))
+    clock.now += 31
+    state.check()
+    assert [e.file for e in state.view().events if e.level == "bad"] == ["t.log"]
+
+
+def test_events_carry_the_log_time_of_their_record(grammars):
+    state = DashboardState(alert_below=2.0, clock=Clock())
+    state.note("started at the last launch")
+    state.set_waiting("s.log", True)
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=1.1, ts=ts(10 + i)) for i in range(6)))
+    feed(state, p, "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: many, accept len: soon")
+    got = [(e.at.strftime("%H:%M:%S") if e.at else None, e.text.split(":")[0]) for e in state.view().events]
+    assert got == [
+        (None, "started at the last launch"),  # notes about acceptmon itself have no log time
+        (None, "s.log"),  # waiting for the file
+        ("14:00:00", "launch"),
+        ("14:00:14", "acceptance collapse"),  # the fifth batch (MIN_POINTS) made the window judgeable
+        (None, "format drift"),
+    ]
+    assert event_line(state.view().events[0], False) == ("--:--:--", "started at the last launch")
+    assert event_line(state.view().events[2], False)[0] == "14:00:00"
+
+
+def test_a_launch_with_the_previous_config_says_the_difference_is_elsewhere(grammars):
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=1.12, ts=ts(1 + i)) for i in range(8)))
+    feed(state, p, launch_line(ts=ts(100)), *(decode_line(acc=2.85, ts=ts(101 + i)) for i in range(4)))
+    texts = [e.text for e in state.view().events]
+    assert texts == ["launch: Qwen/Qwen3-8B, EAGLE3 steps 3 topk 1 draft 4",
+                     "launch: Qwen/Qwen3-8B, EAGLE3 steps 3 topk 1 draft 4 (same config as run 1)"]  # fmt: skip
+    feed(state, p, decode_line(acc=2.85, ts=ts(105)))  # the fifth batch: this run's mean is known
+    same = state.view().events[-1]
+    assert same.text == "run 2: same config as run 1, accept len 1.12 -> 2.85: the difference is outside server_args"
+    assert same.at is not None and f"{same.at:%H:%M:%S}" == "14:01:45"
+    feed(state, p, *(decode_line(acc=2.85, ts=ts(106 + i)) for i in range(10)))
+    assert sum("same config" in e.text for e in state.view().events) == 2  # said once per run
+    feed(
+        state, p, launch_line(ts=ts(200), steps=5, tokens=6), *(decode_line(acc=3.2, ts=ts(201 + i)) for i in range(6))
+    )
+    assert not any(e.text.startswith("run 3") for e in state.view().events)  # another config: nothing to say
+
+
+def test_same_config_with_a_similar_mean_names_no_cause(grammars):
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *(decode_line(acc=2.80, ts=ts(1 + i)) for i in range(5)))
+    feed(state, p, launch_line(ts=ts(100)), *(decode_line(acc=2.85, ts=ts(101 + i)) for i in range(5)))
+    assert state.view().events[-1].text == "run 2: same config as run 1, accept len 2.80 -> 2.85"
 
 
 def test_unrecognized_lines_are_format_drift_events(grammars):

@@ -20,13 +20,23 @@ pytestmark = pytest.mark.integration
 
 
 class Terminal:
-    """One tmux session on a private server socket, 140x45."""
+    """One tmux session on a private server socket, 140x45 unless told."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, size: tuple[int, int] = (140, 45)) -> None:
         if shutil.which("tmux") is None:
             pytest.fail("tmux not found: install Debian's tmux package (apt-get install tmux), or run ./scripts/test")
         self.socket = f"acceptmon-test-{uuid.uuid4().hex[:8]}"
-        self.tmux("new-session", "-d", "-s", "t", "-x", "140", "-y", "45", f"{command}; echo EXITED $?; sleep 30")
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            str(size[0]),
+            "-y",
+            str(size[1]),
+            f"{command}; echo EXITED $?; sleep 30",
+        )
 
     def tmux(self, *args: str) -> str:
         # A COLUMNS/LINES inherited from the test runner would override the pane's real size.
@@ -148,6 +158,61 @@ def test_tail_starts_at_the_last_launch_and_fills_the_history_from_before_it(tmp
         assert term.wait_for("run 5 started 2026-02-26 14:02:50"), term.screen()
         assert term.wait_for("run history: 4 earlier launches read"), term.screen()
         assert wait_for(lambda: shows_seed_history(term.screen()), timeout=5.0), term.screen()
+        term.quit()
+    finally:
+        term.close()
+
+
+def legible(screen: str) -> list[str]:
+    """Lines with text cut short (an ellipsis) or wider than the terminal."""
+    width = max(len(line) for line in screen.splitlines())
+    return [line for line in screen.splitlines() if "…" in line or len(line) > width]
+
+
+def test_demo_at_80x24_shows_fewer_things_whole(tmp_path):
+    term = Terminal(acceptmon("demo", "--speed", "60", "--stale-after", "1s"), size=(80, 24))
+    try:
+        # Runs 1 and 2 have one launch config: the log says the fix was elsewhere, with both means.
+        assert term.wait_for("run 2: same config as run 1, accept len 1.1", timeout=20.0), term.screen()
+        assert "outside server_args" in term.screen()
+        assert term.wait_for("replay finished", timeout=30.0), term.screen()
+        time.sleep(2.5)  # over --stale-after: a finished replay with requests queued is not a stall
+        screen = term.screen()
+        print("\n" + screen)
+        assert "no decode line" not in screen
+        assert legible(screen) == [], screen
+        for text in ("accept len", "window mean", "accept rate", "normalized; logged", "gen tok/s", "sum of 8 ranks",
+                     "queued req", "accept len, mean of ranks", "len   rate  tok/s/rank  time", "events (log time)"):  # fmt: skip
+            assert text in screen, (text, screen)
+        assert "running req" not in screen and "DP0 TP0" not in screen  # no room: left out, not cut
+        plot_rows = [line for line in screen.splitlines() if line[:4].replace(".", "").isdigit() and "┤" in line]
+        assert len(plot_rows) >= 6, screen
+        values = [float(line[:4]) for line in plot_rows]
+        assert values == sorted(values, reverse=True)  # y rises upwards
+        term.keys("p")
+        assert term.wait_for(" PAUSED "), term.screen()
+        assert term.screen().splitlines()[0].startswith("  PAUSED   seed_eagle3_moe.log")  # first, at any width
+        term.keys("p")
+        term.quit()
+    finally:
+        term.close()
+
+
+def test_demo_at_140x45_is_legible(tmp_path):
+    term = Terminal(acceptmon("demo", "--speed", "300"))
+    try:
+        assert term.wait_for("replay finished", timeout=30.0), term.screen()
+        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=10.0), term.screen()
+        screen = term.screen()
+        print("\n" + screen)
+        assert legible(screen) == [], screen
+        for text in ("window mean", "normalized;", "logged", "sum of 8 ranks", "running req", "token usage",
+                     "rank▲", "tok/s/rank", "gen tok/s per rank", "--:--:--  replay finished"):  # fmt: skip
+            assert text in screen, (text, screen)
+        term.keys("?")
+        assert term.wait_for("Esc, ? or q closes this help"), term.screen()
+        term.keys("Escape")
+        assert wait_for(lambda: "closes this help" not in term.screen(), timeout=5.0), term.screen()
         term.quit()
     finally:
         term.close()

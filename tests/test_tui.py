@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import DataTable
+
 from acceptmon.parse import Parser
 from acceptmon.tui.app import AcceptmonApp, Tile
 from acceptmon.tui.model import DashboardState
@@ -37,8 +39,6 @@ def tile_text(app: AcceptmonApp, tile_id: str) -> str:
 
 
 def cells(app: AcceptmonApp, table_id: str) -> list[list[str]]:
-    from textual.widgets import DataTable
-
     table = app.query_one(f"#{table_id}", DataTable)
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
@@ -49,8 +49,10 @@ async def test_tiles_tables_and_header_show_the_current_run(grammars):
         await pilot.pause()
         # The last batch (i = 11, DP1) has 2.8 + 2 * 0.05; the run's twelve average 2.85.
         assert tile_text(app, "accept_len").splitlines() == ["2.90", "window mean 2.85"]
-        assert tile_text(app, "accept_rate").splitlines()[0] == "0.37"  # (2.85 - 1) / (6 - 1)
-        assert tile_text(app, "throughput").splitlines()[0] == "187.0"  # DP0's last 94 + DP1's last 93
+        # (2.85 - 1) / (6 - 1), normalized; the logged 0.47 is said as such
+        assert tile_text(app, "accept_rate").split("\n", 1) == ["0.37", "normalized; logged 0.47"]
+        assert tile_text(app, "throughput").splitlines() == ["187.0", "sum of 2 ranks"]  # 94 + 93
+        assert app.query_one("#throughput", Tile).border_title == "gen tok/s"
         assert tile_text(app, "running").splitlines()[0] == "7"
         assert tile_text(app, "queued").splitlines()[0] == "1"
         header = str(app.query_one("#header").render())
@@ -59,6 +61,7 @@ async def test_tiles_tables_and_header_show_the_current_run(grammars):
         assert [r[:3] for r in ranks] == [["DP0 TP0", "2.85", "2.85"], ["DP1 TP1", "2.90", "2.85"]]
         history = cells(app, "history")
         assert [(r[0], r[3], r[7]) for r in history] == [("1", "3", "1.12"), ("2 *", "5", "2.85")]
+        assert [str(c.label) for c in app.query_one("#history", DataTable).columns.values()][-2] == "tok/s/rank"
         assert app.query_one("#accept_len", Tile).has_class("-good")
 
 
@@ -75,10 +78,12 @@ async def test_keys_pause_reset_help_quit(grammars):
         assert await until(pilot, lambda: tile_text(app, "accept_len").splitlines()[0] == "1.00")
         await pilot.press("r")
         assert await until(pilot, lambda: tile_text(app, "accept_len").splitlines()[1] == "window mean -")
-        await pilot.press("question_mark")
-        assert app.screen.__class__.__name__ == "HelpScreen"
-        await pilot.press("escape")
-        assert app.screen.__class__.__name__ != "HelpScreen"
+        for close in ("escape", "question_mark", "q"):  # the help says how to close it, and each way does
+            await pilot.press("question_mark")
+            assert app.screen.__class__.__name__ == "HelpScreen"
+            assert "Esc, ? or q closes this help" in str(app.screen.query_one("#help Static").render())
+            await pilot.press(close)
+            assert app.screen.__class__.__name__ != "HelpScreen"
         await pilot.press("q")
     assert app.return_code == 0
 
@@ -99,8 +104,6 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
     app = AcceptmonApp(seeded_state(grammars))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        from textual.widgets import DataTable
-
         table = app.query_one("#ranks", DataTable)
         table.post_message(DataTable.HeaderSelected(table, table.columns and list(table.columns)[1], 1, "accept len"))
         await pilot.pause()
@@ -109,24 +112,68 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
         await pilot.pause()
         assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]  # descending
         await pilot.press("s")  # keyboard: the next column (window mean), ascending; ties keep rank order
-        assert app._sort == ("window_mean", False)
+        assert app._sort == ("window_mean", False) and labels(app) == ["rank", "last", "mean▲", "tok/s", "running",
+                                                                        "queue", "seen"]  # fmt: skip
+        table.post_message(DataTable.HeaderSelected(table, list(table.columns)[2], 2, "mean"))
+        await pilot.pause()
+        assert labels(app)[2] == "mean▼"
         await pilot.press("s", "s", "s", "s", "s")  # throughput, running, queued, last seen, back to rank
         assert app._sort == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
+        assert labels(app)[:2] == ["rank▲", "last"]
+
+
+def labels(app: AcceptmonApp) -> list[str]:
+    return [str(c.label) for c in app.query_one("#ranks", DataTable).columns.values()]
 
 
 def test_main_screen_snapshot(grammars, snap_compare):
     assert snap_compare(AcceptmonApp(seeded_state(grammars), files="server.log"), terminal_size=SIZE)
 
 
-async def test_small_terminal_gets_the_compact_layout_without_scrolling(grammars):
-    app = AcceptmonApp(seeded_state(grammars))
+async def test_80x24_shows_fewer_things_whole(grammars):
+    """A small terminal drops the rank table, two tiles and a plot, and shows the rest uncut."""
+    app = AcceptmonApp(seeded_state(grammars), files="server.log")
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("p")
         await pilot.pause()
-        assert app.screen.has_class("-compact")
+        assert app.screen.has_class("-short") and app.screen.has_class("-narrow")
         assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
-        assert app.query_one("#header").region.y == 0
-        events = app.query_one("#events").region
-        assert events.bottom <= 23  # above the footer's row
+        header = str(app.query_one("#header").render()).splitlines()
+        assert header[0].startswith(" PAUSED ") and len(header) == 2 and max(map(len, header)) <= 78
+        shown = {t.id: t for t in app.query(Tile) if t.display}
+        assert list(shown) == ["accept_len", "accept_rate", "throughput", "queued"]
+        wordings = {i: (t.wording(), t.content_size.width, t.size.width) for i, t in shown.items()}
+        assert {i: w for i, (w, _, _) in wordings.items()} == {
+            "accept_len": ("accept len", "window mean 2.85"),
+            "accept_rate": ("accept rate", "normalized; logged 0.47"),
+            "throughput": ("gen tok/s", "sum of 2 ranks"),
+            "queued": ("queued req", "7 running"),
+        }
+        assert all(len(sub) <= width and len(title) <= outer for (title, sub), width, outer in wordings.values())
+        plot = app.query_one("#accept_plot")
+        assert plot.display and plot.region.height >= 9  # title, 7 data rows, the x ticks
+        assert not app.query_one("#throughput_plot").display and not app.query_one("#ranks_box").display
+        history = app.query_one("#history", DataTable)
+        assert [str(c.label) for c in history.columns.values()][-4:] == ["len", "rate", "tok/s/rank", "time"]
+        assert history.max_scroll_x == 0  # no column runs off the right edge
+        assert app.query_one("#events").region.bottom <= 23  # above the footer's row
+
+
+async def test_140x45_shows_everything(grammars):
     async with AcceptmonApp(seeded_state(grammars)).run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert not pilot.app.screen.has_class("-compact")
+        app = pilot.app
+        assert not app.screen.has_class("-short") and not app.screen.has_class("-narrow")
+        assert all(t.display for t in app.query(Tile)) and app.query_one("#ranks_box").display
+        assert app.query_one("#ranks", DataTable).max_scroll_x == 0
+        assert app.query_one("#history", DataTable).max_scroll_x == 0
+
+
+def test_header_packs_whole_parts():
+    from rich.text import Text
+
+    from acceptmon.tui.widgets import pack
+
+    text: Text = pack([("aaaa", ""), ("bbbbbb", "bold"), ("cc", "")], 12)
+    assert text.plain.splitlines() == ["aaaa  bbbbbb", "cc"]
+    assert pack([("a" * 20, "")], 12).plain == "a" * 20  # a part wider than the line keeps its own line

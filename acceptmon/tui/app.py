@@ -1,9 +1,11 @@
-"""The Textual dashboard of ``acceptmon tail``: lays out a :class:`~acceptmon.dashboard.View`.
+"""The Textual dashboard of ``acceptmon tail``: lays out a :class:`~acceptmon.tui.view.View`.
 
-Every number on screen comes from :class:`~acceptmon.dashboard.DashboardState`,
+Every number on screen comes from :class:`~acceptmon.tui.model.DashboardState`,
 which the live source feeds from a worker thread. The app redraws on a timer
 (four times a second, and only what changed), so a log growing by thousands of
-lines a second costs one redraw per tick, and keys stay responsive.
+lines a second costs one redraw per tick, and keys stay responsive. Small terminals
+get fewer things, each whole: under 34 rows the short layout (title-only borders), under
+120 columns no rank table, running or KV tile, or throughput plot.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import asyncio
 import signal
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,28 +22,21 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, RichLog, Static
-from textual_plotext import PlotextPlot
 
-from acceptmon.fmt import duration, short_model
 from acceptmon.fmt import number as fmt
+from acceptmon.tui.history import HISTORY_COLUMNS, NARROW_HISTORY_COLUMNS, history_cells
 from acceptmon.tui.model import DashboardState
-from acceptmon.tui.view import Event, RankRow, View
-from acceptmon.tui.widgets import HelpScreen, Tile
+from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_parts
+from acceptmon.tui.widgets import HelpScreen, Tile, WindowPlot, pack
 
 REFRESH_SECONDS = 0.25
-COMPACT_BELOW_ROWS = 34
-"""Terminals with fewer rows get the compact layout (smaller tiles, plots and event log)."""
+SHORT_BELOW_ROWS = 34
+"""Terminals with fewer rows get the short layout: title-only borders, one-line tiles' sub-lines, fewer rows."""
+NARROW_BELOW_COLUMNS = 120
+"""Narrower terminals show fewer things whole: no rank table, running or KV tile, or throughput plot."""
+RANK_COLUMNS = (("rank", "rank"), ("accept_len", "last"), ("window_mean", "mean"), ("throughput", "tok/s"),
+                ("running", "running"), ("queued", "queue"), ("seen_ago", "seen"))  # fmt: skip
 Follow = Callable[[threading.Event], None]
-
-
-def ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.0f}s ago"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f}m ago"
-    return f"{seconds / 3600:.1f}h ago"
 
 
 class AcceptmonApp(App[None]):
@@ -81,31 +75,25 @@ class AcceptmonApp(App[None]):
             yield Tile("queued req", id="queued")
             yield Tile("token usage", id="token_usage")
         with Horizontal(id="plots"):
-            yield PlotextPlot(id="accept_plot")
-            yield PlotextPlot(id="throughput_plot")
+            yield WindowPlot(id="accept_plot")
+            yield WindowPlot(id="throughput_plot")
         with Horizontal(id="tables"):
             with Vertical(id="ranks_box"):
                 yield DataTable(id="ranks", cursor_type="row", zebra_stripes=True)
             with Vertical(id="history_box"):
                 yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
-        yield RichLog(id="events", max_lines=500, markup=False, wrap=False)
+        yield RichLog(id="events", max_lines=500, markup=False, wrap=True)
         yield Footer()
 
     def on_mount(self) -> None:
         ranks = self.query_one("#ranks", DataTable)
-        for key, label in (("rank", "rank"), ("accept_len", "last"), ("window_mean", "mean"),
-                           ("throughput", "tok/s"), ("running", "running"), ("queued", "queued"),
-                           ("seen_ago", "seen")):  # fmt: skip
+        for key, label in RANK_COLUMNS:
             ranks.add_column(label, key=key)
         ranks.border_title = "ranks: accept len last, window mean (s sorts)"
-        history = self.query_one("#history", DataTable)
-        for label in ("run", "start", "spec", "steps", "topk", "draft", "batch", "len", "rate", "tok/s", "time"):
-            history.add_column(label, key=label)
-        history.border_title = "run history (means: len = accept len, rate = normalized accept rate)"
-        self.query_one("#events", RichLog).border_title = "events"
+        self.query_one("#history", DataTable).border_title = "run history (means: len = accept len, rate = normalized)"
+        self.query_one("#events", RichLog).border_title = "events (log time)"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
         self.on_resize()
-        self.refresh_view()
         if self.follow is not None:
             follow = self.follow
             self.run_worker(lambda: follow(self.stop), thread=True, name="follow", exit_on_error=False)
@@ -119,7 +107,24 @@ class AcceptmonApp(App[None]):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
 
     def on_resize(self) -> None:
-        self.screen.set_class(self.size.height < COMPACT_BELOW_ROWS, "-compact")
+        if not self.query_one("#ranks", DataTable).columns:
+            return  # not mounted yet: on_mount lays out
+        main = self.screen_stack[0]  # not the help screen, if it is open
+        main.set_class(self.size.height < SHORT_BELOW_ROWS, "-short")
+        narrow = self.size.width < NARROW_BELOW_COLUMNS
+        main.set_class(narrow, "-narrow")
+        columns = NARROW_HISTORY_COLUMNS if narrow else HISTORY_COLUMNS
+        history = self.query_one("#history", DataTable)
+        if tuple(str(k.value) for k in history.columns) != columns:
+            history.clear(columns=True)
+            for label in columns:
+                history.add_column(label, key=label)
+            self._history_key = None
+        self.refresh_view(force=not self.paused)
+
+    @property
+    def narrow(self) -> bool:
+        return self.size.width < NARROW_BELOW_COLUMNS
 
     # -- actions --------------------------------------------------------------------------
 
@@ -171,84 +176,49 @@ class AcceptmonApp(App[None]):
         self._events(view)
 
     def _header(self, v: View) -> None:
-        parts: list[str | tuple[str, str]] = [
-            ("acceptmon", "bold"),
-            "  ",
-            (self.files_label or ", ".join(Path(f).name for f in v.files), "bold"),
-        ]
-        cfg = v.launch
-        if cfg is not None:
-            model = short_model(cfg.model_path or "?")
-            if cfg.spec_algorithm:
-                spec = (
-                    f"{cfg.spec_algorithm}  steps {fmt(cfg.spec_num_steps)}  topk {fmt(cfg.spec_eagle_topk)}  "
-                    f"draft tokens {fmt(cfg.spec_num_draft_tokens)}"
-                )
-            else:
-                spec = "no speculation"
-            parts += ["  |  ", model, "  |  ", (spec, "bold")]
-        if v.run:
-            start = v.run_start.strftime("%Y-%m-%d %H:%M:%S") if v.run_start else "?"
-            parts += [f"  |  run {v.run} started {start}"]
-        line2: list[str | tuple[str, str]] = []
-        if v.last_decode_time is not None:
-            line2 += [f"last decode {v.last_decode_time:%H:%M:%S} (read {ago(v.last_decode_ago)})"]
-        else:
-            line2 += ["no decode line yet"]
-        line2 += [f"  |  {v.lines:,} lines"]
-        if v.waiting:
-            line2 += ["  |  ", (f"waiting for {', '.join(v.waiting)} to appear", "bold yellow")]
-        if v.backfill is not None:
-            line2 += ["  |  ", (f"back-filling the current run {100 * v.backfill:.0f}%", "bold cyan")]
-        if self.paused:
-            line2 += ["  |  ", ("PAUSED (p to resume)", "bold reverse")]
-        self.query_one("#header", Static).update(Text.assemble(*parts, "\n", *line2))
+        header = self.query_one("#header", Static)
+        parts = header_parts(v, self.files_label, paused=self.paused, narrow=self.narrow)
+        header.update(pack(parts, max(20, self.size.width - 2)))
 
     def _tiles(self, v: View) -> None:
         t = v.tiles
-        self.query_one("#accept_len", Tile).show(fmt(t.accept_len_last), f"window mean {fmt(t.accept_len_mean)}",
-                                                 t.health)  # fmt: skip
-        self.query_one("#accept_rate", Tile).show(
-            fmt(t.draft_accept_rate), f"norm. · logged {fmt(t.accept_rate)}", t.health
+        self.query_one("#accept_len", Tile).show(
+            fmt(t.accept_len_last), [("accept len", f"window mean {fmt(t.accept_len_mean)}")], t.health
         )
-        self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), "tok/s, all ranks")
-        self.query_one("#running", Tile).show(fmt(t.running), "requests")
-        self.query_one("#queued", Tile).show(fmt(t.queued), "requests", "warn" if t.queued else "none")
+        logged = fmt(t.accept_rate)
+        self.query_one("#accept_rate", Tile).show(fmt(t.draft_accept_rate), [
+            ("accept rate", f"normalized; logged {logged}"), ("accept rate", f"normalized;\nlogged {logged}"),
+            ("accept rate", f"norm.; logged {logged}")], t.health)  # fmt: skip
+        ranks = f"{t.throughput_ranks or ''} rank{'' if t.throughput_ranks == 1 else 's'}".lstrip()
+        self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), [
+            ("gen throughput", f"tok/s, sum of {ranks}"), ("gen throughput", f"tok/s,\nsum of {ranks}"),
+            ("gen tok/s", f"sum of {ranks}")])  # fmt: skip
+        self.query_one("#running", Tile).show(fmt(t.running), [("running req", "requests")])
+        queued = f"{fmt(t.running)} running" if self.narrow else "requests"
+        self.query_one("#queued", Tile).show(fmt(t.queued), [("queued req", queued)], "warn" if t.queued else "none")
         usage = None if t.token_usage is None else 100 * t.token_usage
-        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), "KV, fullest rank")
+        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), [("token usage", "KV, fullest rank")])
 
     def _plots(self, v: View) -> None:
-        window = self.state.window
-        for plot_id, series, ref, ref_label, title, ylabel in (
+        short = self.size.height < SHORT_BELOW_ROWS
+        xlabel = "" if short else f"seconds into the {self.state.window:.0f} s window (log time)"
+        for plot_id, series, ref, ref_label, title in (
             ("#accept_plot", v.accept_series, v.accept_reference, v.accept_reference_label,
-             "accept len (mean over ranks)", "tokens/step"),
+             "accept len, mean of ranks"),
             ("#throughput_plot", v.throughput_series, v.throughput_reference, v.throughput_reference_label,
-             "gen throughput per rank", "tok/s"),
+             "gen tok/s per rank, mean of ranks"),
         ):  # fmt: skip
-            widget = self.query_one(plot_id, PlotextPlot)
-            plt = widget.plt
-            plt.clear_data()
-            plt.clear_figure()
-            plt.title(title + (f"  (--- {ref_label} {ref:.2f})" if ref is not None else ""))
-            plt.xlabel(f"seconds into the {window:.0f}s window (log time)")
-            plt.ylabel(ylabel)
-            if series:
-                xs = [x for x, _ in series]
-                ys = [y for _, y in series]
-                plt.plot(xs, ys, marker="braille", color="cyan")
-                lo, hi = min(ys), max(ys)
-                if ref is not None:
-                    lo, hi = min(lo, ref), max(hi, ref)
-                pad = max(0.05 * (hi - lo), 0.1 if hi < 10 else 1.0)
-                plt.ylim(max(0.0, lo - pad), hi + pad)
-                plt.xlim(0, max(xs[-1], 1.0))
             if ref is not None:
-                plt.hline(ref, color="red")
-            widget.refresh()
+                title += f"  (--- {ref_label} {ref:.2f})"
+            x = (f"  x: s in the {self.state.window:.0f} s window", "  x: seconds") if short else ()
+            self.query_one(plot_id, WindowPlot).draw(series, [*(title + t for t in x), title], ref, xlabel)
 
     def _fill_ranks(self, rows: tuple[RankRow, ...]) -> None:
         table = self.query_one("#ranks", DataTable)
         column, reverse = self._sort
+        labels = dict(RANK_COLUMNS)
+        for ck, col in table.columns.items():  # the sorted column says so: ▲ ascending, ▼ descending
+            col.label = Text(labels[str(ck.value)] + (("▼" if reverse else "▲") if ck.value == column else ""))
 
         def key(r: RankRow) -> tuple[bool, object]:
             value = getattr(r, column)
@@ -260,7 +230,7 @@ class AcceptmonApp(App[None]):
         for r in ordered:
             name = f"{Path(r.file).name}: {r.rank or '-'}" if multi else (r.rank or "-")
             table.add_row(name, fmt(r.accept_len), fmt(r.window_mean), fmt(r.throughput, 1), fmt(r.running),
-                          fmt(r.queued), ago(r.seen_ago))  # fmt: skip
+                          fmt(r.queued), ago(r.seen_ago, ""))  # fmt: skip
 
     def _history(self, v: View) -> None:
         key = (v.history, v.current_run_key)
@@ -269,16 +239,13 @@ class AcceptmonApp(App[None]):
         self._history_key = key
         table = self.query_one("#history", DataTable)
         table.clear()
+        columns = [str(k.value) for k in table.columns]
         for h in v.history:
             current = (h.file, h.run) == v.current_run_key
-            style = "bold" if current else ""
-            start = h.start.strftime("%H:%M:%S") if isinstance(h.start, datetime) else "-"
-            cells = (
-                f"{h.run}{' *' if current else ''}", start, h.spec_algorithm or "none", fmt(h.spec_num_steps),
-                fmt(h.spec_eagle_topk), fmt(h.spec_num_draft_tokens), str(h.batches), fmt(h.accept_len_mean),
-                fmt(h.draft_accept_rate_mean), fmt(h.gen_throughput_mean, 1), duration(h.duration_s),
-            )  # fmt: skip
-            table.add_row(*(Text(c, style=style) for c in cells))
+            cells = history_cells(h, current)
+            table.add_row(*(Text(cells[c], style="bold" if current else "") for c in columns))
+        if v.history:
+            table.scroll_end(animate=False)  # the current run is the last row
 
     def _events(self, v: View) -> None:
         log = self.query_one("#events", RichLog)
@@ -291,8 +258,7 @@ class AcceptmonApp(App[None]):
                     break
         for e in events[start:]:
             colour = {"info": "", "warn": "yellow", "bad": "bold red"}[e.level]
-            stamp = datetime.fromtimestamp(e.seen).strftime("%H:%M:%S")
-            where = f"{Path(e.file).name}: " if e.file and len(v.files) > 1 else ""
-            log.write(Text.assemble((stamp + "  ", "dim"), (where + e.text.removeprefix(e.file + ": "), colour)))
+            stamp, text = event_line(e, len(v.files) > 1)
+            log.write(Text.assemble((stamp + "  ", "dim"), (text, colour)))
         if events:
             self._last_event = events[-1]

@@ -1,11 +1,16 @@
-"""The dashboard's run history: earlier runs with the live ones, and the reference lines they give. Pure."""
+"""The dashboard's run history: earlier runs with the live ones, the reference lines they give, launch events. Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from acceptmon.fmt import duration, number
+from acceptmon.records import LaunchConfig
 from acceptmon.stats import RunSummary
+
+SAME_CONFIG_TOLERANCE = 0.1
+"""Two runs with one config whose accept len means differ by more than this fraction differ for another reason."""
 
 
 @dataclass(frozen=True)
@@ -47,3 +52,46 @@ def references(history: Sequence[RunSummary], file: str, current: int) -> Refere
     if prev and prev.gen_throughput_mean is not None:
         return References(accept, accept_label, prev.gen_throughput_mean, f"run {prev.run} mean")
     return References(accept, accept_label)
+
+
+def launch_text(c: LaunchConfig, same_as: int | None) -> str:
+    """The event of a launch: model and speculative settings, and whether the previous run had the same config."""
+    spec = "no speculation"
+    if c.spec_algorithm:
+        spec = f"{c.spec_algorithm} steps {c.spec_num_steps} topk {c.spec_eagle_topk} draft {c.spec_num_draft_tokens}"
+    same = f" (same config as run {same_as})" if same_as is not None else ""
+    return f"launch: {c.model_path or 'model ?'}, {spec}{same}"
+
+
+def same_config_text(history: Sequence[RunSummary], file: str, run: int, mean: float) -> str:
+    """Run ``run`` has run ``run - 1``'s launch config: what its accept len did, and where a change must come from."""
+    prev = next((h.accept_len_mean for h in history if h.file == file and h.run == run - 1), None)
+    text = f"run {run}: same config as run {run - 1}"
+    if prev is None:
+        return f"{text}, accept len {mean:.2f}"
+    text += f", accept len {prev:.2f} -> {mean:.2f}"
+    if abs(mean - prev) > SAME_CONFIG_TOLERANCE * max(prev, mean):
+        text += ": the difference is outside server_args"
+    return text
+
+
+HISTORY_COLUMNS = ("run", "start", "spec", "steps", "topk", "draft", "batch", "len", "rate", "tok/s/rank", "time")
+"""The run history's columns (means: len = accept len, rate = normalized accept rate, tok/s/rank per rank)."""
+NARROW_HISTORY_COLUMNS = tuple(c for c in HISTORY_COLUMNS if c != "batch")
+
+
+def history_cells(h: RunSummary, current: bool) -> dict[str, str]:
+    """One run as the history table shows it, by column; the current run is marked ``*``."""
+    return {
+        "run": f"{h.run}{' *' if current else ''}",
+        "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
+        "spec": h.spec_algorithm or "none",
+        "steps": number(h.spec_num_steps),
+        "topk": number(h.spec_eagle_topk),
+        "draft": number(h.spec_num_draft_tokens),
+        "batch": str(h.batches),
+        "len": number(h.accept_len_mean),
+        "rate": number(h.draft_accept_rate_mean),
+        "tok/s/rank": number(h.gen_throughput_mean, 1),
+        "time": duration(h.duration_s),
+    }

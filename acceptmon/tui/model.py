@@ -12,7 +12,9 @@ screen, and the UI only lays them out.
 The window is measured in log time (the timestamps SGLang wrote), so a back-filled
 or replayed log shows the same window as a live one. A new launch clears the
 window of its file: the plots and tiles describe the current run, and the previous
-run's mean becomes the reference line.
+run's mean becomes the reference line. Events carry the log time of the record
+behind them (None for notes about acceptmon itself), and a file whose input has
+ended (a finished replay) is never called stalled.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, LaunchConfig, Record
 from acceptmon.sinks.livestate import FileInfo, LiveStats, RankSeries
 from acceptmon.stats import Baseline, RunSummary, Stats
-from acceptmon.tui.history import References, history_rows, references
+from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
 from acceptmon.tui.tiles import rank_row, tiles
 from acceptmon.tui.view import Event, Level, Tiles, View
 from acceptmon.window import Window
@@ -55,6 +57,11 @@ class _File:
     collapsed: bool = False
     stale: bool = False
     unrecognized: int = 0
+    launches: int = 0
+    """Launches read live; the current run is ``runs_before + launches``."""
+    config: LaunchConfig | None = None
+    same_config: bool = False
+    """The current run repeats the previous run's config; said with both means once this one is known."""
 
 
 def _epoch(ts: datetime | None, fallback: float) -> float:
@@ -85,6 +92,8 @@ class DashboardState:
         self._history: dict[str, list[RunSummary]] = {}
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)
         self._last_file: str | None = None
+        self._ended: set[str] = set()
+        """Files no more input will come from (a finished replay): their silence is not a stall."""
         self.backfill: Callable[[], float | None] = lambda: None
         self.version = 0
 
@@ -130,6 +139,12 @@ class DashboardState:
             self._event("info", text)
             self.version += 1
 
+    def end_of_input(self, file: str) -> None:
+        """Nothing more will be written to ``file`` (the demo's replay finished): no stall alarms for it."""
+        with self._lock:
+            self._ended.add(file)
+            self.version += 1
+
     def reset_window(self) -> None:
         with self._lock:
             for f in self._files.values():
@@ -142,16 +157,14 @@ class DashboardState:
         with self._lock:
             ranks = self._current_ranks()
             for f in self._files.values():
-                if f.last_seen is None:
+                if f.last_seen is None or f.file in self._ended:
                     continue
                 queued = sum(getattr(r.last, "queue_req", None) or 0 for r in ranks if r.file == f.file)
                 stale = now - f.last_seen > self.stale_after and queued > 0
                 if stale and not f.stale:
-                    self._event(
-                        "bad",
-                        f"{f.file}: no decode line for {now - f.last_seen:.0f} s while {queued} requests are queued",
-                        f.file,
-                    )
+                    last = f" (last logged {datetime.fromtimestamp(f.last_t):%H:%M:%S})" if f.last_t else ""
+                    text = f"no decode line for {now - f.last_seen:.0f} s{last} while {queued} requests are queued"
+                    self._event("bad", f"{f.file}: {text}", f.file)
                     self.version += 1
                 f.stale = stale
 
@@ -210,8 +223,8 @@ class DashboardState:
         runs = {i.file: i.run for i in self.live.snapshot().files}
         return [s for s in self.live.snapshot().series if s.kind == "decode" and s.run == runs.get(s.file)]
 
-    def _event(self, level: Level, text: str, file: str = "") -> None:
-        self._events.append(Event(self.clock(), level, text, file))
+    def _event(self, level: Level, text: str, file: str = "", at: datetime | None = None) -> None:
+        self._events.append(Event(at, level, text, file))
 
     def _launch(self, f: _File, r: Record) -> None:
         f.baseline.restart(r.timestamp)
@@ -219,12 +232,11 @@ class DashboardState:
         f.last = None
         f.collapsed = False
         c: LaunchConfig = getattr(r, "config", LaunchConfig())
-        spec = (
-            f"{c.spec_algorithm} steps {c.spec_num_steps} topk {c.spec_eagle_topk} draft {c.spec_num_draft_tokens}"
-            if c.spec_algorithm
-            else "no speculation"
-        )
-        self._event("info", f"launch: {c.model_path or 'model ?'}, {spec}", f.file)
+        f.launches += 1
+        f.same_config = c == f.config
+        f.config = c
+        same_as = f.runs_before + f.launches - 1 if f.same_config else None
+        self._event("info", launch_text(c, same_as), f.file, r.timestamp)
         self._last_file = f.file
 
     def _decode(self, f: _File, r: DecodeStats, now: float) -> None:
@@ -236,22 +248,26 @@ class DashboardState:
         f.last_t = t
         f.window.add(t, r.rank or "", r.accept_len, r.draft_accept_rate, r.gen_throughput)
         f.baseline.add(r.accept_len, r.timestamp)
-        self._judge(f)
+        self._judge(f, r.timestamp)
 
-    def _judge(self, f: _File) -> None:
+    def _judge(self, f: _File, at: datetime | None) -> None:
         acc = f.window.accept
         if acc.count < MIN_POINTS:
             return
         mean = acc.total / acc.count
+        if f.same_config:
+            f.same_config = False
+            text = same_config_text(self._history_rows(), f.file, f.runs_before + f.launches, mean)
+            self._event("info", text, f.file, at)
         reason = None
         if self.alert_below is not None and mean < self.alert_below:
             reason = f"below {self.alert_below:g}"
         elif (base := f.baseline.mean) is not None and f.baseline.count >= MIN_POINTS and mean < DROP * base:
             reason = f"{100 * (1 - mean / base):.0f}% below the run's start"
         if reason and not f.collapsed:
-            self._event("bad", f"acceptance collapse: window mean accept len {mean:.2f}, {reason}", f.file)
+            self._event("bad", f"acceptance collapse: window mean accept len {mean:.2f}, {reason}", f.file, at)
         elif not reason and f.collapsed:
-            self._event("info", f"acceptance recovered: window mean accept len {mean:.2f}", f.file)
+            self._event("info", f"acceptance recovered: window mean accept len {mean:.2f}", f.file, at)
         f.collapsed = reason is not None
 
     def _unrecognized(self, f: _File, tally: Tally) -> None:

@@ -30,6 +30,7 @@ def tiles(
         draft_accept_rate=round_or_none(window.draft.mean),
         accept_rate=last.accept_rate if last else None,
         throughput=round(sum(tputs), 2) if tputs else None,
+        throughput_ranks=len(tputs),
         running=_sum_int(r.running_req for r in mine),
         queued=_sum_int(r.queue_req for r in mine),
         token_usage=max(usage) if usage else None,

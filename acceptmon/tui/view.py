@@ -1,4 +1,8 @@
-"""What one dashboard frame holds: plain immutable values, computed by :mod:`acceptmon.tui.model`."""
+"""What one dashboard frame holds (plain immutable values, computed by :mod:`acceptmon.tui.model`) and its words.
+
+The text helpers here (header parts, event lines) are pure, so what the screen says
+is tested without a screen; :mod:`acceptmon.tui.app` only lays them out.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from acceptmon.fmt import number, short_model
 from acceptmon.records import LaunchConfig
 from acceptmon.stats import RunSummary
 
@@ -13,10 +18,16 @@ Level = Literal["info", "warn", "bad"]
 Health = Literal["good", "warn", "bad", "none"]
 
 
+Part = tuple[str, str]
+"""A run of header text and its Rich style."""
+NO_LOG_TIME = "--:--:--"
+"""The time column of an event with no log time (a note about acceptmon itself, not about a log line)."""
+
+
 @dataclass(frozen=True)
 class Event:
-    seen: float
-    """Wall-clock time (time.time()) when it was noticed."""
+    at: datetime | None
+    """Log time of the record that caused it; None for notes with no log line behind them."""
     level: Level
     text: str
     file: str = ""
@@ -41,6 +52,8 @@ class Tiles:
     draft_accept_rate: float | None = None
     accept_rate: float | None = None
     throughput: float | None = None
+    throughput_ranks: int = 0
+    """Ranks whose latest gen throughput is in ``throughput`` (a sum)."""
     running: int | None = None
     queued: int | None = None
     token_usage: float | None = None
@@ -75,3 +88,51 @@ class View:
     backfill: float | None
     """Fraction of the start-up back-fill done, None once live."""
     version: int
+
+
+def ago(seconds: float | None, suffix: str = " ago") -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s{suffix}"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m{suffix}"
+    return f"{seconds / 3600:.1f}h{suffix}"
+
+
+def header_parts(v: View, label: str, *, paused: bool, narrow: bool) -> list[Part]:
+    """What the run is, then how reading goes; PAUSED first, so it shows at any width. Shorter when narrow."""
+    parts: list[Part] = [(" PAUSED " if narrow else " PAUSED: p resumes ", "bold reverse red")] if paused else []
+    parts += [] if narrow else [("acceptmon", "bold")]
+    parts.append((label or ", ".join(f.rsplit("/", 1)[-1] for f in v.files), "bold"))
+    if v.run:
+        start = (
+            "?" if v.run_start is None else f"{v.run_start:%H:%M:%S}" if narrow else f"{v.run_start:%Y-%m-%d %H:%M:%S}"
+        )
+        parts.append((f"run {v.run} {'since' if narrow else 'started'} {start}", ""))
+    cfg = v.launch
+    if cfg is not None:
+        parts.append((short_model(cfg.model_path or "?"), ""))
+        spec, gap = "no speculation", " " if narrow else "  "
+        if cfg.spec_algorithm:
+            spec = gap.join((cfg.spec_algorithm, f"steps {number(cfg.spec_num_steps)}",
+                             f"topk {number(cfg.spec_eagle_topk)}",
+                             f"draft{'' if narrow else ' tokens'} {number(cfg.spec_num_draft_tokens)}"))  # fmt: skip
+        parts.append((spec, "bold"))
+    if v.last_decode_time is None:
+        parts.append(("no decode line yet", ""))
+    else:
+        parts.append((f"last decode {v.last_decode_time:%H:%M:%S} (read {ago(v.last_decode_ago)})", ""))
+    parts.append((f"{v.lines:,} lines", ""))
+    if v.waiting:
+        parts.append((f"waiting for {', '.join(v.waiting)} to appear", "bold yellow"))
+    if v.backfill is not None:
+        parts.append((f"back-filling the current run {100 * v.backfill:.0f}%", "bold cyan"))
+    return parts
+
+
+def event_line(e: Event, many_files: bool) -> tuple[str, str]:
+    """(time column, text) of one event: log time, or ``--:--:--`` when no log line caused it."""
+    stamp = f"{e.at:%H:%M:%S}" if e.at is not None else NO_LOG_TIME
+    where = f"{e.file.rsplit('/', 1)[-1]}: " if e.file and many_files else ""
+    return stamp, where + e.text.removeprefix(e.file + ": ")

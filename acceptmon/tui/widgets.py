@@ -1,42 +1,135 @@
-"""The dashboard's own widgets: a value tile and the help screen."""
+"""The dashboard's own widgets: a value tile, the window plot, header packing and the help screen.
+
+Each shows whole words or nothing: a tile picks the longest of its wordings that fits
+its width, the header wraps between parts, never inside one, so a small terminal shows
+less rather than everything cut.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+Wording = tuple[str, str]
+"""(title, line under the value) of a tile."""
+
+
+def fit(choices: Sequence[str], width: int) -> str:
+    """The first (longest) choice no wider than ``width``, else the last (shortest)."""
+    return next((c for c in choices if len(c) <= width), choices[-1])
+
+
+def pack(parts: Sequence[tuple[str, str]], width: int, sep: str = "  ") -> Text:
+    """(text, style) parts on as few lines as fit ``width``, breaking between parts only."""
+    text, used = Text(), 0
+    for part, style in parts:
+        if used and used + len(sep) + len(part) > width:
+            text.append("\n")
+            used = 0
+        elif used:
+            text.append(sep)
+            used += len(sep)
+        text.append(part, style=style)
+        used += len(part)
+    return text
 
 
 class Tile(Static):
-    """A big number with a title and a smaller line under it."""
+    """A big number with a title and a smaller line under it, in the longest wording that fits."""
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__("-", id=id)
         self.border_title = title
+        self._value = "-"
+        self._wordings: Sequence[Wording] = ((title, ""),)
 
-    def show(self, value: str, sub: str, health: str = "none") -> None:
-        self.update(Text.assemble((value, "bold"), "\n", (sub, "dim")))
+    def show(self, value: str, wordings: Sequence[Wording], health: str = "none") -> None:
+        self._value, self._wordings = value, wordings
+        self._fit()
         for h in ("good", "warn", "bad", "none"):
             self.set_class(h == health, f"-{h}")
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def wording(self) -> Wording:
+        """The first wording whose title and sub-line (one or more lines) fit the tile (the first before layout)."""
+        width, rows = self.content_size.width or 10**6, (self.content_size.height or 10**6) - 1
+        titles = self.size.width - 6 if self.size.width else 10**6  # "╭─ title ─╮"
+
+        def fits(w: Wording) -> bool:
+            lines = w[1].split("\n")
+            return len(w[0]) <= titles and len(lines) <= rows and max(map(len, lines)) <= width
+
+        return next((w for w in self._wordings if fits(w)), self._wordings[-1])
+
+    def _fit(self) -> None:
+        title, sub = self.wording()
+        self.border_title = title
+        self.update(Text.assemble((self._value, "bold"), "\n", (sub, "dim")))
+
+
+class WindowPlot(PlotextPlot):
+    """One series over the window in log time, with the previous run's mean as a red reference line."""
+
+    def draw(
+        self, series: Sequence[tuple[float, float]], titles: Sequence[str], ref: float | None, xlabel: str
+    ) -> None:
+        """``titles``: longest first; the first that fits is shown (plotext drops a title too long for its width)."""
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(fit(titles, (self.content_size.width or 10**6) - 2))
+        plt.xlabel(xlabel)
+        plt.frame(False)  # no box: its top and bottom lines would cost two of a short screen's rows
+        plt.yaxes(True, False)
+        if series:
+            xs = [x for x, _ in series]
+            ys = [y for _, y in series]
+            plt.plot(xs, ys, marker="braille", color="cyan")
+            lo, hi = min(ys), max(ys)
+            if ref is not None:
+                lo, hi = min(lo, ref), max(hi, ref)
+            pad = max(0.05 * (hi - lo), 0.1 if hi < 10 else 1.0)
+            plt.ylim(max(0.0, lo - pad), hi + pad)
+            plt.xlim(0, max(xs[-1], 1.0))
+        if ref is not None:
+            plt.hline(ref, color="red")
+        self.refresh()
+
+
+HELP = """\
+[b]acceptmon tail[/b]                          [reverse] Esc, ? or q closes this help [/reverse]
+q quit · p pause/resume the display (reading goes on; the header: PAUSED)
+r reset the window · s sort the rank table by its next column (▲/▼ marks
+  it; click a column header to sort by it, again to reverse)
+
+[b]accept len[/b]: tokens accepted per verify step, bonus token included.
+[b]accept rate[/b]: the big number is normalized, (accept len-1)/(draft tokens-1);
+  "logged" is what this SGLang version prints (its definition changed).
+[b]tok/s[/b]: the tile sums the current run's ranks; the plot, the rank table
+  and the history's tok/s/rank are per rank.
+[b]Times[/b] are log time. An event has the time of the log line behind it;
+  --:--:-- marks notes with none (start-up, waiting for a file, format
+  drift, a stall). "read 2s ago" and the rank table's "seen": wall clock.
+Red: window mean below --alert-below, or 30% below the run's first 10 min.
+No stall alarm once the input has ended (a finished demo replay).
+"same config as run N": the launch repeats the previous run's server_args,
+  so a change in accept len comes from elsewhere (draft model, workload).
+Under 120 columns: no rank table, running or KV tile, or throughput plot."""
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [("escape,question_mark,q", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
-        yield Static(
-            "[b]acceptmon tail[/b]\n\n"
-            "  q  quit\n  p  pause / resume the display (reading goes on)\n"
-            "  r  reset the window (means and plots start afresh)\n  ?  this help\n\n"
-            "  s  sort the rank table by its next column\n\n"
-            "Click a column header of the rank table to sort by it (again: reverse).\n\n"
-            "accept len: tokens accepted per verify step, bonus token included.\n"
-            "accept rate (normalized): (accept len - 1) / (draft tokens - 1).\n"
-            "accept rate (as logged): what this SGLang version prints; definitions changed.\n"
-            "Red: window mean below --alert-below or 30% below the run's first 10 minutes.",
-            id="help",
-        )
+        with VerticalScroll(id="help"):
+            yield Static(HELP)
