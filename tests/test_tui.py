@@ -134,8 +134,10 @@ async def test_80x24_shows_fewer_things_whole(grammars):
     """A small terminal drops the rank table, two tiles and a plot, and shows the rest uncut."""
     app = AcceptmonApp(seeded_state(grammars), files="server.log")
     async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()  # mounted and laid out before the key, also on a busy machine
         await pilot.press("p")
-        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(0.1)
         assert app.screen.has_class("-short") and app.screen.has_class("-narrow")
         assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
         header = str(app.query_one("#header").render()).splitlines()

@@ -16,22 +16,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
-from acceptmon.fmt import number
+from acceptmon.cli.wiring import Before, ignore, say, wire
 from acceptmon.grammar import GrammarSet
 from acceptmon.loader import load_grammars
-from acceptmon.parse import Tally
-from acceptmon.records import DecodeStats, Record
 from acceptmon.replay import sample_names
 from acceptmon.source import check_path
 
 if TYPE_CHECKING:
     from acceptmon.pipeline.live import LiveSource
-    from acceptmon.sinks.livestate import LiveStats
     from acceptmon.tui.model import DashboardState
 
 
@@ -64,10 +60,6 @@ def add_parsers(sub: Subcommands) -> None:
     tail_options(demo)
     demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
                       grammar=[])  # fmt: skip
-
-
-def say(message: str) -> None:
-    print(f"acceptmon: {message}", file=sys.stderr, flush=True)
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -127,16 +119,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def plain_line(r: DecodeStats, with_file: bool = False) -> str:
-    """One compact, grep-friendly line per decode record."""
-    ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
-    where = f"{r.file} " if with_file else ""
-    return (
-        f"{where}{ts} {r.rank or '-'} accept_len={number(r.accept_len)} accept_rate={number(r.accept_rate)} "
-        f"draft_accept_rate={number(r.draft_accept_rate)} gen_throughput={number(r.gen_throughput)}"
-    )
-
-
 def check_live_paths(patterns: Sequence[str]) -> None:
     """One-line error now for a path that can never be followed (a directory, unreadable)."""
     for pattern in patterns:
@@ -151,47 +133,13 @@ def cmd_tail(args: argparse.Namespace) -> int:
     return _tail(args, args.files, grammars, plain=plain)
 
 
-@dataclass
-class _Wiring:
-    """Where a ``tail`` hands what it reads: the dashboard (with its live state) or plain lines."""
-
-    sink: Callable[[str, list[Record], Tally], None]
-    note: Callable[[str], None]
-    on_waiting: Callable[[str, bool], None] | None = None
-    live: LiveStats | None = None
-    """The live state the exporter reads (``--metrics-port``), else None."""
-    state: DashboardState | None = None
-
-
-def _wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> _Wiring:
-    from acceptmon.sinks.livestate import LiveStats
-
-    if not plain:
-        from acceptmon.tui.model import DashboardState
-
-        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
-        return _Wiring(state.add, state.note, state.set_waiting, state.live if args.metrics_port else None, state)
-    live = LiveStats() if args.metrics_port else None
-    multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
-
-    def show(file: str, records: list[Record], tally: Tally) -> None:
-        if live is not None:
-            live.update(file, records, tally)
-        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
-        if out:
-            sys.stdout.write("\n".join(out) + "\n")
-            sys.stdout.flush()
-
-    return _Wiring(show, say, live.set_waiting if live is not None else None, live)
-
-
 def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
-          label: str = "", before: Callable[[threading.Event, Callable[[str], None]], None] | None = None,
+          label: str = "", before: Before | None = None,
           ) -> int:  # fmt: skip
     """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
     from acceptmon.pipeline.live import LiveSource
 
-    w = _wire(args, files, plain)
+    w = wire(args, files, plain)
     source = LiveSource(files, grammars, w.sink, from_start=args.from_start, state_file=args.state_file, note=w.note,
                         on_waiting=w.on_waiting, on_forget=w.live.forget if w.live is not None else None)  # fmt: skip
     server = None
@@ -206,7 +154,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
     def follow(stop: threading.Event) -> None:
         try:
             if before is not None:
-                before(stop, w.note)
+                before(stop, w.note, w.state.end_of_input if w.state is not None else ignore)
             source.discover()
             if w.state is not None:
                 _start_history(source, args.grammar, w.state)
@@ -274,16 +222,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         target = Path(tmp) / sample.name
         target.touch()
 
-        def start_replay(stop: threading.Event, note: Callable[[str], None]) -> None:
+        def start_replay(stop: threading.Event, note: Callable[[str], None], ended: Callable[[str], None]) -> None:
             def work() -> None:
                 lines = replay(sample, target, args.speed, stop)
                 if plain:  # a script ran the demo: end once the replay has been read
                     time.sleep(0.5)
                     stop.set()
-                else:  # no stall alarm for a replay that ended with requests queued: note is DashboardState.note
-                    end = getattr(getattr(note, "__self__", None), "end_of_input", None)
-                    if callable(end):
-                        end(str(target))
+                else:
+                    ended(str(target))  # no stall alarm for a replay that ended with requests queued
                     note(f"replay finished: {lines} lines of {sample.name}; press q to quit")
 
             threading.Thread(target=work, name="replay", daemon=True).start()

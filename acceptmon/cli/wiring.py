@@ -1,0 +1,75 @@
+"""Where ``tail`` hands what it reads: the dashboard (over its live state), or plain lines, and the exporter."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from acceptmon.fmt import number
+from acceptmon.parse import Tally
+from acceptmon.records import DecodeStats, Record
+
+if TYPE_CHECKING:
+    from acceptmon.sinks.livestate import LiveStats
+    from acceptmon.tui.model import DashboardState
+
+
+def say(message: str) -> None:
+    print(f"acceptmon: {message}", file=sys.stderr, flush=True)
+
+
+def plain_line(r: DecodeStats, with_file: bool = False) -> str:
+    """One compact, grep-friendly line per decode record."""
+    ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
+    where = f"{r.file} " if with_file else ""
+    return (
+        f"{where}{ts} {r.rank or '-'} accept_len={number(r.accept_len)} accept_rate={number(r.accept_rate)} "
+        f"draft_accept_rate={number(r.draft_accept_rate)} gen_throughput={number(r.gen_throughput)}"
+    )
+
+
+Before = Callable[[threading.Event, Callable[[str], None], Callable[[str], None]], None]
+"""Runs before following starts: (stop, note, ended); ``ended(file)`` says a file will not grow again."""
+
+
+def ignore(file: str) -> None:
+    """No dashboard to tell that an input ended."""
+
+
+@dataclass
+class Wiring:
+    """Where a ``tail`` hands what it reads: the dashboard (with its live state) or plain lines."""
+
+    sink: Callable[[str, list[Record], Tally], None]
+    note: Callable[[str], None]
+    on_waiting: Callable[[str, bool], None] | None = None
+    live: LiveStats | None = None
+    """The live state the exporter reads (``--metrics-port``), else None."""
+    state: DashboardState | None = None
+
+
+def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
+    from acceptmon.sinks.livestate import LiveStats
+
+    if not plain:
+        from acceptmon.tui.model import DashboardState
+
+        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
+        return Wiring(state.add, state.note, state.set_waiting, state.live if args.metrics_port else None, state)
+    live = LiveStats() if args.metrics_port else None
+    multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
+
+    def show(file: str, records: list[Record], tally: Tally) -> None:
+        if live is not None:
+            live.update(file, records, tally)
+        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
+        if out:
+            sys.stdout.write("\n".join(out) + "\n")
+            sys.stdout.flush()
+
+    return Wiring(show, say, live.set_waiting if live is not None else None, live)
