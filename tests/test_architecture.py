@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.webconfig": 7, "sinks.httpserver": 8,
     "sinks.runs": 8, "sinks.prometheus": 8, "sinks.output": 8,
-    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.model": 9, "tui.widgets": 7, "tui.app": 10,
+    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.verdict": 7, "tui.filestate": 8, "tui.model": 9, "tui.widgets": 7, "tui.app": 10,
     "cli.args": 10, "cli.wiring": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""

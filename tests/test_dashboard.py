@@ -207,3 +207,35 @@ def test_history_before_the_live_start_numbers_the_runs(grammars):
     assert v.run == 3 and v.current_run_key == ("s.log", 3)
     assert [(h.run, h.accept_len_mean) for h in v.history] == [(1, 2.5), (2, 3.5), (3, 3.0)]
     assert v.accept_reference == 3.5
+
+
+def test_the_current_run_is_judged_against_the_previous_one_by_compares_rule(grammars):
+    """The seed incident: the fixed run against the broken one is `better`, as `acceptmon compare` says."""
+    from acceptmon.cli.compare import read_side
+    from acceptmon.compare import compare
+    from tests.conftest import SAMPLES
+
+    log = SAMPLES / "seed_eagle3_moe.log"
+    state = DashboardState()
+    lines = log.read_text().splitlines()
+    second_launch = [i for i, line in enumerate(lines) if "server_args=" in line][2]
+    feed(state, Parser(grammars, str(log)), *lines[:second_launch])  # runs 1 and 2, then stop
+    state.compare_runs()
+    verdicts = [e.text for e in state.view().events if " vs run " in e.text]
+    expected = compare(read_side(str(log), 1, grammars), read_side(str(log), 2, grammars))
+    assert expected.verdict == "better"
+    assert verdicts == [f"run 2 vs run 1: better. {expected.reason.replace('B ', 'run 2 ', 1)}"]
+    state.compare_runs()  # the same verdict is not announced twice
+    assert len([e for e in state.view().events if " vs run " in e.text]) == 1
+
+
+def test_no_verdict_before_enough_batches(grammars):
+    state = DashboardState()
+    p = Parser(grammars, "s.log")
+    feed(state, p, launch_line(ts=ts(0)), *[decode_line(acc=1.1, tput=70, ts=ts(1 + i)) for i in range(30)])
+    feed(state, p, launch_line(ts=ts(100)), *[decode_line(acc=2.8, tput=94, ts=ts(101 + i)) for i in range(19)])
+    state.compare_runs()
+    assert not [e for e in state.view().events if " vs run " in e.text]
+    feed(state, p, decode_line(acc=2.8, tput=94, ts=ts(130)))
+    state.compare_runs()
+    assert [e.text.split(".")[0] for e in state.view().events if " vs run " in e.text] == ["run 2 vs run 1: better"]

@@ -80,7 +80,7 @@ class LiveSource:
         *,
         from_start: bool = False,
         state_file: Path | None = None,
-        records: frozenset[str] = frozenset({"decode", "launch"}),
+        records: frozenset[str] | None = None,
         backfill_limit: int = BACKFILL_LIMIT,
         note: Note = lambda _msg: None,
         on_waiting: Callable[[str, bool], None] | None = None,

@@ -30,6 +30,8 @@ from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_par
 from acceptmon.tui.widgets import HelpScreen, Tile, WindowPlot, pack
 
 REFRESH_SECONDS = 0.25
+COMPARE_SECONDS = 10.0
+"""How often the current run is judged against the previous one (``acceptmon compare``'s rule)."""
 SHORT_BELOW_ROWS = 34
 """Terminals with fewer rows get the short layout: title-only borders, one-line tiles' sub-lines, fewer rows."""
 NARROW_BELOW_COLUMNS = 120
@@ -93,6 +95,7 @@ class AcceptmonApp(App[None]):
         self.query_one("#history", DataTable).border_title = "run history (means: len = accept len, rate = normalized)"
         self.query_one("#events", RichLog).border_title = "events (log time)"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
+        self.set_interval(COMPARE_SECONDS, self._compare_runs)
         self.on_resize()
         if self.follow is not None:
             follow = self.follow
@@ -156,6 +159,10 @@ class AcceptmonApp(App[None]):
         column, reverse = self._sort
         self._sort = (key, not reverse if key == column else False)
         self._fill_ranks(self.state.view().ranks)
+
+    def _compare_runs(self) -> None:
+        """The current run against the previous one, in a thread: the bootstrap takes a moment."""
+        self.run_worker(self.state.compare_runs, thread=True, name="compare", exclusive=True, group="compare")
 
     # -- drawing --------------------------------------------------------------------------
 

@@ -23,16 +23,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from acceptmon.kinds import KINDS
 from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, LaunchConfig, Record
 from acceptmon.sinks.livestate import FileInfo, LiveStats, RankSeries
-from acceptmon.stats import Baseline, RunSummary, Stats
+from acceptmon.stats import RunSummary, Stats
+from acceptmon.tui.filestate import FileState, epoch
 from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
 from acceptmon.tui.tiles import rank_row, tiles
+from acceptmon.tui.verdict import judge
 from acceptmon.tui.view import Event, Level, Tiles, View
 from acceptmon.window import Window
 
@@ -41,31 +42,6 @@ DROP = 0.7
 MIN_POINTS = 5
 """Batches needed in the window before acceptance is judged."""
 MAX_EVENTS = 500
-
-
-@dataclass
-class _File:
-    file: str
-    runs_before: int = 0
-    """Launches in the history read before the live start (the live state counts those read live)."""
-    window: Window = field(default_factory=lambda: Window(300.0))
-    last_t: float | None = None
-    baseline: Baseline = field(default_factory=Baseline)
-    """The current run's first ten minutes; its start is the run's start."""
-    last_seen: float | None = None
-    last: DecodeStats | None = None
-    collapsed: bool = False
-    stale: bool = False
-    unrecognized: int = 0
-    launches: int = 0
-    """Launches read live; the current run is ``runs_before + launches``."""
-    config: LaunchConfig | None = None
-    same_config: bool = False
-    """The current run repeats the previous run's config; said with both means once this one is known."""
-
-
-def _epoch(ts: datetime | None, fallback: float) -> float:
-    return ts.timestamp() if ts is not None else fallback
 
 
 class DashboardState:
@@ -87,7 +63,7 @@ class DashboardState:
         self.clock = clock
         self.live = live if live is not None else LiveStats(clock=clock)
         self._lock = threading.Lock()
-        self._files: dict[str, _File] = {}
+        self._files: dict[str, FileState] = {}
         self._stats = Stats()
         self._history: dict[str, list[RunSummary]] = {}
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)
@@ -112,6 +88,8 @@ class DashboardState:
                     self._launch(f, r)
                 elif isinstance(r, DecodeStats):
                     self._decode(f, r, now)
+                elif r.kind == "prefill":
+                    f.pair.prefill(r.rank or "")
             if tally is not None:
                 self._unrecognized(f, tally)
             self.version += 1
@@ -209,10 +187,10 @@ class DashboardState:
 
     # -- internals (under the lock) -----------------------------------------------------
 
-    def _file(self, file: str) -> _File:
+    def _file(self, file: str) -> FileState:
         f = self._files.get(file)
         if f is None:
-            f = self._files[file] = _File(file, window=Window(self.window))
+            f = self._files[file] = FileState(file, window=Window(self.window))
         return f
 
     def _info(self, file: str) -> FileInfo | None:
@@ -223,34 +201,51 @@ class DashboardState:
         runs = {i.file: i.run for i in self.live.snapshot().files}
         return [s for s in self.live.snapshot().series if s.kind == "decode" and s.run == runs.get(s.file)]
 
+    def compare_runs(self) -> None:
+        """Judge each file's current run against its previous one (slow: call off the UI thread)."""
+        with self._lock:
+            work = [(f, f.pair.sides(), f.last.timestamp if f.last else None) for f in self._files.values()]
+        for f, sides, at in work:
+            if sides is None:
+                continue
+            verdict, text = judge(*sides)
+            with self._lock:
+                key = (sides[0], sides[2], verdict)
+                if f.pair.judged != key:
+                    f.pair.judged = key
+                    self._event("bad" if verdict == "worse" else "info", text, f.file, at)
+                    self.version += 1
+
     def _event(self, level: Level, text: str, file: str = "", at: datetime | None = None) -> None:
         self._events.append(Event(at, level, text, file))
 
-    def _launch(self, f: _File, r: Record) -> None:
+    def _launch(self, f: FileState, r: Record) -> None:
         f.baseline.restart(r.timestamp)
         f.window.clear()
         f.last = None
         f.collapsed = False
         c: LaunchConfig = getattr(r, "config", LaunchConfig())
         f.launches += 1
+        f.pair.launch(f.runs_before + f.launches)
         f.same_config = c == f.config
         f.config = c
         same_as = f.runs_before + f.launches - 1 if f.same_config else None
         self._event("info", launch_text(c, same_as), f.file, r.timestamp)
         self._last_file = f.file
 
-    def _decode(self, f: _File, r: DecodeStats, now: float) -> None:
+    def _decode(self, f: FileState, r: DecodeStats, now: float) -> None:
         self._last_file = f.file
         f.last_seen, f.last = now, r
-        t = _epoch(r.timestamp, now)
+        t = epoch(r.timestamp, now)
         if f.baseline.start is None:
             f.baseline.start = r.timestamp  # decode lines before any launch: the run starts with them
         f.last_t = t
         f.window.add(t, r.rank or "", r.accept_len, r.draft_accept_rate, r.gen_throughput)
         f.baseline.add(r.accept_len, r.timestamp)
+        f.pair.add(r, f.runs_before + f.launches)
         self._judge(f, r.timestamp)
 
-    def _judge(self, f: _File, at: datetime | None) -> None:
+    def _judge(self, f: FileState, at: datetime | None) -> None:
         acc = f.window.accept
         if acc.count < MIN_POINTS:
             return
@@ -270,7 +265,7 @@ class DashboardState:
             self._event("info", f"acceptance recovered: window mean accept len {mean:.2f}", f.file, at)
         f.collapsed = reason is not None
 
-    def _unrecognized(self, f: _File, tally: Tally) -> None:
+    def _unrecognized(self, f: FileState, tally: Tally) -> None:
         n = tally.kinds.get("unrecognized", 0)
         if n > f.unrecognized:
             kept = [u for u in tally.unrecognized if u[0] == f.file]
@@ -278,7 +273,7 @@ class DashboardState:
             self._event("warn", f"format drift: {n - f.unrecognized} unrecognized stats-like line(s){sample}", f.file)
             f.unrecognized = n
 
-    def _tiles(self, cur: _File | None, ranks: list[RankSeries]) -> Tiles:
+    def _tiles(self, cur: FileState | None, ranks: list[RankSeries]) -> Tiles:
         if cur is None:
             return Tiles()
         mine = [r.last for r in ranks if r.file == cur.file and isinstance(r.last, DecodeStats)]
@@ -291,7 +286,7 @@ class DashboardState:
             self._stats.summaries(),
         )
 
-    def _references(self, cur: _File | None, history: list[RunSummary]) -> References:
+    def _references(self, cur: FileState | None, history: list[RunSummary]) -> References:
         if cur is None:
             return References()
         info = self._info(cur.file)
