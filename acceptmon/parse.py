@@ -28,6 +28,7 @@ import regex
 
 from acceptmon.grammar import Converter, Grammar, GrammarSet, _to_timestamp
 from acceptmon.records import DecodeStats, LaunchConfig, LineKind, PrefillStats, Record, ServerLaunch, build
+from acceptmon.redos import MATCH_TIMEOUT
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _KEYLIKE = regex.compile(r"[#A-Za-z][\w .()/+%#'-]*")
@@ -158,8 +159,16 @@ class Parser:
             # another process's line: what a terminal shows is the text after the last one.
             text = text.rstrip("\r").rpartition("\r")[2]
         candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
+        try:
+            return self._match(candidates, text)
+        except TimeoutError:  # a pattern that backtracks without end on this line
+            self._keep_unrecognized(text)
+            return "unrecognized", None
+
+    def _match(self, candidates: list[Grammar], text: str) -> tuple[LineKind, Record | None]:
+        """Classify by the candidate grammars; every match is bounded by MATCH_TIMEOUT."""
         for g in candidates:
-            m = g.regex.match(text) if g.regex else None
+            m = g.regex.match(text, timeout=MATCH_TIMEOUT) if g.regex else None
             if m is None:
                 continue
             if g.spec.record not in self.wanted:
@@ -170,7 +179,7 @@ class Parser:
                 break
             return record.kind, record
         for g in candidates:
-            if g.starts_like is not None and g.starts_like.match(text):
+            if g.starts_like is not None and g.starts_like.match(text, timeout=MATCH_TIMEOUT):
                 self._keep_unrecognized(text)
                 return "unrecognized", None
         return "other", None
