@@ -135,3 +135,15 @@ def test_crafted_lines_are_classified_not_cut_short(parser, line):
     # These lines once made the built-in envelopes backtrack for seconds (or hours): a
     # time-bounded match would now call them unrecognized. Linear patterns reach 'other'.
     assert parser.classify(line) == ("other", None)
+
+
+def test_after_the_anchor_only_the_message_is_pumped():
+    sample = "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3"
+    anchor_at = sample.index("Decode batch")
+
+    def cuts(**kwargs: str) -> list[int]:
+        found = (regex.search(r"repeated after character (\d+)", label) for label, _ in probes([sample], **kwargs))
+        return [int(m.group(1)) for m in found if m]
+
+    assert min(cuts(after="Decode batch")) == anchor_at + len("Decode")
+    assert min(cuts()) == len("[2026")
