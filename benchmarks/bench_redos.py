@@ -68,14 +68,16 @@ def bounded(gset: GrammarSet, line: str) -> str:
 
 
 def check_cost(gset: GrammarSet) -> None:
-    best = float("inf")
+    """CPU time of check_grammar over every grammar: the first run (as at start-up) and the best of five."""
+    runs = []
     for _ in range(5):
-        start = time.perf_counter()
+        start = time.process_time()
         reasons = [check_grammar(g) for g in gset.all]
-        best = min(best, time.perf_counter() - start)
+        runs.append(time.process_time() - start)
     refused = [r for r in reasons if r is not None]
     print(
-        f"\ncheck_grammar over {len(gset.all)} grammars: {best * 1000:.1f} ms (best of 5), refused: {refused or 'none'}"
+        f"\ncheck_grammar over {len(gset.all)} grammars: {runs[0] * 1000:.1f} ms CPU first, "
+        f"{min(runs) * 1000:.1f} ms best of 5; refused: {refused or 'none'}"
     )
 
 
