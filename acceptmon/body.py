@@ -68,14 +68,15 @@ def _read_pairs_careful(
     pieces: list[str], keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
 ) -> None:
     """A piece starts a new pair only if its key is known or looks like a key."""
-    pairs: list[list[str]] = []
+    pairs: list[tuple[str, list[str]]] = []  # parts joined once at the end: linear in the body's length
     for piece in pieces:
         key, sep, value = piece.partition(": ")
         if sep and (key in keys or _KEYLIKE.fullmatch(key)):
-            pairs.append([key, value])
+            pairs.append((key, [value]))
         elif pairs:
-            pairs[-1][1] += ", " + piece
-    for key, value in pairs:
+            pairs[-1][1].append(piece)
+    for key, parts in pairs:
+        value = ", ".join(parts)
         conv = keys.get(key)
         if conv is None:
             extra[key] = value

@@ -38,6 +38,8 @@ ENVELOPE_FIELDS = frozenset(
 )
 """Named groups an envelope may capture; those that name a field every record has reach records."""
 RECORD_FIELDS = frozenset(BaseRecord.model_fields)
+MATCH_TIMEOUT = 0.05
+"""Seconds one match of a log line may take (``regex`` counts the process's CPU time, all threads)."""
 
 
 class FieldSpec(BaseModel):
@@ -145,7 +147,10 @@ class Converter:
         except ValueError:
             if self.value_re is None:
                 raise
-            m = self.value_re.search(text)
+            try:
+                m = self.value_re.search(text, timeout=MATCH_TIMEOUT)
+            except TimeoutError:
+                raise ValueError(f"value pattern took over {MATCH_TIMEOUT} s") from None
             if m is None:
                 raise
             return self.convert(m.group(1))

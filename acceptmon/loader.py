@@ -24,6 +24,7 @@ from acceptmon.grammar import ENVELOPE_FIELDS, Grammar, GrammarFile, GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
+from acceptmon.redos import check_grammar
 
 
 def builtin_grammar_dir() -> Path:
@@ -70,6 +71,10 @@ def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True, replace: 
         names[g.name] = g.source
         _check_declarations(g)
     gset = GrammarSet(grammars)
+    for g in gset.all:  # envelopes first; before the samples run, so that none can hang
+        problem = check_grammar(g)
+        if problem is not None:
+            raise GrammarError(g.source, *problem)
     for g in gset.all:
         check_samples(g, gset)
     return gset

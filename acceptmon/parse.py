@@ -27,6 +27,7 @@ from acceptmon.body import docker_json, literal, read_pairs, split_top_level
 from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.records import LaunchConfig, LineKind, Record, build
+from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -160,8 +161,16 @@ class Parser:
             # another process's line: what a terminal shows is the text after the last one.
             text = text.rstrip("\r").rpartition("\r")[2]
         candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
+        try:
+            return self._match(candidates, text)
+        except TimeoutError:  # a pattern that backtracks without end on this line
+            self._keep_unrecognized(text)
+            return "unrecognized", None
+
+    def _match(self, candidates: list[Grammar], text: str) -> tuple[LineKind, Record | None]:
+        """Classify by the candidate grammars; every match is bounded by MATCH_TIMEOUT."""
         for g in candidates:
-            m = g.regex.match(text) if g.regex else None
+            m = g.regex.match(text, timeout=MATCH_TIMEOUT) if g.regex else None
             if m is None:
                 continue
             if g.spec.record not in self.wanted:
@@ -172,7 +181,7 @@ class Parser:
                 break
             return record.kind, record
         for g in candidates:
-            if g.starts_like is not None and g.starts_like.match(text):
+            if g.starts_like is not None and g.starts_like.match(text, timeout=MATCH_TIMEOUT):
                 self._keep_unrecognized(text)
                 return "unrecognized", None
         return "other", None

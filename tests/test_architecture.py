@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
     "kinds": 1,
     "grammar": 2, "stats": 2,
-    "body": 3, "request_body": 3, "window": 3, "compare": 3,
+    "body": 3, "request_body": 3, "window": 3, "compare": 3, "redos": 3,
     "parse": 4,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
     "source": 2, "replay": 2, "tail": 3,
@@ -32,12 +32,26 @@ LAYERS: dict[str, int] = {
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.webconfig": 7, "sinks.httpserver": 8,
     "sinks.runs": 8, "sinks.prometheus": 8, "sinks.output": 8,
-    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.verdict": 7, "tui.filestate": 8, "tui.model": 9, "tui.widgets": 7, "tui.app": 10,
+    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.verdict": 7, "tui.filestate": 8, "tui.model": 9,
+    "tui.widgets": 7, "tui.app": 10,
     "cli.args": 10, "cli.wiring": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
-CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "request_body", "window", "parse",
-        "compare")
+CORE = (
+    "errors",
+    "records",
+    "values",
+    "fmt",
+    "kinds",
+    "grammar",
+    "stats",
+    "body",
+    "request_body",
+    "window",
+    "parse",
+    "compare",
+    "redos",
+)
 BYTES = ("source", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip
