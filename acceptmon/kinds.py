@@ -23,6 +23,7 @@ from acceptmon.records import (
     LaunchConfig,
     PrefillStats,
     ServerLaunch,
+    WarningRecord,
 )
 
 Derive = Callable[[dict[str, Any], LaunchConfig | None], None]
@@ -176,3 +177,5 @@ DECODE = register(
 )
 PREFILL = register(RecordKind("prefill", PrefillStats))
 LAUNCH = register(RecordKind("launch", ServerLaunch, starts_run=True))
+
+WARNING = register(RecordKind("warning", WarningRecord))

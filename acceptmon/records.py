@@ -170,3 +170,22 @@ def _defaults(model: type[BaseModel]) -> dict[str, Any]:
     cached = {name: f.get_default(call_default_factory=True) for name, f in model.model_fields.items()}
     _DEFAULTS[model] = cached
     return cached
+
+
+class WarningRecord(BaseRecord):
+    """A launch or serving warning/error the doctor reads (grammars ``sglang_warn_*.toml``).
+
+    ``code`` is the message's distinctive phrase exactly as logged (for example ``Max running
+    requests is reset to``), so rules name what the log says; the numbers and text around it
+    fill ``value``, ``limit`` and ``detail`` as each grammar documents."""
+
+    kind: Literal["warning"] = "warning"
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
+    code: str = ""
+    value: float | None = None
+    """The message's first number (a context length, a request count, retracted requests)."""
+    limit: float | None = None
+    """The message's second number, where it has one (the derived context length)."""
+    detail: str | None = None
+    """Free text the message carries (an exception, a reason, a backend)."""
