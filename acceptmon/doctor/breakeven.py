@@ -86,7 +86,8 @@ def matched(spec: Buckets, base: Buckets) -> tuple[list[BucketRow], float | None
 
 
 def verdict(speedup: float, loses_below: float, marginal_below: float) -> Verdict:
-    return "loses" if speedup < loses_below else "marginal" if speedup < marginal_below else "pays"
+    s = round(speedup, 6)
+    return "loses" if s < loses_below else "marginal" if s < marginal_below else "pays"
 
 
 def break_even(

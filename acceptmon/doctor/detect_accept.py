@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, matches, run_lines, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, matches, r6, run_lines, val
 from acceptmon.doctor.model import Hit, Severity
 from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record, WarningRecord
@@ -106,7 +106,7 @@ class Low(Detector[LowParams]):
         if mean is None or count < self.p.min_lines:
             return self._rate_hit()
         for tier in self.p.tiers:
-            if mean < tier.below and (run.steps or 0) >= tier.min_steps:
+            if r6(mean) < tier.below and (run.steps or 0) >= tier.min_steps:
                 text = f"mean accept len {mean:.2f} over {count} decode lines (< {tier.below})"
                 return hit(text, run_lines(run), tier.severity, _same_config_note(run, ctx, tier.below),
                            accept_len_mean=mean, line_count=count, threshold=tier.below)  # fmt: skip
@@ -114,7 +114,7 @@ class Low(Detector[LowParams]):
 
     def _rate_hit(self) -> Hit | None:
         n = self.rate_lines.count
-        if self.p.rate_below is None or n < self.p.min_lines or self.rate_sum / n >= self.p.rate_below:
+        if self.p.rate_below is None or n < self.p.min_lines or r6(self.rate_sum / n) >= self.p.rate_below:
             return None
         rate = self.rate_sum / n
         text = f"mean draft acceptance rate {rate:.3f} over {n} lines (< {self.p.rate_below})"
@@ -160,14 +160,14 @@ class Depth(Detector[DepthParams]):
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         n = len(self.last_position)
-        if n >= self.p.min_lines and sum(self.last_position) / n < self.p.position_below:
+        if n >= self.p.min_lines and r6(sum(self.last_position) / n) < self.p.position_below:
             rate = sum(self.last_position) / n
             return hit(f"last drafted position accepted {rate:.3f} on average", self.position_lines.lines,
                        last_position_rate=rate, line_count=n)  # fmt: skip
         k, mean = run.steps, run.accept_len.mean
         if not run.speculative or not k or k < self.p.min_steps or mean is None:
             return None
-        if run.accept_len.count < self.p.min_lines or (mean - 1) / k >= self.p.per_step_below:
+        if run.accept_len.count < self.p.min_lines or r6((mean - 1) / k) >= self.p.per_step_below:
             return None
         per_step = (mean - 1) / k
         alpha = acceptance_probability(mean, k)
@@ -224,7 +224,7 @@ class Expected(Detector[ExpectedParams]):
             mean, lines, at = self.small / n, self.small_lines.lines, f"at <= {self.p.max_running} running requests"
         else:
             mean, n, lines, at = run.accept_len.mean, run.accept_len.count, run_lines(run), "at any batch size"
-        if mean is None or n < self.p.min_lines or mean >= self.p.ratio * want:
+        if mean is None or n < self.p.min_lines or r6(mean) >= r6(self.p.ratio * want):
             return None
         text = f"mean accept len {mean:.2f} {at} is {mean / want:.0%} of the expected {want:g} (< {self.p.ratio:.0%})"
         return hit(text, lines, accept_len_mean=mean, expected=want, line_count=n)
@@ -276,7 +276,7 @@ class LongContext(Detector[ContextParams]):
         if len(full) >= 2:
             (short_k, short), (long_k, long) = full[0], full[-1]
             short_len, long_len = short[1] / short[0], long[1] / long[0]
-            if long_len <= (1 - self.p.drop) * short_len:
+            if r6(long_len) <= r6((1 - self.p.drop) * short_len):
                 text = (f"accept len {long_len:.2f} at sequences of {1 << (long_k - 1)}+ tokens vs {short_len:.2f} "
                         f"at {1 << max(short_k - 1, 0)}-{(1 << short_k) - 1}")  # fmt: skip
                 return hit(text, [short[2], long[2]], short_accept_len=short_len, long_accept_len=long_len)

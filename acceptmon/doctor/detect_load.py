@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from acceptmon.doctor.breakeven import BreakEven, label
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
 from acceptmon.doctor.model import Hit
 from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record, WarningRecord
@@ -85,7 +85,7 @@ class LargeBatch(Detector[BatchParams]):
     def stats(self, r: Record, run: RunState, step: Step) -> None:
         length, running, n = val(r, "accept_len"), val(r, "running_req"), run.draft_tokens
         if step.warm and length is not None and running and n and running * n >= self.p.verify_tokens_at_least:
-            if length / n < self.p.efficiency_below:
+            if r6(length / n) < self.p.efficiency_below:
                 self.wasteful.add(r.line)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
@@ -124,7 +124,7 @@ class LargeBatch(Detector[BatchParams]):
         if not lo_len or not hi_len or abs(hi_len / lo_len - 1) > self.p.flat:
             return None
         per_lo, per_hi = lo.mean_throughput / lo.mean_running, hi.mean_throughput / hi.mean_running
-        if per_hi >= (1 - self.p.falloff) * per_lo:
+        if r6(per_hi) >= r6((1 - self.p.falloff) * per_lo):
             return None
         text = (f"tok/s per request falls {1 - per_hi / per_lo:.0%} from #running-req {label(*lo_key)} to "
                 f"{label(*hi_key)} while accept len stays {lo_len:.2f} -> {hi_len:.2f}")  # fmt: skip

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
 from acceptmon.doctor.model import Evidence, Hit
 from acceptmon.doctor.state import RunState, Step, config_value
 from acceptmon.records import Record, WarningRecord
@@ -18,7 +18,8 @@ class SignalParams(Params):
     error_codes: list[str] = Field(default_factory=list)
     """Codes that mean the launch failed: the finding is an error."""
     before_launch: bool = False
-    """The codes are printed while server arguments resolve, before the launch line they belong to."""
+    """The ``codes`` are printed while server arguments resolve, before the launch line they belong to.
+    ``error_codes`` never move: an error at that point means the launch it belonged to never happened."""
     require_spec: bool = True
     config_equals: dict[str, Any] = Field(default_factory=dict)
     """server_args values that show the pattern together (all must hold)."""
@@ -38,12 +39,13 @@ class Signal(Detector[SignalParams]):
             self.seen.append(r)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
-        if self.p.require_spec and not run.speculative:
-            return None
+        if self.p.require_spec and run.launch is not None and not run.speculative:
+            return None  # without a launch line (a launch that failed early) the setting is unknown: report
         if self.seen:
             first = self.seen[0]
             error = any(w.code in self.p.error_codes for w in self.seen)
-            text = f"{first.code}{first.detail or ''}".strip()
+            number = f" {first.value:g}" if first.value is not None else ""
+            text = " ".join(p for p in (first.code + number, (first.detail or "").strip()) if p)
             return hit(text, [w.line for w in self.seen], "error" if error else None, code=first.code,
                        count=len(self.seen))  # fmt: skip
         wanted = {**self.p.config_equals, **self.p.config_at_least}
@@ -104,7 +106,7 @@ class GraphOff(Detector[GraphParams]):
         if not run.speculative:
             return None
         disabled = config_value(run.launch, "disable_cuda_graph") is True
-        if self.total >= self.p.min_lines and self.off.count > self.p.off_fraction * self.total:
+        if self.total >= self.p.min_lines and r6(self.off.count / self.total) > self.p.off_fraction:
             frac = self.off.count / self.total
             text = f"cuda graph: False on {self.off.count} of {self.total} speculative decode lines ({frac:.0%})"
             note = ""
@@ -166,7 +168,7 @@ class QueueAtCap(Detector[CapParams]):
         cap = self._cap(run)
         if cap is None or self.total < self.p.min_lines or self.max_running != cap:
             return None
-        if self.at_cap.count < self.p.fraction * self.total:
+        if r6(self.at_cap.count / self.total) < self.p.fraction:
             return None
         frac = self.at_cap.count / self.total
         text = (f"#running-req at the cap {cap:g} with #queue-req > 0 on {self.at_cap.count} of {self.total} "

@@ -85,7 +85,13 @@ class Signature:
         the ``codes`` and ``error_codes`` of parameters whose ``before_launch`` is true."""
         if not getattr(params, "before_launch", False):
             return ()
-        return (*getattr(params, "codes", ()), *getattr(params, "error_codes", ()))
+        return tuple(getattr(params, "codes", ()))
+
+
+def r6(value: float) -> float:
+    """A derived ratio rounded before it meets a threshold: logged values have two decimals, so a
+    threshold on the boundary (5 of 100 lines is 5 %) must not flip on the last binary digit."""
+    return round(value, 6)
 
 
 def val(r: Record, name: str) -> Any:

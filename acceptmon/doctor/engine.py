@@ -132,11 +132,12 @@ class Doctor:
         out = []
         for run in self.runs.values():
             s = run.state
-            if s.launch is None and not s.decode_lines:
+            found = len(self._evaluate(run))
+            if s.launch is None and not s.decode_lines and not found:
                 continue
             out.append(RunReport(file=s.file, run=s.run, model=s.launch.model_path if s.launch else None,
                                  spec=spec_text(s), decode_lines=s.decode_lines, accept_len_mean=s.accept_len.rounded,
-                                 gen_throughput_mean=s.throughput.rounded, findings=len(self._evaluate(run)),
+                                 gen_throughput_mean=s.throughput.rounded, findings=found,
                                  break_even=self.break_even(s)))  # fmt: skip
         return out
 
@@ -148,7 +149,7 @@ class Doctor:
                 and key is not None and r.state.config_key() == key]  # fmt: skip
 
     def break_even(self, run: RunState) -> BreakEven | None:
-        if not run.speculative:
+        if not run.speculative or not run.decode_lines:
             return None
         base, label = self._baseline(run)
         loses, marginal = self.thresholds
@@ -221,12 +222,9 @@ class Doctor:
                 det.warning(w, run.state)
 
     def _evaluate(self, run: _Run) -> list[Finding]:
-        out = []
-        for rule, det in run.detectors:
-            h = det.hit(run.state, self)
-            if h is not None:
-                out.append(finding(rule, run.state, h))
-        return out
+        hits = [(rule, h) for rule, det in run.detectors if (h := det.hit(run.state, self)) is not None]
+        held = {rule.id for rule, _ in hits}
+        return [finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held]
 
 
 def finding(rule: Rule, run: RunState, h: Hit) -> Finding:

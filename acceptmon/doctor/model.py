@@ -45,6 +45,8 @@ class RuleEntry(BaseModel):
     cannot_check: str = ""
     """What the rule would also need and the logs cannot show."""
     enabled: bool = True
+    suppressed_by: list[str] = Field(default_factory=list)
+    """Rule ids that, holding for the same run, explain this one better (P1 over P2)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Thresholds and options of the signature type; checked against its parameter schema."""
 
@@ -79,6 +81,7 @@ class Rule(BaseModel):
     fix: str
     sources: tuple[str, ...] = ()
     cannot_check: str = ""
+    suppressed_by: frozenset[str] = frozenset()
     params: Any = None
     """The signature type's parameter model, filled from the rule file."""
     source: str = ""

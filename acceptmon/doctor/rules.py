@@ -100,7 +100,8 @@ def _check(spec: dict[str, Any]) -> Rule:
         raise _error(path, exc, (key, "params")) from None
     return Rule(id=spec["id"], title=spec["title"], signature=spec["signature"], reads=frozenset(spec["reads"]),
                 severity=spec["severity"], message=spec["message"], fix=spec["fix"], sources=tuple(spec["sources"]),
-                cannot_check=spec["cannot_check"], params=params, source=path)  # fmt: skip
+                cannot_check=spec["cannot_check"], suppressed_by=frozenset(spec["suppressed_by"]), params=params,
+                source=path)  # fmt: skip
 
 
 def describe_signatures() -> str:
