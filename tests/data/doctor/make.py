@@ -51,7 +51,8 @@ class Log:
         self.msg("server_args=ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in fields.items()) + ")")
 
     def decode(self, n: int, *, running: int = 4, accept: float | None = 3.0, tput: float = 300.0, queue: int = 0,
-               seq: int = 1000, graph: bool = True, rank: str = "TP0", jitter: float = 0.02) -> None:  # fmt: skip
+               seq: int = 1000, graph: bool = True, rank: str = "TP0", jitter: float = 0.02,
+               tput_jitter: float = 0.01) -> None:  # fmt: skip
         """``n`` decode lines: accept len and throughput jitter by a few hundredths, seeded."""
         for _ in range(n):
             parts = [
@@ -61,8 +62,8 @@ class Log:
             ]
             if accept is not None:
                 parts.append(f"accept len: {max(1.0, accept + self.r.uniform(-jitter, jitter)):.2f}")
-            parts += [f"cuda graph: {graph}", f"gen throughput (token/s): {tput * (1 + self.r.uniform(-0.01, 0.01)):.2f}",
-                      f"#queue-req: {queue}"]  # fmt: skip
+            rate = tput * (1 + self.r.uniform(-tput_jitter, tput_jitter))
+            parts += [f"cuda graph: {graph}", f"gen throughput (token/s): {rate:.2f}", f"#queue-req: {queue}"]
             self.msg("Decode batch, " + ", ".join(parts), rank)
 
     def prefill(self, running: int = 4, rank: str = "TP0") -> None:
