@@ -12,7 +12,7 @@ import pytest
 from acceptmon.cli import doctor as doctor_cli
 from acceptmon.doctor.engine import Doctor
 from acceptmon.doctor.read import diagnose
-from acceptmon.doctor.report import to_text
+from acceptmon.doctor.report import event_line, to_text
 from acceptmon.doctor.rules import load_rules
 from acceptmon.errors import InputError
 from acceptmon.parse import Parser
@@ -161,6 +161,19 @@ def test_live_updates_say_what_started_and_stopped_holding(grammars, rules):
     assert [(e.event, e.finding.rule, e.finding.run) for e in events[1]] == [("new", "P1", 1)]
     assert [(e.event, e.finding.rule, e.finding.run) for e in events[2]] == [("cleared", "P1", 1)]
     assert doctor.holding() == [] and [f.rule for f in doctor.findings()] == ["P1"]
+    assert doctor.labels() == set()
+    assert event_line(events[1][0]) == (
+        "P1 error (run 1): EAGLE algorithm on an EAGLE-3 draft - accept len <= 1.02 on 5 consecutive decode lines"
+    )
+    assert event_line(events[2][0]) == "cleared P1 error (run 1): EAGLE algorithm on an EAGLE-3 draft"
+
+
+def test_labels_are_the_holding_findings(logs, grammars, rules):
+    doctor = _run([logs / "p16_capture.log", logs / "p07_cap_48.log"], grammars, rules)
+    assert doctor.labels() == {
+        (str(logs / "p16_capture.log"), "P16", "error"),
+        (str(logs / "p07_cap_48.log"), "P7", "warning"),
+    }
 
 
 def test_text_report_says_no_finding_and_colours_only_when_asked(logs, grammars, rules):

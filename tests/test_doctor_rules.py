@@ -175,3 +175,14 @@ def test_every_built_in_rule_has_sources_and_reads_what_its_signature_needs(rule
     assert all(r.sources and r.fix and r.message for r in rules)
     readers = {"long_context", "cuda_graph_off", "queue_at_cap", "launch_signal", "retractions"}
     assert all("warning" in r.reads for r in rules if r.signature in readers)
+
+
+def test_p6_batches_above_the_captured_size_without_a_graph_field(grammars, rules):
+    log = Log(10)
+    log.launch(cuda_graph_bs=[1, 2, 4, 8])
+    log.decode(10, running=6)
+    log.decode(2, running=12)
+    log.lines = [line.replace("cuda graph: True, ", "") for line in log.lines]  # sglang <= 0.4.6
+    found, _ = _findings(log, grammars, rules)
+    assert found[1, "P6"].evidence.values == {"captured_batch": 8, "lines_above": 2}
+    assert found[1, "P6"].evidence.lines == [12, 13]

@@ -86,6 +86,8 @@ class GraphOff(Detector[GraphParams]):
         self.max_on = 0
         self.min_off: int | None = None
         self.reason: WarningRecord | None = None
+        self.above = Lines()  # lines without a graph field above the captured batch size (server_args)
+        self.stats_lines = 0
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and self.reason is None:
@@ -93,7 +95,13 @@ class GraphOff(Detector[GraphParams]):
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
         graph, running = val(r, "cuda_graph"), val(r, "running_req") or 0
-        if graph is None or not run.speculative:
+        if not run.speculative:
+            return
+        if graph is None:  # versions before the field: judge by the captured batch size
+            self.stats_lines += 1
+            cap = captured_batch(run)
+            if cap is not None and running > cap:
+                self.above.add(r.line)
             return
         self.total += 1
         if graph:
@@ -116,11 +124,31 @@ class GraphOff(Detector[GraphParams]):
                         f"--cuda-graph-max-bs is likely {cap if cap is not None else self.max_on}.")  # fmt: skip
             return hit(text, self.off.lines, note=note, off_fraction=frac, off_lines=self.off.count,
                        max_running_with_graph=self.max_on, min_running_without=self.min_off)  # fmt: skip
+        cap = captured_batch(run)
+        if cap is not None and self.stats_lines >= self.p.min_lines:
+            if r6(self.above.count / self.stats_lines) > self.p.off_fraction:
+                text = (f"{self.above.count} of {self.stats_lines} speculative decode lines run more than the "
+                        f"{cap} requests CUDA graphs were captured for")  # fmt: skip
+                return hit(text, self.above.lines, captured_batch=cap, lines_above=self.above.count)
         if disabled or self.reason is not None:
             lines = [self.reason.line] if self.reason else [run.launch_line] if run.launch_line else []
             text = f"{self.reason.code} {self.reason.detail}" if self.reason else "server_args disable_cuda_graph=True"
             return hit(text, lines, disable_cuda_graph=disabled)
         return None
+
+
+def captured_batch(run: RunState) -> int | None:
+    """The largest batch CUDA graphs were captured for, from server_args: cuda_graph_max_bs or max(cuda_graph_bs)."""
+    cap = config_value(run.launch, "cuda_graph_max_bs")
+    if isinstance(cap, int) and not isinstance(cap, bool):
+        return cap
+    sizes = config_value(run.launch, "cuda_graph_bs")
+    if isinstance(sizes, str):  # a list as logged: '[1, 2, 4, 8]'
+        parts = [p.strip() for p in sizes.strip("[]() ").split(",")]
+        sizes = [int(p) for p in parts if p.isdigit()] if all(p.isdigit() for p in parts) else None
+    if isinstance(sizes, list) and sizes and all(isinstance(s, int) for s in sizes):
+        return int(max(sizes))
+    return None
 
 
 class CapParams(Params):

@@ -124,6 +124,10 @@ class Doctor:
         """Findings of each file's current run (a relaunch clears the previous run's)."""
         return [f for key in self.current.values() for f in self._evaluate(self.runs[key])]
 
+    def labels(self) -> set[tuple[str, str, str]]:
+        """``(file, rule, severity)`` of every holding finding: the ``acceptmon_doctor_finding`` series set to 1."""
+        return {(f.file, f.rule, f.severity) for f in self.holding()}
+
     def states(self) -> list[RunState]:
         return [run.state for run in self.runs.values()]
 

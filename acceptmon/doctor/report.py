@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from acceptmon.doctor.engine import RunReport
+from acceptmon.doctor.engine import Change, RunReport
 from acceptmon.doctor.model import Finding
 
 WIDTH = 100
@@ -42,6 +42,14 @@ def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: b
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
     total = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
     return "\n\n".join([*blocks, f"{len(keys)} run(s): {total}"])
+
+
+def event_line(change: Change) -> str:
+    """One line for a live event log: ``P1 error (run 2): EAGLE algorithm on ... - evidence`` or ``cleared ...``."""
+    f = change.finding
+    title = f.message.partition(": ")[0]
+    head = f"{f.rule} {f.severity} (run {f.run}): {title}"
+    return f"cleared {head}" if change.event == "cleared" else f"{head} - {f.evidence.text}"
 
 
 def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Finding], colour: bool) -> str:
