@@ -205,3 +205,11 @@ def test_doctor_core_does_no_io():
         imported |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert imported & {"os", "io", "pathlib", "tomllib", "gzip", "subprocess", "socket"} == set(), name
         assert "acceptmon.pipeline" not in Path(ROOT / "acceptmon" / "doctor" / f"{name}.py").read_text()
+
+
+def test_p2_cites_family_and_size_the_paths_name(logs, grammars, rules):
+    (f,) = _run([logs / "p02_mismatch.log"], grammars, rules).findings()
+    assert (
+        "Names: the draft path names llama, the model path qwen; the draft path names size 8B, the model path 7B."
+        in (f.message)
+    )

@@ -18,7 +18,7 @@ from acceptmon.records import Record, WarningRecord
 class StuckParams(Params):
     algorithms: list[str] = Field(default_factory=lambda: ["EAGLE"])
     """Algorithms where the mistake is possible (a launch without a line counts too)."""
-    draft_contains: list[str] = Field(default_factory=lambda: ["eagle3"])
+    draft_contains: list[str] = Field(default_factory=lambda: ["eagle3", "eagle-3", "eagle_3"])
     """Draft path words that mark a draft trained for another algorithm (case-insensitive)."""
     stuck_at_most: float = 1.02
     stuck_lines: int = 5
@@ -78,6 +78,8 @@ class LowParams(Params):
     min_lines: int = 5
     rate_below: float | None = None
     """For kinds that log only an acceptance rate (0-1): the rate under which the run is broken."""
+    families: list[str] = Field(default_factory=list)
+    """Model family words; a draft path naming another family than the model path is cited as evidence."""
 
 
 class Low(Detector[LowParams]):
@@ -108,9 +110,25 @@ class Low(Detector[LowParams]):
         for tier in self.p.tiers:
             if r6(mean) < tier.below and (run.steps or 0) >= tier.min_steps:
                 text = f"mean accept len {mean:.2f} over {count} decode lines (< {tier.below})"
-                return hit(text, run_lines(run), tier.severity, _same_config_note(run, ctx, tier.below),
+                note = " ".join(n for n in (self._names(run), _same_config_note(run, ctx, tier.below)) if n)
+                return hit(text, run_lines(run), tier.severity, note,
                            accept_len_mean=mean, line_count=count, threshold=tier.below)  # fmt: skip
         return None
+
+    def _names(self, run: RunState) -> str:
+        """The cross-check of doctor.md P2: do the draft and model paths name other families or sizes?"""
+        model = (run.launch.model_path or "") if run.launch else ""
+        draft = (run.launch.spec_draft_model_path or "") if run.launch else ""
+        if not model or not draft:
+            return ""
+        notes = []
+        fam_m, fam_d = _first(model, self.p.families), _first(draft, self.p.families)
+        if fam_m and fam_d and fam_m != fam_d:
+            notes.append(f"the draft path names {fam_d}, the model path {fam_m}")
+        size_m, size_d = _size(model), _size(draft)
+        if size_m and size_d and size_m != size_d:
+            notes.append(f"the draft path names size {size_d}B, the model path {size_m}B")
+        return f"Names: {'; '.join(notes)}." if notes else ""
 
     def _rate_hit(self) -> Hit | None:
         n = self.rate_lines.count
@@ -119,6 +137,25 @@ class Low(Detector[LowParams]):
         rate = self.rate_sum / n
         text = f"mean draft acceptance rate {rate:.3f} over {n} lines (< {self.p.rate_below})"
         return hit(text, self.rate_lines.lines, "error", accept_rate_mean=rate, line_count=n)
+
+
+def _first(path: str, words: list[str]) -> str | None:
+    low = path.lower()
+    found = [(low.find(w.lower()), w.lower()) for w in words if w.lower() in low]
+    return min(found)[1] if found else None
+
+
+def _size(path: str) -> str | None:
+    """The parameter count a path names (``8B`` in ``Llama-3.1-8B-Instruct``), without the B; None if none."""
+    low = path.lower()
+    for i, ch in enumerate(low):
+        if ch == "b" and i and low[i - 1].isdigit() and (i + 1 == len(low) or not low[i + 1].isalnum()):
+            j = i
+            while j and (low[j - 1].isdigit() or low[j - 1] == "."):
+                j -= 1
+            if j == 0 or not low[j - 1].isalnum():
+                return low[j:i]
+    return None
 
 
 def _same_config_note(run: RunState, ctx: Context, below: float) -> str:
