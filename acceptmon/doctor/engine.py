@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -60,6 +61,18 @@ class RunReport(BaseModel):
 class _Run:
     state: RunState
     detectors: list[tuple[Rule, Detector[Any]]] = field(default_factory=list)
+    _feeders: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+
+    def feeders(self, method: str, kind: str) -> list[Any]:
+        """Bound ``method`` of the detectors whose rule reads ``kind`` and whose type implements it."""
+        found = self._feeders.get((method, kind))
+        if found is None:
+            base = getattr(Detector, method)
+            found = self._feeders[method, kind] = [
+                getattr(det, method) for rule, det in self.detectors
+                if kind in rule.reads and getattr(type(det), method) is not base
+            ]  # fmt: skip
+        return found
 
 
 class Doctor:
@@ -193,9 +206,8 @@ class Doctor:
         run.state.launch = getattr(r, "config", None)
         run.state.launch_line = r.line
         run.state.record(r)
-        for rule, det in run.detectors:
-            if r.kind in rule.reads:
-                det.launch(r, run.state)
+        for feed in run.feeders("launch", r.kind):
+            feed(r, run.state)
         for w in self.pending.pop(r.file, []):
             self._warning(run, w)
 
@@ -207,28 +219,31 @@ class Doctor:
             self._warning(run, r)
         elif r.kind == "prefill":
             run.state.prefill(r)  # type: ignore[arg-type]
-            for rule, det in run.detectors:
-                if "prefill" in rule.reads:
-                    det.prefill(r, run.state)
-        elif any(hasattr(r, name) for name in STATS_FIELDS):
+            for feed in run.feeders("prefill", "prefill"):
+                feed(r, run.state)
+        elif is_stats_kind(r.kind):
             step = run.state.stats(r, self.warmup)
-            for rule, det in run.detectors:
-                if r.kind in rule.reads:
-                    det.stats(r, run.state, step)
+            for feed in run.feeders("stats", r.kind):
+                feed(r, run.state, step)
         else:
             run.state.record(r)
 
     def _warning(self, run: _Run, w: WarningRecord) -> None:
         run.state.warnings += 1
         run.state.record(w)
-        for rule, det in run.detectors:
-            if "warning" in rule.reads:
-                det.warning(w, run.state)
+        for feed in run.feeders("warning", "warning"):
+            feed(w, run.state)
 
     def _evaluate(self, run: _Run) -> list[Finding]:
         hits = [(rule, h) for rule, det in run.detectors if (h := det.hit(run.state, self)) is not None]
         held = {rule.id for rule, _ in hits}
         return [finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held]
+
+
+@cache
+def is_stats_kind(kind: str) -> bool:
+    """Records of this kind are stats lines: their model has decode-like fields."""
+    return any(name in KINDS[kind].model.model_fields for name in STATS_FIELDS)
 
 
 def finding(rule: Rule, run: RunState, h: Hit) -> Finding:
