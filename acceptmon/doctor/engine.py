@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +29,9 @@ from acceptmon.doctor.state import WARMUP_LINES, BucketStats, RunState
 from acceptmon.kinds import KINDS
 from acceptmon.records import Record, WarningRecord
 
+_Index: TypeAlias = tuple[
+    int, dict[tuple[str, Any], list[RunState]], dict[str, list[RunState]], dict[tuple[str, int], BreakEven]
+]
 STATS_FIELDS = ("accept_len", "accept_rate", "gen_throughput", "running_req")
 """A record with any of these fields is a stats line (decode, or another server's equivalent)."""
 
@@ -98,6 +101,8 @@ class Doctor:
         self.current: dict[str, tuple[str, int]] = {}
         self.pending: dict[str, list[WarningRecord]] = {}
         self._held: dict[tuple[str, int, str, str], Finding] = {}
+        self._fed = 0
+        self._cache: _Index | None = None
 
     @property
     def expected_accept_len(self) -> float | None:
@@ -105,6 +110,7 @@ class Doctor:
 
     def feed(self, records: Iterable[Record]) -> None:
         """Take records in file order (files may interleave)."""
+        self._fed += 1
         for r in records:
             if KINDS[r.kind].starts_run:
                 self._launch(r)
@@ -115,6 +121,7 @@ class Doctor:
 
     def finish(self) -> None:
         """End of input: warnings still waiting belong to the run they were printed in."""
+        self._fed += 1
         for file, waiting in list(self.pending.items()):
             for w in waiting:
                 self._warning(self._run(w.file, w.run), w)
@@ -162,19 +169,36 @@ class Doctor:
 
     def same_config(self, run: RunState) -> list[RunState]:
         key = run.config_key()
-        return [r.state for r in self.runs.values() if r.state is not run and r.state.file == run.file
-                and key is not None and r.state.config_key() == key]  # fmt: skip
+        same = self._index()[1].get((run.file, key), []) if key is not None else []
+        return [s for s in same if s is not run]
 
     def break_even(self, run: RunState) -> BreakEven | None:
         if not run.speculative or not run.decode_lines:
             return None
-        base, label = self._baseline(run)
-        loses, marginal = self.thresholds
-        return break_even(run, base, label, loses_below=loses, marginal_below=marginal)
+        cached = self._index()[3].get((run.file, run.run))
+        if cached is None:
+            base, label = self._baseline(run)
+            loses, marginal = self.thresholds
+            cached = break_even(run, base, label, loses_below=loses, marginal_below=marginal)
+            self._index()[3][run.file, run.run] = cached
+        return cached
+
+    def _index(self) -> _Index:
+        """Runs by file (without speculation) and by config, rebuilt after each feed: evaluation is linear."""
+        if self._cache is None or self._cache[0] != self._fed:
+            plain: dict[str, list[RunState]] = {}
+            by_key: dict[tuple[str, Any], list[RunState]] = {}
+            for r in self.runs.values():
+                s = r.state
+                if s.decode_lines and not s.speculative:
+                    plain.setdefault(s.file, []).append(s)
+                by_key.setdefault((s.file, s.config_key()), []).append(s)
+            self._cache = (self._fed, by_key, plain, {})
+        return self._cache
 
     def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
         external = bool(self.baseline)
-        pool = self.baseline or [r.state for r in self.runs.values() if r.state.file == run.file]
+        pool = self.baseline or self._index()[2].get(run.file, [])
         plain = [s for s in pool if s.decode_lines and not s.speculative]
         model = run.launch.model_path if run.launch else None
         same = [s for s in plain if s.launch is not None and s.launch.model_path == model]
