@@ -197,7 +197,7 @@ def test_command_prints_json(logs, capsys):
 
 
 def test_doctor_core_does_no_io():
-    pure = ["model", "state", "breakeven", "detector", "detect_accept", "detect_serving", "detect_load", "signatures",
+    pure = ["model", "state", "breakeven", "detector", "detect_accept", "detect_context", "detect_serving", "detect_load", "signatures",
             "engine"]  # fmt: skip
     for name in pure:
         tree = ast.parse((ROOT / "acceptmon" / "doctor" / f"{name}.py").read_text())

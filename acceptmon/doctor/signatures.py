@@ -8,6 +8,7 @@ against that type's parameter model when the rule loads. A new signature type is
 from __future__ import annotations
 
 from acceptmon.doctor import detect_accept as a
+from acceptmon.doctor import detect_context as c
 from acceptmon.doctor import detect_load as m
 from acceptmon.doctor import detect_serving as s
 from acceptmon.doctor.detector import Signature
@@ -20,9 +21,9 @@ SIGNATURES: dict[str, Signature] = {
         Signature("accept_len_low", a.LowParams, a.Low, "the run's mean accept length is under a tier's threshold"),
         Signature("chain_depth", a.DepthParams, a.Depth,
                   "(L - 1)/k, or the last drafted position's rate, is under its threshold"),
-        Signature("below_expected", a.ExpectedParams, a.Expected,
+        Signature("below_expected", c.ExpectedParams, c.Expected,
                   "accept length under a ratio of --expected-accept-len"),
-        Signature("long_context", a.ContextParams, a.LongContext,
+        Signature("long_context", c.ContextParams, c.LongContext,
                   "sequences beyond the draft's context length, or L falling with sequence length"),
         Signature("launch_signal", s.SignalParams, s.Signal,
                   "a launch warning/error code, or server_args values, show the pattern"),
