@@ -186,3 +186,30 @@ def test_p6_batches_above_the_captured_size_without_a_graph_field(grammars, rule
     found, _ = _findings(log, grammars, rules)
     assert found[1, "P6"].evidence.values == {"captured_batch": 8, "lines_above": 2}
     assert found[1, "P6"].evidence.lines == [12, 13]
+
+
+@pytest.mark.parametrize(
+    ("extra", "spec", "rule", "fires"),
+    [
+        ({"disable_overlap_schedule": True}, True, "P8", True),
+        ({"disable_overlap_schedule": True}, False, "P8", False),
+        ({"page_size": 16}, True, "P9", True),  # with speculative_eagle_topk 8
+        ({"page_size": 1}, True, "P9", False),
+    ],
+)
+def test_launch_signals_from_server_args_alone(grammars, rules, extra, spec, rule, fires):
+    log = Log(11)
+    if spec:
+        log.launch(algo="EAGLE", draft="org/draft", steps=5, topk=8, tokens=64, **extra)
+    else:
+        log.launch(algo=None, **extra)
+    found, _ = _findings(log, grammars, rules)
+    assert ((1, rule) in found) is fires
+
+
+def test_capture_failure_without_speculation_is_not_p16(grammars, rules):
+    log = Log(12)
+    log.launch(algo=None)
+    log.raw("Exception: Capture cuda graph failed: CUDA out of memory.")
+    found, _ = _findings(log, grammars, rules)
+    assert found == {}
