@@ -43,6 +43,13 @@ class Change:
     event: Literal["new", "cleared"]
     finding: Finding
 
+    @property
+    def line(self) -> str:
+        """For a live event log: ``P1 error (run 2): EAGLE algorithm on ... - evidence``, or ``cleared P1 ...``."""
+        f = self.finding
+        head = f"{f.rule} {f.severity} (run {f.run}): {f.message.partition(': ')[0]}"
+        return f"cleared {head}" if self.event == "cleared" else f"{head} - {f.evidence.text}"
+
 
 class RunReport(BaseModel):
     """One run in the report, with or without findings."""

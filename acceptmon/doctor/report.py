@@ -45,11 +45,8 @@ def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: b
 
 
 def event_line(change: Change) -> str:
-    """One line for a live event log: ``P1 error (run 2): EAGLE algorithm on ... - evidence`` or ``cleared ...``."""
-    f = change.finding
-    title = f.message.partition(": ")[0]
-    head = f"{f.rule} {f.severity} (run {f.run}): {title}"
-    return f"cleared {head}" if change.event == "cleared" else f"{head} - {f.evidence.text}"
+    """One line for a live event log (:attr:`Change.line`)."""
+    return change.line
 
 
 def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Finding], colour: bool) -> str:
