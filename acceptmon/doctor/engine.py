@@ -32,8 +32,7 @@ from acceptmon.records import Record, WarningRecord
 _Index: TypeAlias = tuple[
     int, dict[tuple[str, Any], list[RunState]], dict[str, list[RunState]], dict[tuple[str, int], BreakEven]
 ]
-STATS_FIELDS = ("accept_len", "accept_rate", "gen_throughput", "running_req")
-"""A record with any of these fields is a stats line (decode, or another server's equivalent)."""
+STATS_FIELDS = ("accept_len", "accept_rate", "gen_throughput", "running_req")  # a kind with any is a stats line
 
 
 @dataclass(frozen=True)
