@@ -24,6 +24,7 @@ from acceptmon.records import (
     PrefillStats,
     RequestStats,
     ServerLaunch,
+    WarningRecord,
 )
 
 Derive = Callable[[dict[str, Any], LaunchConfig | None], None]
@@ -203,3 +204,6 @@ REQUEST = register(
     )
 )
 """Finished requests (``--log-requests``): not a ``parse`` table kind, so decode rows and columns stay as they are."""
+
+
+WARNING = register(RecordKind("warning", WarningRecord))

@@ -208,3 +208,22 @@ class RequestStats(BaseRecord):
     """``spec_block_accept_length`` (0.5.20+, ragged verify)."""
     extra: dict[str, str] = Field(default_factory=dict)
     """Other short ``meta_info`` scalars, as logged."""
+
+
+class WarningRecord(BaseRecord):
+    """A launch or serving warning/error the doctor reads (grammars ``sglang_warn_*.toml``).
+
+    ``code`` is the message's distinctive phrase exactly as logged (for example ``Max running
+    requests is reset to``), so rules name what the log says; the numbers and text around it
+    fill ``value``, ``limit`` and ``detail`` as each grammar documents."""
+
+    kind: Literal["warning"] = "warning"
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
+    code: str = ""
+    value: float | None = None
+    """The message's first number (a context length, a request count, retracted requests)."""
+    limit: float | None = None
+    """The message's second number, where it has one (the derived context length)."""
+    detail: str | None = None
+    """Free text the message carries (an exception, a reason, a backend)."""

@@ -35,6 +35,10 @@ LAYERS: dict[str, int] = {
     "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.verdict": 7, "tui.filestate": 8, "tui.model": 9,
     "tui.widgets": 7, "tui.app": 10,
     "cli.args": 10, "cli.wiring": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
+    # doctor: rules and findings, run state, break-even, detectors, engine (pure); rule files, reading, rendering
+    "doctor": 2, "doctor.model": 2, "doctor.state": 4, "doctor.breakeven": 5, "doctor.detector": 6,
+    "doctor.detect_accept": 7, "doctor.detect_context": 7, "doctor.detect_serving": 7, "doctor.detect_load": 7,
+    "doctor.signatures": 8, "doctor.engine": 9, "doctor.rules": 9, "doctor.report": 10, "doctor.read": 10, "cli.doctor": 11,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
 CORE = (

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from acceptmon import __version__
-from acceptmon.cli import batch, compare, live
+from acceptmon.cli import batch, compare, doctor, live
 from acceptmon.errors import AcceptmonError
 
 
@@ -49,5 +49,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
     batch.add_parsers(sub)
     compare.add_parsers(sub)
+    doctor.add_parsers(sub)
     live.add_parsers(sub)
     return p

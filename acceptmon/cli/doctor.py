@@ -1,0 +1,80 @@
+"""``acceptmon doctor FILE...``: known speculative-decoding failure patterns, per run, with causes and fixes.
+
+Reading and the rule engine live in :mod:`acceptmon.doctor`; this module parses the
+arguments, loads grammars and rules, and prints text or JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from acceptmon.cli.args import Subcommands, grammar_option, positive
+from acceptmon.doctor.read import diagnose
+from acceptmon.doctor.report import to_json, to_text
+from acceptmon.doctor.rules import describe_signatures, load_rules
+from acceptmon.errors import InputError
+from acceptmon.loader import load_grammars
+from acceptmon.pipeline.batch import default_jobs
+from acceptmon.source import check_path
+
+HELP = """\
+Check server logs for known speculative-decoding failure patterns (P1-P18 of the doctor
+reference): per run, each finding's rule, severity (error, warning, info), evidence (line
+numbers and values), likely cause, what to try, and sources. A run with no finding says so.
+
+Launch lines, decode and prefill lines, and the launch/serving warnings the grammars know
+(record kind `warning`) are read. Each speculative run also gets its break-even: with a
+baseline (a run without speculation in the same file, or --baseline FILE[#N]) the speedup
+S = G_spec/G_base over matched #running-req buckets of steady lines (#queue-req 0, no prefill
+since the rank's previous decode line) and the step-cost ratio R = L*G_base/G_spec, verdict
+pays / marginal / loses; without one, the throughput a no-spec server must beat at the run's
+usual batch, and the verify efficiency L/N next to B*N.
+
+Rules are data (rules/*.toml). --rules FILE adds rules or changes built-in ones: a [[rule]]
+table with an existing id changes only what it gives (params merge key by key), e.g.
+  [[rule]]
+  id = "P18"
+  params = { marginal_below = 1.10 }
+A new rule gives id, title, signature, reads, severity, message, fix (sources, cannot_check,
+params optional). Signature types [their params]:
+"""
+
+
+def add_parsers(sub: Subcommands) -> None:
+    """The ``doctor`` command."""
+    p = sub.add_parser(
+        "doctor",
+        help="known speculative-decoding failure patterns per run, with causes and fixes",
+        description=HELP + describe_signatures(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="server logs ('-' for stdin)")
+    p.add_argument("--baseline", metavar="FILE[#N]",
+                   help="a log (or run N of it) without speculation: the speedup reference")  # fmt: skip
+    p.add_argument("--expected-accept-len", type=positive, metavar="L",
+                   help="accept length the draft should reach (its card or paper), for P17/P12")  # fmt: skip
+    p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
+                   help="extra rule file: new rules or changed thresholds (repeatable)")  # fmt: skip
+    grammar_option(p)
+    p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    p.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.files.count("-") > 1:
+        raise InputError("-", "stdin can be read once")
+    for path in args.files:
+        check_path(path)
+    rules = load_rules(args.rules)
+    grammars = load_grammars(args.grammar)
+    doctor = diagnose(args.files, grammars, rules, expected_accept_len=args.expected_accept_len,
+                      baseline=args.baseline, jobs=max(1, args.jobs))  # fmt: skip
+    findings, runs = doctor.findings(), doctor.reports()
+    if args.format == "json":
+        print(to_json(findings, runs))
+    else:
+        print(to_text(findings, runs, colour=sys.stdout.isatty()))
+    return 0

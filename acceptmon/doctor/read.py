@@ -1,0 +1,91 @@
+"""Reading files into the doctor: the batch pipeline feeds the engine; baselines come from other files.
+
+The engine is fed in file order on the main process (``collect``); workers only parse. A
+baseline given as ``FILE`` or ``FILE#N`` is read through the same pipeline with no rules, and
+its runs without speculation become the reference the engine matches buckets against.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from acceptmon.doctor.engine import Doctor
+from acceptmon.doctor.model import Rule
+from acceptmon.doctor.state import RunState
+from acceptmon.errors import InputError
+from acceptmon.grammar import GrammarSet
+from acceptmon.kinds import KINDS
+from acceptmon.pipeline.batch import run
+from acceptmon.records import Record
+from acceptmon.source import check_path
+
+BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning"})
+_RUN = re.compile(r"#([^#/]*)\Z")
+
+
+class DoctorJob:
+    """Parse in chunks (any process), feed the engine in file order (main process)."""
+
+    def __init__(self, doctor: Doctor) -> None:
+        self.doctor = doctor
+        wanted = BASE_KINDS | {kind for rule in doctor.rules for kind in rule.reads}
+        self.records_wanted = frozenset(k for k in wanted if k in KINDS)
+
+    def chunk(self, records: list[Record]) -> list[Record]:
+        return records
+
+    def collect(self, part: list[Record]) -> None:
+        self.doctor.feed(part)
+
+
+def diagnose(
+    paths: Sequence[str],
+    grammars: GrammarSet,
+    rules: Sequence[Rule],
+    *,
+    expected_accept_len: float | None = None,
+    baseline: str | None = None,
+    jobs: int = 1,
+) -> Doctor:
+    """Read every path (and the baseline, if any) and return the engine holding the findings."""
+    base, label = read_baseline(baseline, grammars, jobs) if baseline else ([], None)
+    doctor = Doctor(rules, expected_accept_len=expected_accept_len, baseline=base, baseline_label=label)
+    run(list(paths), grammars, DoctorJob(doctor), jobs=jobs)
+    doctor.finish()
+    return doctor
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """``base.log#2`` -> ('base.log', 2); ``base.log`` -> ('base.log', None). Checks the file."""
+    m = _RUN.search(ref)
+    if m is None or (ref != "-" and Path(ref).is_file()):
+        check_path(ref)
+        return ref, None
+    path, number = ref[: m.start()], m.group(1)
+    if not number.isdigit() or not number.isascii():
+        raise InputError(ref, f"{number!r} is not a run number: write FILE#N, N as listed by `acceptmon runs`")
+    check_path(path)
+    return path, int(number)
+
+
+def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[RunState], str]:
+    """The runs without speculation of a baseline reference, and a label for reports."""
+    path, number = parse_ref(ref)
+    reader = Doctor([])
+    run([path], grammars, DoctorJob(reader), jobs=jobs)
+    reader.finish()
+    states = [s for s in reader.states() if s.decode_lines]
+    name = Path(path).name if path != "-" else "stdin"
+    if number is not None:
+        states = [s for s in states if s.run == number]
+        if not states:
+            there = ", ".join(str(s.run) for s in reader.states() if s.decode_lines) or "none with decode lines"
+            raise InputError(ref, f"no run {number} with decode lines (runs there: {there})")
+        if states[0].speculative:
+            raise InputError(ref, f"run {number} speculates; a baseline is a run with speculation off")
+    plain = [s for s in states if not s.speculative]
+    if not plain:
+        raise InputError(ref, "no run without speculation to use as a baseline")
+    return plain, name if number is None else f"{name}#{number}"
