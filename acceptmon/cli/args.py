@@ -25,6 +25,12 @@ def live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems, containers)")
     p.add_argument("--poll-interval", type=duration, default=0.1, metavar="DURATION", help="default: 100ms")
     p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
+    rules_option(p)
+
+
+def rules_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
+                   help="extra doctor rule file: change thresholds, disable or add rules (repeatable)")  # fmt: skip
 
 
 def positive(text: str) -> float:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
-from acceptmon.cli.wiring import Before, ignore, say, wire
+from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
 from acceptmon.grammar import GrammarSet
 from acceptmon.loader import load_grammars
 from acceptmon.replay import sample_names
@@ -59,7 +59,7 @@ def add_parsers(sub: Subcommands) -> None:
                       help=f"bundled sample log to replay, or the start of its name: {samples}")  # fmt: skip
     tail_options(demo)
     demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
-                      grammar=[])  # fmt: skip
+                      grammar=[], rules=[])  # fmt: skip
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -79,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     grammars = load_grammars(args.grammar)
     check_live_paths(args.files)
     web, tls = load_web_config(args.web_config) if args.web_config else (None, None)
-    live = LiveStats(max_series=max(1, args.max_series))
+    live = LiveStats(max_series=max(1, args.max_series), doctor=make_doctor(args))
     source = LiveSource(
         args.files,
         grammars,

@@ -6,6 +6,7 @@ import argparse
 import glob
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from acceptmon.parse import Tally
 from acceptmon.records import DecodeStats, Record
 
 if TYPE_CHECKING:
+    from acceptmon.doctor.engine import Doctor
     from acceptmon.sinks.livestate import LiveStats
     from acceptmon.tui.model import DashboardState
 
@@ -59,9 +61,12 @@ def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
     if not plain:
         from acceptmon.tui.model import DashboardState
 
-        state = DashboardState(window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after)
+        shared = LiveStats(clock=time.time, doctor=make_doctor(args))
+        state = DashboardState(
+            window=args.window, alert_below=args.alert_below or None, stale_after=args.stale_after, live=shared
+        )
         return Wiring(state.add, state.note, state.set_waiting, state.live if args.metrics_port else None, state)
-    live = LiveStats() if args.metrics_port else None
+    live = LiveStats(doctor=make_doctor(args)) if args.metrics_port else None
     multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
 
     def show(file: str, records: list[Record], tally: Tally) -> None:
@@ -73,3 +78,11 @@ def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
             sys.stdout.flush()
 
     return Wiring(show, say, live.set_waiting if live is not None else None, live)
+
+
+def make_doctor(args: argparse.Namespace) -> Doctor:
+    """The doctor that judges live records: built-in rules plus ``--rules`` files."""
+    from acceptmon.doctor.engine import Doctor
+    from acceptmon.doctor.rules import load_rules
+
+    return Doctor(load_rules(getattr(args, "rules", [])))

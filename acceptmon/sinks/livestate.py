@@ -19,12 +19,14 @@ seen series of the file holding the most, if that one is above its share.
 from __future__ import annotations
 
 import bisect
+import math
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any, Protocol
 
 from acceptmon.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.parse import Tally
@@ -113,13 +115,41 @@ class Snapshot:
     files: list[FileInfo]
     overflow: int
     version: int
+    findings: frozenset[tuple[str, str, str]] = frozenset()
+    """(file, rule, severity) of every doctor finding holding for a file's current run."""
+
+
+class FindingSource(Protocol):
+    """What the live state needs of the doctor (``acceptmon.doctor.engine.Doctor``): fed records, it judges."""
+
+    def feed(self, records: Iterable[Record]) -> None: ...
+
+    def update(self, records: Iterable[Record]) -> list[Any]: ...
+
+    def labels(self) -> set[tuple[str, str, str]]: ...
+
+
+DOCTOR_SECONDS = 1.0
+"""How often the doctor's findings are judged again while records arrive (clock seconds)."""
 
 
 class LiveStats:
     """Thread-safe live aggregate of everything the followers read."""
 
-    def __init__(self, *, max_series: int = DEFAULT_MAX_SERIES, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        max_series: int = DEFAULT_MAX_SERIES,
+        clock: Callable[[], float] = time.monotonic,
+        doctor: FindingSource | None = None,
+    ) -> None:
+        """``doctor``: judges the records as they come; its holding findings are part of every snapshot."""
         self.max_series = max_series
+        self.doctor = doctor
+        self._findings: frozenset[tuple[str, str, str]] = frozenset()
+        self._changes: list[Any] = []
+        self._judged = -math.inf
+        self._unjudged = False
         self.clock = clock
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str], RankSeries] = {}
@@ -139,8 +169,10 @@ class LiveStats:
     def update(self, file: str, records: Iterable[Record], tally: Tally | None = None) -> None:
         """Take one batch of records read from ``file`` and its parser's cumulative tally."""
         now = self.clock()
+        records = list(records)
         with self._lock:
             info = self._file(file)
+            self._judge(records, now)
             for r in records:
                 kind = KINDS[r.kind]
                 if kind.starts_run:
@@ -169,15 +201,36 @@ class LiveStats:
                 del self._series[key]
             self.version += 1
 
+    def take_changes(self) -> list[Any]:
+        """Doctor findings that started or cleared since the last call (``Change`` objects), oldest first."""
+        with self._lock:
+            self._judge([], self.clock())
+            changes, self._changes = self._changes, []
+            return changes
+
     def snapshot(self) -> Snapshot:
         with self._lock:
+            self._judge([], self.clock())  # records that came in the last second are judged by a later reader
             return Snapshot(
                 taken=self.clock(),
                 series=[s.copy() for s in self._series.values()],
                 files=[f.copy() for f in self._files.values()],
                 overflow=self._overflow,
                 version=self.version,
+                findings=frozenset(f for f in self._findings if f[0] in self._files),
             )
+
+    def _judge(self, records: list[Record], now: float) -> None:
+        """Feed the doctor; judge again at most every :data:`DOCTOR_SECONDS` (its rules look at whole runs)."""
+        if self.doctor is None:
+            return
+        if records:
+            self.doctor.feed(records)
+            self._unjudged = True
+        if self._unjudged and now - self._judged >= DOCTOR_SECONDS:
+            self._judged, self._unjudged = now, False
+            self._changes += self.doctor.update([])
+            self._findings = frozenset(self.doctor.labels())
 
     def _file(self, file: str) -> FileInfo:
         info = self._files.get(file)

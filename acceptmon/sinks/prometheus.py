@@ -123,6 +123,15 @@ class AcceptmonCollector(Collector):
             "Decode lines not tracked because the (file, rank) series cap was reached.",
             value=snap.overflow,
         )
+        if snap.findings or self.live.doctor is not None:
+            doctor = GaugeMetricFamily(
+                "acceptmon_doctor_finding",
+                "1 while an acceptmon doctor finding holds for the file's current run.",
+                labels=("file", "rule", "severity"),
+            )
+            for file, rule, severity in sorted(snap.findings):
+                doctor.add_metric((label(file), rule, severity), 1.0)
+            yield doctor
 
 
 def _gauge(gauge: Gauge, series: list[RankSeries], value: Callable[[RankSeries], float | None]) -> Metric:

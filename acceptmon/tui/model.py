@@ -34,7 +34,7 @@ from acceptmon.tui.filestate import FileState, epoch
 from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
 from acceptmon.tui.tiles import rank_row, tiles
 from acceptmon.tui.verdict import judge
-from acceptmon.tui.view import Event, Level, Tiles, View
+from acceptmon.tui.view import Event, Level, Tiles, View, finding_event
 from acceptmon.window import Window
 
 DROP = 0.7
@@ -92,6 +92,7 @@ class DashboardState:
                     f.pair.prefill(r.rank or "")
             if tally is not None:
                 self._unrecognized(f, tally)
+            self._findings()
             self.version += 1
 
     def set_waiting(self, file: str, waiting: bool) -> None:
@@ -215,6 +216,12 @@ class DashboardState:
                     f.pair.judged = key
                     self._event("bad" if verdict == "worse" else "info", text, f.file, at)
                     self.version += 1
+
+    def _findings(self) -> None:
+        """Doctor findings that started or cleared, as events at their file's latest log time."""
+        for change in self.live.take_changes():
+            f = self._files.get(change.finding.file)
+            self._events.append(finding_event(change, f.last.timestamp if f and f.last else None))
 
     def _event(self, level: Level, text: str, file: str = "", at: datetime | None = None) -> None:
         self._events.append(Event(at, level, text, file))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from acceptmon.fmt import number, short_model
 from acceptmon.records import LaunchConfig
@@ -136,3 +136,13 @@ def event_line(e: Event, many_files: bool) -> tuple[str, str]:
     stamp = f"{e.at:%H:%M:%S}" if e.at is not None else NO_LOG_TIME
     where = f"{e.file.rsplit('/', 1)[-1]}: " if e.file and many_files else ""
     return stamp, where + e.text.removeprefix(e.file + ": ")
+
+
+_LEVELS: dict[str, Level] = {"error": "bad", "warning": "warn"}
+"""Doctor severities as event levels (info stays info)."""
+
+
+def finding_event(change: Any, at: datetime | None) -> Event:
+    """A doctor finding that started or cleared (an ``acceptmon.doctor.engine.Change``), as an event."""
+    level: Level = "info" if change.event == "cleared" else _LEVELS.get(change.finding.severity, "info")
+    return Event(at, level, f"doctor: {change.line}", change.finding.file)
