@@ -77,6 +77,9 @@ class RecordKind:
     derive: Derive | None = None
     series: SeriesMetrics | None = None
     """Set for kinds whose latest record per (file, rank) the live state keeps."""
+    before_launch: bool = False
+    """May be printed just before the launch line of the run it concerns (start-up warnings): a live
+    start at the current run's launch line also reads these from the bytes before it."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -206,4 +209,4 @@ REQUEST = register(
 """Finished requests (``--log-requests``): not a ``parse`` table kind, so decode rows and columns stay as they are."""
 
 
-WARNING = register(RecordKind("warning", WarningRecord))
+WARNING = register(RecordKind("warning", WarningRecord, before_launch=True))

@@ -228,11 +228,13 @@ class Stats:
 
     def update(self, records: Iterable[Record]) -> None:
         for r in records:
+            kind = KINDS[r.kind]
+            if not (kind.starts_run or isinstance(r, DecodeStats | RequestStats)):
+                continue  # other kinds (warnings, prefill) make no run of their own
             key = (r.file, r.run)
             run = self.runs.get(key)
             if run is None:
                 run = self.runs[key] = RunStats(r.file, r.run)
-            kind = KINDS[r.kind]
             if kind.starts_run:
                 run.launch = getattr(r, "config", None)
                 run.start = r.timestamp or run.start

@@ -65,3 +65,21 @@ def test_tail_shows_findings_as_events(grammars):
     assert doctor[1][1] == "doctor: cleared P2 warning (run 1): Draft does not match the target"
     at = [e.at for e in state.view().events if e.text.startswith("doctor: ")]
     assert all(t is not None for t in at)  # log time, as every record-caused event
+
+
+def test_a_live_start_reads_the_start_up_warnings_printed_before_the_launch_line(tmp_path, grammars):
+    """SGLang prints some warnings just before server_args=: starting at the launch line must not lose them."""
+    from acceptmon.pipeline.live import LiveSource
+    from tests.data.doctor.make import p07_cap_48
+
+    log = tmp_path / "p07.log"
+    log.write_text(p07_cap_48().text())
+    clock = Clock()
+    live = LiveStats(clock=clock, doctor=Doctor(load_rules()))
+    source = LiveSource([str(log)], grammars, live.update)  # not --from-start: starts at the last launch
+    source.discover()
+    source.tick()
+    clock.now += DOCTOR_SECONDS
+    assert (str(log), "P7", "warning") in live.snapshot().findings
+    assert live.snapshot().files[0].lines["warning"] == 1
+    source.close()

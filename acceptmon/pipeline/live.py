@@ -21,9 +21,9 @@ from pathlib import Path
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.pipeline import positions as statefile
-from acceptmon.pipeline.start import find_last_launch
+from acceptmon.pipeline.start import current_run_start
 from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, Oversized, check_path, next_line_start
+from acceptmon.source import OVERSIZED, Oversized, check_path
 from acceptmon.tail import Follower, watch_loop
 
 FORGET_SECONDS = 30.0
@@ -158,9 +158,10 @@ class LiveSource:
     def _add(self, path: str, *, existed_at_start: bool) -> None:
         start, skipping, state, preface = self._start(path, existed_at_start)
         parser = Parser(self.grammars, path, state, records=self.records)
-        if preface is not None:
-            parser.tally.kinds["launch"] += 1
-            self.sink(path, [preface], parser.tally)
+        if preface:
+            for r in preface:
+                parser.tally.kinds[r.kind] += 1
+            self.sink(path, preface, parser.tally)
         w = self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
         if self.on_waiting is not None:  # sinks learn of every file at once (its share of the series cap)
             w.waiting = not os.path.exists(path)
@@ -171,35 +172,19 @@ class LiveSource:
         if not os.path.exists(path):
             self.note(f"{path}: does not exist yet; waiting for it")
 
-    def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, Record | None]:
-        """Where to begin reading ``path``: (offset, skipping, parser state, launch record to pre-feed)."""
+    def _start(self, path: str, existed_at_start: bool) -> tuple[int, bool, ParseState, list[Record]]:
+        """Where to begin reading ``path``: (offset, skipping, parser state, records to pre-feed)."""
         resumed = self._resume(path)
         if resumed is not None:
             return resumed
         if self.from_start or not existed_at_start:
-            return 0, False, ParseState(), None
-        try:
-            size = os.path.getsize(path)
-            last = find_last_launch(path, self.grammars)
-            with open(path, "rb") as f:
-                cut = next_line_start(f, size - self.backfill_limit)
-        except OSError:
-            return 0, False, ParseState(), None  # unreadable now: the follower reports it and retries
-        if last is None:
-            if cut:
-                self.note(f"{path}: no launch line found; replaying the last {size - cut:,} bytes")
-                self.history_end[path] = cut
-            return cut, False, ParseState(), None
-        offset, launch = last
-        if offset:
-            self.history_end[path] = offset
-        if offset >= cut:
-            return offset, False, ParseState(), None
-        self.note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
-        state = ParseState(line=0, run=launch.run, launch=getattr(launch, "config", None))
-        return cut, False, state, launch
+            return 0, False, ParseState(), []
+        offset, state, preface, history_end = current_run_start(path, self.grammars, self.backfill_limit, self.note)
+        if history_end:
+            self.history_end[path] = history_end
+        return offset, False, state, preface
 
-    def _resume(self, path: str) -> tuple[int, bool, ParseState, Record | None] | None:
+    def _resume(self, path: str) -> tuple[int, bool, ParseState, list[Record]] | None:
         """The saved position of ``path`` if the state file has a valid one for it."""
         saved = self._saved.files.get(os.path.abspath(path))
         try:
@@ -212,13 +197,13 @@ class LiveSource:
         if (st.st_dev, st.st_ino) != (saved.dev, saved.ino) or fp not in (None, statefile.fingerprint(path)) or (
                 saved.offset > st.st_size):  # fmt: skip
             self.note(f"{path}: replaced since the state file was written; reading it from the start")
-            return 0, False, ParseState(), None
+            return 0, False, ParseState(), []
         if not saved.skipping and not statefile.at_line_start(path, saved.offset):
             del self._saved.files[os.path.abspath(path)]  # never written back
             self.note(f"{path}: saved position {saved.offset:,} is not at a line start (state file); read as new")
             return None
         self.note(f"{path}: resuming at byte {saved.offset:,} (state file)")
-        return saved.offset, saved.skipping, saved.parse_state, None
+        return saved.offset, saved.skipping, saved.parse_state, []
 
     # -- the loop ---------------------------------------------------------------------
 

@@ -8,13 +8,14 @@ lines holding an anchor are parsed.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import BinaryIO
 
 from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
-from acceptmon.parse import Parser
+from acceptmon.parse import Parser, ParseState
 from acceptmon.records import Record
-from acceptmon.source import MAX_LINE
+from acceptmon.source import MAX_LINE, next_line_start
 
 
 def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, Record] | None:
@@ -68,3 +69,55 @@ def _line_start(f: BinaryIO, pos: int) -> int:
             return start + nl + 1
         end = start
     return 0
+
+
+PREAMBLE_BYTES = 64 << 10
+"""How far before the current run's launch line start-up warnings are looked for."""
+
+
+def preamble(path: str, grammars: GrammarSet, offset: int, *, span: int = PREAMBLE_BYTES) -> list[Record]:
+    """Records of the kinds printed before their launch line (``before_launch``) in the bytes before ``offset``.
+
+    They are numbered as a live parser starting at ``offset`` would number them: before its first launch.
+    """
+    kinds = frozenset(k.name for k in KINDS.values() if k.before_launch)
+    if not kinds or offset <= 0:
+        return []
+    with open(path, "rb") as f:
+        start = max(0, offset - span)
+        f.seek(start)
+        data = f.read(offset - start)
+    if start:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""  # from the first whole line
+    records = Parser(grammars, path, records=kinds).feed(data)
+    return [r for r in records if r.kind in kinds]
+
+
+def current_run_start(
+    path: str, grammars: GrammarSet, backfill_limit: int, note: Callable[[str], None]
+) -> tuple[int, ParseState, list[Record], int | None]:
+    """Where a live start reads ``path``: (offset, parser state there, records to pre-feed, history end).
+
+    At the current run's launch line, with the start-up warnings printed before it; when that
+    line is more than ``backfill_limit`` bytes back, the last ``backfill_limit`` bytes, with the
+    launch (and those warnings) pre-fed so the run's config is known. The history end is where
+    the runs before the live start end (None: there are none).
+    """
+    try:
+        size = os.path.getsize(path)
+        last = find_last_launch(path, grammars)
+        with open(path, "rb") as f:
+            cut = next_line_start(f, size - backfill_limit)
+        warnings = preamble(path, grammars, last[0]) if last is not None else []
+    except OSError:
+        return 0, ParseState(), [], None  # unreadable now: the follower reports it and retries
+    if last is None:
+        if cut:
+            note(f"{path}: no launch line found; replaying the last {size - cut:,} bytes")
+        return cut, ParseState(), [], cut or None
+    offset, launch = last
+    if offset >= cut:
+        return offset, ParseState(), warnings, offset or None
+    note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
+    state = ParseState(line=0, run=launch.run, launch=getattr(launch, "config", None))
+    return cut, state, [*warnings, launch], offset
