@@ -18,8 +18,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.drafts import SpecTotals
 from acceptmon.kinds import KINDS
-from acceptmon.records import DecodeStats, LaunchConfig, Record
+from acceptmon.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
 
 BASELINE_SECONDS = 600.0
 """The start of a run whose mean accept length later batches are compared with (log time)."""
@@ -138,6 +139,16 @@ class RunSummary(BaseModel):
     accept_rate_mean: float | None
     draft_accept_rate_mean: float | None
     gen_throughput_mean: float | None
+    version: str | None = None
+    spec_draft_model: str | None = None
+    accepted_tokens: int | None = None
+    """Spec lines' token counts over the run (vLLM; cumulative counters as their increase)."""
+    drafted_tokens: int | None = None
+    emitted_tokens: int | None = None
+    num_drafts: float | None = None
+    """Verify steps that carried a draft: drafted tokens / k."""
+    position_accept_rates: list[float] | None = None
+    """Per draft position, the fraction of drafts accepted up to it, weighted by drafts."""
 
 
 @dataclass
@@ -155,6 +166,27 @@ class RunStats:
     accept_rate: Series = field(default_factory=Series)
     draft_accept_rate: Series = field(default_factory=Series)
     gen_throughput: Series = field(default_factory=Series)
+    spec: SpecTotals | None = None
+    """vLLM spec lines' token counts (None for a run without any)."""
+    engines: dict[str, Mean] = field(default_factory=dict)
+    """Generation throughput per engine, from throughput lines (vLLM)."""
+
+    def add_spec(self, r: SpecStats) -> None:
+        self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
+        self.spec.add(r)
+        self.batches += 1
+        self._seen(r)
+        self.accept_len.add(r.accept_len)
+
+    def add_throughput(self, r: ThroughputStats) -> None:
+        self.engines.setdefault(r.engine or "", Mean()).add(r.gen_throughput)
+        self.ranks.add(r.engine or "")
+        self._seen(r)
+
+    def _seen(self, r: Record) -> None:
+        if r.timestamp is not None:
+            self.start = self.start or r.timestamp
+            self.end = r.timestamp
 
     def add(self, r: DecodeStats) -> None:
         self.batches += 1
@@ -176,10 +208,28 @@ class RunStats:
         self.ranks |= other.ranks
         for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput"):
             getattr(self, name).merge(getattr(other, name))
+        if other.spec is not None:
+            if self.spec is None:
+                self.spec = other.spec
+            else:
+                self.spec.merge(other.spec)
+        for engine, mean in other.engines.items():
+            self.engines.setdefault(engine, Mean()).merge(mean)
 
     def summary(self) -> RunSummary:
         cfg = self.launch or LaunchConfig()
         duration = (self.end - self.start).total_seconds() if self.start and self.end else None
+        figures: dict[str, object] = dict(
+            accept_len_mean=self.accept_len.rounded,
+            accept_rate_mean=self.accept_rate.rounded,
+            draft_accept_rate_mean=self.draft_accept_rate.rounded,
+            gen_throughput_mean=self.gen_throughput.rounded,
+        )
+        if self.spec is not None:
+            self.spec.fill(figures)
+        if self.engines:  # the server's rate: the engines' means added up
+            means = [m.mean for m in self.engines.values() if m.mean is not None]
+            figures["gen_throughput_mean"] = round(sum(means), 4) if means else None
         return RunSummary(
             file=self.file,
             run=self.run,
@@ -193,13 +243,12 @@ class RunStats:
             spec_num_draft_tokens=cfg.spec_num_draft_tokens,
             batches=self.batches,
             ranks=len(self.ranks),
-            accept_len_mean=self.accept_len.rounded,
             accept_len_p10=self.accept_len.quantile(0.1),
             accept_len_p50=self.accept_len.quantile(0.5),
             accept_len_p90=self.accept_len.quantile(0.9),
-            accept_rate_mean=self.accept_rate.rounded,
-            draft_accept_rate_mean=self.draft_accept_rate.rounded,
-            gen_throughput_mean=self.gen_throughput.rounded,
+            version=cfg.version,
+            spec_draft_model=cfg.spec_draft_model_path,
+            **figures,
         )
 
 
@@ -216,11 +265,15 @@ class Stats:
             if run is None:
                 run = self.runs[key] = RunStats(r.file, r.run)
             kind = KINDS[r.kind]
-            if kind.starts_run:
+            if kind.starts_run:  # a launch line; a later one of the same run continues it
                 run.launch = getattr(r, "config", None)
-                run.start = r.timestamp or run.start
+                run.start = run.start or r.timestamp
             elif isinstance(r, DecodeStats):
                 run.add(r)
+            elif isinstance(r, SpecStats):
+                run.add_spec(r)
+            elif isinstance(r, ThroughputStats):
+                run.add_throughput(r)
 
     def merge(self, other: Stats) -> None:
         """Fold in the aggregate of a later part of the same files."""
@@ -232,5 +285,5 @@ class Stats:
                 mine.merge(run)
 
     def summaries(self) -> list[RunSummary]:
-        """Every launch, plus a run 0 where decode lines came before any launch."""
+        """Every launch, plus a run 0 where stats lines came before any launch."""
         return [s.summary() for s in self.runs.values() if s.run > 0 or s.batches]

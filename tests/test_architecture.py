@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "acceptmon"
 LAYERS: dict[str, int] = {
     # core: records and their kinds, values, grammar, parser, aggregates (pure)
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
-    "kinds": 1,
+    "kinds": 1, "drafts": 1,
     "grammar": 2, "stats": 2,
     "body": 3, "window": 3,
     "parse": 4,
@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "cli.args": 10, "cli.batch": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
-CORE = ("errors", "records", "values", "fmt", "kinds", "grammar", "stats", "body", "window", "parse")
+CORE = ("errors", "records", "values", "fmt", "kinds", "drafts", "grammar", "stats", "body", "window", "parse")
 BYTES = ("source", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip

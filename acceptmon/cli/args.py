@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeAlias
+
+from acceptmon.grammar import GrammarSet
+from acceptmon.loader import load_grammars
+from acceptmon.values import Yearless, year_not_after
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
 """What ``add_subparsers`` returns; each command module adds its commands to it."""
@@ -25,6 +31,49 @@ def live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll", action="store_true", help="poll instead of inotify (network filesystems, containers)")
     p.add_argument("--poll-interval", type=duration, default=0.1, metavar="DURATION", help="default: 100ms")
     p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
+    year_option(p)
+
+
+def year_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--year", type=int, metavar="YYYY",
+                   help="year of the first year-less timestamp (vLLM logs; default: from the file's modification "
+                        "time, stdin: this year); later lines roll over at New Year")  # fmt: skip
+
+
+class YearSource:
+    """The year of a file's first year-less timestamp: ``--year``, else the latest year in which it is
+    not after the file's modification time (stdin, or an unreadable file: the current time)."""
+
+    def __init__(self, year: int | None = None) -> None:
+        self.year = year
+        self.used: dict[str, int] = {}
+        """Files that needed a year, and the year their first year-less timestamp got."""
+
+    def __call__(self, file: str, stamp: Yearless) -> int:
+        year = self.year if self.year is not None else year_not_after(stamp, self.reference(file))
+        self.used.setdefault(file, year)
+        return year
+
+    def reference(self, file: str) -> datetime:
+        try:
+            return datetime.fromtimestamp(os.path.getmtime(file)) if file != "-" else datetime.now()
+        except OSError:
+            return datetime.now()
+
+    def describe(self) -> str:
+        """Which source was used, for a command's summary line."""
+        if self.year is not None:
+            return f"year of year-less timestamps: {self.year} (--year)"
+        origins = {f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})"
+                   for f, y in self.used.items()}  # fmt: skip
+        return f"year of year-less timestamps: {', '.join(sorted(origins)) or 'none needed'}; --year sets it"
+
+
+def grammars_for(args: argparse.Namespace) -> GrammarSet:
+    """The grammars a command asked for (``--grammar``), dating year-less timestamps as ``--year`` says."""
+    grammars = load_grammars(getattr(args, "grammar", []))
+    grammars.year_for = YearSource(getattr(args, "year", None))
+    return grammars
 
 
 def positive(text: str) -> float:

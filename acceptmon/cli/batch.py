@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from acceptmon.cli.args import Subcommands, grammar_option
+from acceptmon.cli.args import Subcommands, YearSource, grammar_option, grammars_for, year_option
 from acceptmon.errors import InputError
 from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
@@ -28,6 +28,7 @@ def add_parsers(sub: Subcommands) -> None:
     parse.add_argument("-o", "--output", help="output file (default: stdout)")
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
     grammar_option(parse)
+    year_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     parse.set_defaults(func=cmd_parse)
 
@@ -35,6 +36,7 @@ def add_parsers(sub: Subcommands) -> None:
     runs.add_argument("files", nargs="+", metavar="FILE")
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table")
     grammar_option(runs)
+    year_option(runs)
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     runs.add_argument("--max-bytes", type=int, metavar="N", help="read only the first N bytes of each file")
     runs.set_defaults(func=cmd_runs)
@@ -49,7 +51,7 @@ def add_parsers(sub: Subcommands) -> None:
 def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
-    grammars = load_grammars(args.grammar)
+    grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     out: IO[bytes]
     if args.output:
@@ -69,16 +71,20 @@ def cmd_parse(args: argparse.Namespace) -> int:
         if out is not sys.stdout.buffer:
             out.close()
     _summary(result.tally, job.records, time.monotonic() - started, args.output)
+    _year_note(result.tally, grammars.year_for)
     return 0
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
-    grammars = load_grammars(args.grammar)
+    grammars = grammars_for(args)
     job = StatsJob()
-    run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes)
+    result = run(
+        args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes
+    )
     summaries = job.stats.summaries()
+    _year_note(result.tally, grammars.year_for)
     if args.format == "json":
         print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
     elif args.format == "csv":
@@ -130,12 +136,21 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None) -> 
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     k = tally.kinds
+    noun = "records" if k["spec"] or k["throughput"] else "decode records"
     print(
-        f"acceptmon: {tally.lines:,} lines read, {records:,} decode records"
+        f"acceptmon: {tally.lines:,} lines read, {records:,} {noun}"
         f"{' -> ' + output if output else ''}; {k['prefill']:,} prefill, {k['launch']:,} launch lines; "
         f"{tally.accept_noise:,} noise lines contain 'accept'; {k['unrecognized']:,} unrecognized; "
         f"{k['oversized']:,} oversized ({seconds:.2f}s)",
         file=sys.stderr,
     )
+    if k["spec"] or k["throughput"]:
+        print(f"acceptmon: of which {k['spec']:,} spec, {k['throughput']:,} throughput lines", file=sys.stderr)
     for file, line, text in tally.unrecognized[:3]:
         print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
+
+
+def _year_note(tally: Tally, years: object) -> None:
+    """Say where the year of year-less (vLLM) timestamps came from, when a file had them."""
+    if isinstance(years, YearSource) and (years.used or tally.kinds["spec"] or tally.kinds["throughput"]):
+        print(f"acceptmon: {years.describe()}", file=sys.stderr)

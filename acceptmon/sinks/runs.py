@@ -17,7 +17,7 @@ from acceptmon.stats import RunSummary, Stats
 class StatsJob:
     """Aggregate records per run (in workers too) and merge them in order."""
 
-    records_wanted = frozenset({"decode"})
+    records_wanted = frozenset({"decode", "spec", "throughput"})
 
     def __init__(self) -> None:
         self.stats = Stats()
@@ -26,7 +26,7 @@ class StatsJob:
     def chunk(self, records: list[Record]) -> tuple[int, Stats]:
         part = Stats()
         part.update(records)
-        return sum(1 for r in records if r.kind == "decode"), part
+        return sum(1 for r in records if r.kind in self.records_wanted), part
 
     def collect(self, part: tuple[int, Stats]) -> None:
         self.records += part[0]
@@ -42,7 +42,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         rows.append(
             (
                 Path(s.file).name, str(s.run), s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
-                short_model(s.model), s.spec_algorithm or "none", number(s.spec_num_steps),
+                short_model(s.model), _method(s), number(s.spec_num_steps),
                 number(s.spec_eagle_topk), number(s.spec_num_draft_tokens), str(s.batches),
                 number(s.accept_len_mean), number(s.accept_len_p10), number(s.accept_len_p50),
                 number(s.accept_len_p90), number(s.accept_rate_mean), number(s.draft_accept_rate_mean),
@@ -51,3 +51,8 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         )  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _method(s: RunSummary) -> str:
+    """The speculative method; ``draft`` for a draft model whose method the log does not name (vLLM <= 0.7)."""
+    return s.spec_algorithm or ("draft" if s.spec_draft_model else "none")

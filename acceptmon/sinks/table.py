@@ -80,7 +80,8 @@ def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
     rows = [r for r in records if KINDS[r.kind].table]
     if fmt == "csv":
         buf = io.StringIO()
-        csv.writer(buf).writerows(row(r, cols) for r in rows)
+        lists = _list_columns(cols)
+        csv.writer(buf).writerows(_joined(row(r, cols), lists) if lists else row(r, cols) for r in rows)
         return buf.getvalue().encode()
     lines = []
     for r in rows:
@@ -88,6 +89,19 @@ def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
         obj["extra"] = getattr(r, "extra", {})
         lines.append(json.dumps(obj, separators=(",", ":")))
     return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+def _list_columns(cols: tuple[str, ...]) -> tuple[int, ...]:
+    """Positions of the columns whose values are lists (written ``;``-separated in CSV)."""
+    listed = {n for k in table_kinds() for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)}
+    return tuple(i for i, c in enumerate(cols) if c in listed)
+
+
+def _joined(values: list[Any], lists: tuple[int, ...]) -> list[Any]:
+    for i in lists:
+        if isinstance(values[i], list):
+            values[i] = ";".join("" if v is None else str(v) for v in values[i])
+    return values
 
 
 class TableJob:
