@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from acceptmon.grammar import GrammarSet
+from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars
 from acceptmon.values import Yearless, year_not_after
 
@@ -67,6 +68,11 @@ class YearSource:
         origins = {f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})"
                    for f, y in self.used.items()}  # fmt: skip
         return f"year of year-less timestamps: {', '.join(sorted(origins)) or 'none needed'}; --year sets it"
+
+
+def live_kinds() -> frozenset[str]:
+    """Record kinds the live commands build: launches and every kind with live series (decode, vLLM spec, ...)."""
+    return frozenset(k.name for k in KINDS.values() if k.series is not None or k.starts_run)
 
 
 def grammars_for(args: argparse.Namespace) -> GrammarSet:

@@ -95,6 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         note=say,
         on_waiting=live.set_waiting,
         on_forget=live.forget,
+        records=cli_args.live_kinds(),
     )
     server = MetricsServer(
         MetricsPage(live, stale_after=args.stale_after).render, args.host, args.port, web=web, tls=tls
@@ -125,13 +126,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def plain_line(r: DecodeStats, with_file: bool = False) -> str:
-    """One compact, grep-friendly line per decode record."""
+def plain_line(r: Record, with_file: bool = False) -> str:
+    """One compact, grep-friendly line per decode (or vLLM spec) record."""
     ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
-    where = f"{r.file} " if with_file else ""
+    where, v = (f"{r.file} " if with_file else ""), r.__dict__.get
     return (
-        f"{where}{ts} {r.rank or '-'} accept_len={number(r.accept_len)} accept_rate={number(r.accept_rate)} "
-        f"draft_accept_rate={number(r.draft_accept_rate)} gen_throughput={number(r.gen_throughput)}"
+        f"{where}{ts} {r.rank or v('engine') or '-'} accept_len={number(v('accept_len'))} "
+        f"accept_rate={number(v('accept_rate'))} draft_accept_rate={number(v('draft_accept_rate'))} "
+        f"gen_throughput={number(v('gen_throughput'))}"
     )
 
 
@@ -175,7 +177,7 @@ def _wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> _Wirin
     def show(file: str, records: list[Record], tally: Tally) -> None:
         if live is not None:
             live.update(file, records, tally)
-        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
+        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats) or r.kind == "spec"]
         if out:
             sys.stdout.write("\n".join(out) + "\n")
             sys.stdout.flush()
@@ -191,7 +193,8 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
 
     w = _wire(args, files, plain)
     source = LiveSource(files, grammars, w.sink, from_start=args.from_start, state_file=args.state_file, note=w.note,
-                        on_waiting=w.on_waiting, on_forget=w.live.forget if w.live is not None else None)  # fmt: skip
+                        on_waiting=w.on_waiting, on_forget=w.live.forget if w.live is not None else None,
+                        records=cli_args.live_kinds())  # fmt: skip
     server = None
     if w.live is not None:
         from acceptmon.sinks.httpserver import MetricsServer
