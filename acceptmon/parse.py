@@ -271,11 +271,11 @@ class Parser:
 
     def _dated(self, stamp: Yearless) -> datetime:
         """A year-less timestamp in the file's current year; MM-DD going back (12-31 -> 01-01) is New Year."""
-        if self.year is None or self.month is None:
+        if self.year is None:
             self.year = self.grammars.year_for(self.file, stamp)
-        elif stamp.month < self.month - 6:
+        elif self.month is not None and stamp.month < self.month - 6:
             self.year += 1
-        elif stamp.month > self.month + 6:
+        elif self.month is not None and stamp.month > self.month + 6:
             return stamp.at(self.year - 1)  # a late line from before New Year
         self.month = stamp.month
         return stamp.at(self.year)

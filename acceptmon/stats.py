@@ -201,7 +201,7 @@ class RunStats:
 
     def merge(self, other: RunStats) -> None:
         """Fold in the same run's aggregate from a later part of the file."""
-        self.launch = self.launch or other.launch
+        self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
         self.start = self.start or other.start
         self.end = other.end or self.end
         self.batches += other.batches
@@ -211,6 +211,7 @@ class RunStats:
         if other.spec is not None:
             if self.spec is None:
                 self.spec = other.spec
+                self.spec.since_start |= self.launch is not None  # the launch was in an earlier part
             else:
                 self.spec.merge(other.spec)
         for engine, mean in other.engines.items():

@@ -123,7 +123,8 @@ class Fields(dict[str, Any]):
     """Several record fields from one logged value (a launch key whose value is itself a config)."""
 
 
-_REPR_ITEM = regex.compile(r"""['"]?(\w+)['"]?\s*[=:]\s*('[^']*'|"[^"]*"|[\w.+-]+)""")
+_REPR_ITEM = regex.compile(r"""(?<![\w'"])['"]?(\w++)['"]?\s*+[=:]\s*+('[^']*+'|"[^"]*+"|[\w.+-]++)""")
+"""``key=value`` or ``'key': value`` in a repr; starts only where a word starts, so the scan stays linear."""
 _NAMES = {"draft_model": "model", "num_spec_tokens": "k", "num_speculative_tokens": "k", "method": "method"}
 
 
