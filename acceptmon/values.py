@@ -88,9 +88,9 @@ def _not_after(stamp: Yearless, year: int, now: datetime) -> bool:
 
 
 def to_number(text: str) -> float | None:
-    """A number before an optional unit (``388.6 tokens/s``, ``0.642``, ``10616.``); ``nan`` is empty."""
+    """A number before an optional unit (``388.6 tokens/s``, ``0.642``, ``10616.``); ``nan`` (or inf) is empty."""
     value = float(text.split(None, 1)[0].rstrip("."))
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def to_count(text: str) -> int:
@@ -101,7 +101,7 @@ def to_count(text: str) -> int:
 def to_percent(text: str) -> float | None:
     """``65.7%`` as the fraction 0.657; ``nan%`` is empty."""
     value = float(text.strip().rstrip(".").removesuffix("%"))
-    return None if math.isnan(value) else round(value / 100, 8)
+    return round(value / 100, 8) if math.isfinite(value) else None
 
 
 def to_float_list(text: str) -> list[float | None]:
