@@ -58,8 +58,14 @@ def _getter(kind: str, cols: tuple[str, ...]) -> Getter:
     key = (kind, cols)
     got = _GETTERS.get(key)
     if got is None:
-        if set(cols) <= set(KINDS[kind].model.model_fields):
+        fields = KINDS[kind].model.model_fields
+        have = [c in fields for c in cols]
+        m = have.index(False) if False in have else len(cols)
+        if m == len(cols):
             got = operator.itemgetter(*cols)
+        elif m > 1 and not any(have[m:]):  # the kind's columns lead (decode): pad the rest
+            head, pad = operator.itemgetter(*cols[:m]), (None,) * (len(cols) - m)
+            got = lambda d: head(d) + pad  # noqa: E731
         else:
             got = lambda d: tuple(d.get(c) for c in cols)  # noqa: E731
         got = _GETTERS[key] = got
@@ -80,8 +86,8 @@ def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
     rows = [r for r in records if KINDS[r.kind].table]
     if fmt == "csv":
         buf = io.StringIO()
-        lists = _list_columns(cols)
-        csv.writer(buf).writerows(_joined(row(r, cols), lists) if lists else row(r, cols) for r in rows)
+        lists, listing = _list_columns(cols)
+        csv.writer(buf).writerows(_joined(row(r, cols), lists) if r.kind in listing else row(r, cols) for r in rows)
         return buf.getvalue().encode()
     lines = []
     for r in rows:
@@ -91,10 +97,13 @@ def format_records(records: Sequence[Record], fmt: TableFormat) -> bytes:
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
-def _list_columns(cols: tuple[str, ...]) -> tuple[int, ...]:
-    """Positions of the columns whose values are lists (written ``;``-separated in CSV)."""
-    listed = {n for k in table_kinds() for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)}
-    return tuple(i for i, c in enumerate(cols) if c in listed)
+def _list_columns(cols: tuple[str, ...]) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Positions of the columns whose values are lists (written ``;``-separated in CSV), and the kinds having one."""
+    listed = {
+        (k.name, n) for k in table_kinds() for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)
+    }
+    names = {n for _, n in listed}
+    return tuple(i for i, c in enumerate(cols) if c in names), frozenset(k for k, _ in listed)
 
 
 def _joined(values: list[Any], lists: tuple[int, ...]) -> list[Any]:
