@@ -48,6 +48,18 @@ class ParseState:
     """Month of the last year-less timestamp."""
     launch_open: str | None = None
     """Server of the current launch while no stats line has followed it (a merging launch line continues it)."""
+    closed: bool = False
+    """A stats line was read (since the state this parser started from)."""
+    lead: str | None = None
+    """Server of this parser's first launch line if it could continue an open launch ('' if it could not)."""
+
+    def then(self, scan: ParseState) -> ParseState:
+        """The state after a byte range, given this state at its start and the range scanned from ``ParseState()``
+        (``-j N``: the ranges are scanned at once, then chained in order)."""
+        joined = bool(scan.lead) and scan.lead == self.launch_open  # the range opens inside a launch group
+        open_ = scan.launch_open if scan.closed or scan.run else self.launch_open
+        launch = scan.launch or self.launch
+        return ParseState(self.line + scan.line, self.run + scan.run - joined, launch, launch_open=open_)
 
 
 @dataclass
@@ -91,6 +103,7 @@ class Parser:
         self.run = state.run
         self.launch = state.launch
         self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
+        self.closed, self.lead = state.closed, state.lead
         self._stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
         self.tally = Tally()
         self._all_anchors = [(a, a.encode(), [g for g in grammars.records if g.anchor == a]) for a in grammars.anchors]
@@ -103,7 +116,8 @@ class Parser:
 
     @property
     def state(self) -> ParseState:
-        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open)
+        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open, self.closed,
+                          self.lead)  # fmt: skip
 
     def feed(self, block: bytes) -> list[Record]:
         """Parse a block of complete lines; return its records in order."""
@@ -125,7 +139,7 @@ class Parser:
             kind, record = self.classify(text)
             self.tally.kinds[kind] += 1
             if kind in self._stats_kinds:
-                self.launch_open = None
+                self.launch_open, self.closed = None, True
             if kind in self._stats_kinds:
                 accept_seen += raw.count(b"accept")
                 decoded.add(start)
@@ -142,7 +156,7 @@ class Parser:
         if not any(a in block for _, a, _ in self._launch_anchors):
             self.line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             if self.launch_open and any(a in block for _, a, _ in self._all_anchors):
-                self.launch_open = None  # a stats line (most likely) ends the launch group
+                self.launch_open, self.closed = None, True  # a stats line (most likely) ends the launch group
             return
         self.feed(block)  # every line: a stats line between launch lines splits their group
 
@@ -258,6 +272,8 @@ class Parser:
                 else:
                     config[conv.field] = converted
         previous = self.launch
+        if self.lead is None:
+            self.lead = g.spec.server if g.spec.merge and not self.closed else ""
         if g.spec.merge and previous is not None and self.launch_open == g.spec.server:
             kept = {k: v for k, v in previous.__dict__.items() if v is not None and k != "extra"}
             config = {**kept, **{k: v for k, v in config.items() if v is not None}}

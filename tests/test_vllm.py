@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from datetime import datetime
@@ -11,8 +12,10 @@ import pytest
 
 from acceptmon.cli.args import YearSource
 from acceptmon.parse import Parser, ParseState
+from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.runs import StatsJob
+from acceptmon.sinks.table import TableJob
 from acceptmon.values import to_yearless
 from tests.conftest import SAMPLES
 
@@ -151,3 +154,45 @@ def test_run_figures_equal_the_expected(grammars, name):
         assert got.draft_accept_rate_mean == got.accept_rate_mean
         assert got.accept_len_mean == pytest.approx(exp["accept_len"], abs=1e-6)
         assert got.gen_throughput_mean is not None and got.gen_throughput_mean > 0
+
+
+@pytest.mark.parametrize("year", [None, 2025])
+def test_parallel_ranges_date_like_one_reader(tmp_path, grammars, monkeypatch, year):
+    """-j N: each byte range's first timestamp gets the year one reader gives it, across New Year."""
+    big = tmp_path / "dp.log"
+    big.write_bytes((SAMPLES / "vllm_v1_0.10.2_dp.log").read_bytes() * 30)  # 30 New Years
+    os.utime(big, (datetime(2026, 6, 1).timestamp(),) * 2)
+    saved, grammars.year_for = grammars.year_for, YearSource(year, grammars)
+    outputs = []
+    try:
+        for jobs, min_bytes in ((1, 1 << 40), (2, 1)):
+            monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", min_bytes)
+            monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 16)
+            out = io.BytesIO()
+            run([os.fspath(big)], grammars, TableJob("jsonl", out), jobs=jobs)
+            outputs.append([(r["line"], r["timestamp"]) for r in map(json.loads, out.getvalue().splitlines())])
+    finally:
+        grammars.year_for = saved
+    assert outputs[0] == outputs[1]
+    assert {stamp[:4] for _, stamp in outputs[0]} == {"2025", "2026"}
+
+
+def test_states_chained_over_ranges_number_runs_like_one_reader(grammars):
+    """A range may begin inside a launch group: ParseState.then joins it to the launch before."""
+    data = (SAMPLES / "vllm_v1_0.10.2_dp.log").read_bytes() * 2
+    starts = [i + 1 for i, b in enumerate(data) if b == 10][:-1]
+    whole = Parser(grammars, "dp.log", ParseState(year=2025)).feed(data)
+    for cut in starts[:14] + starts[220:232]:  # around each launch group
+        head, tail = data[:cut], data[cut:]
+        scans = []
+        for part in (head, tail):
+            scan = Parser(grammars, "dp.log", ParseState(year=2025))
+            scan.scan_launches(part)
+            scans.append(scan.state)
+        state = ParseState().then(scans[0])
+        assert state.line == scans[0].line == len(head.splitlines())
+        worker = Parser(grammars, "dp.log", ParseState(state.line, state.run, state.launch, 2025, None,
+                                                        state.launch_open))  # fmt: skip
+        got = Parser(grammars, "dp.log", ParseState(year=2025)).feed(head) + worker.feed(tail)
+        assert [(r.line, r.run) for r in got] == [(r.line, r.run) for r in whole], cut
+        assert state.then(scans[1]).run == whole[-1].run == 4
