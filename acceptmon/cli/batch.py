@@ -93,7 +93,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         w = csv.writer(sys.stdout)
         w.writerow(RunSummary.model_fields)
         for s in summaries:
-            w.writerow(["" if v is None else v for v in s.model_dump(mode="json").values()])
+            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
     else:
         print(render_runs_table(summaries))
     return 0
@@ -154,3 +154,10 @@ def _year_note(tally: Tally, years: object) -> None:
     """Say where the year of year-less (vLLM) timestamps came from, when a file had them."""
     if isinstance(years, YearSource) and (years.used or tally.kinds["spec"] or tally.kinds["throughput"]):
         print(f"acceptmon: {years.describe()}", file=sys.stderr)
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: empty for None, a list ``;``-separated (as ``parse`` writes it)."""
+    if isinstance(value, list):
+        return ";".join("" if v is None else str(v) for v in value)
+    return "" if value is None else value
