@@ -19,7 +19,8 @@ Pure: reading grammar files and checking their samples is :mod:`acceptmon.loader
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
 import regex
@@ -28,13 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from acceptmon.errors import GrammarError
 from acceptmon.kinds import KINDS
 from acceptmon.records import BaseRecord
-from acceptmon.values import VALUE_KINDS, Convert
+from acceptmon.values import VALUE_KINDS, Convert, Yearless, year_not_after
 
 BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict", "meta_info"]
 ANY_SERVER = "any"
 """An envelope with this ``server`` goes in front of every server's records."""
 ENVELOPE_FIELDS = frozenset(
-    {"timestamp", "rank", "actor", "level", "source", "pid", "container", "prefix", "engine", "process"}
+    {"timestamp", "logtime", "rank", "actor", "level", "source", "pid", "container", "prefix", "engine", "process"}
 )
 """Named groups an envelope may capture; those that name a field every record has reach records."""
 RECORD_FIELDS = frozenset(BaseRecord.model_fields)
@@ -111,6 +112,12 @@ class GrammarFile(BaseModel):
     """Lines that must match (at least one)."""
     counter_samples: list[str] = Field(default_factory=list)
     """Lines that must not match this grammar."""
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    """Values every record of this grammar carries unless its line gives them (a launch grammar: its config)."""
+    merge: bool = False
+    """Launch grammars: a match continues the current launch (one run, configs merged, later values
+    winning) when it follows a launch of the same server with no stats line in between, as one
+    server start logs several launch lines."""
 
     @field_validator("record")
     @classmethod
@@ -192,10 +199,21 @@ def _alternatives(grammars: Sequence[Grammar]) -> str:
     return "|".join(f"(?:{g.spec.pattern})" for g in grammars) or "(?!)"
 
 
+YearFor = Callable[[str, Yearless], int]
+"""The year of a file's first year-less timestamp (file name, that timestamp)."""
+
+
+def current_year(file: str, stamp: Yearless) -> int:
+    """Default :data:`YearFor`: the latest year in which the timestamp is not in the future."""
+    return year_not_after(stamp, datetime.now())
+
+
 class GrammarSet:
     """Every loaded grammar: each record grammar compiled behind its server's envelopes."""
 
     def __init__(self, grammars: Sequence[Grammar]) -> None:
+        self.year_for: YearFor = current_year
+        """How parsers date year-less timestamps; the command line sets it (``--year``, the file's mtime)."""
         self.envelopes = [g for g in grammars if g.spec.kind == "envelope"]
         self.records = [g for g in grammars if g.spec.kind == "record"]
         if not self.envelopes:

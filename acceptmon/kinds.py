@@ -24,6 +24,8 @@ from acceptmon.records import (
     PrefillStats,
     RequestStats,
     ServerLaunch,
+    SpecStats,
+    ThroughputStats,
     WarningRecord,
 )
 
@@ -62,6 +64,16 @@ class SeriesMetrics:
     counter: Gauge | None = None
     """Records read for the series (``field`` is ignored)."""
     histogram: Histogram | None = None
+    totals: tuple[Gauge, ...] = ()
+    """Counters (labels file, engine) summing ``field``; a record whose ``cumulative`` is true
+    counts since server start, so its increase over the previous record is added."""
+    positions: Gauge | None = None
+    """A gauge per list element of ``field`` (labels file, engine, position; position 1 first)."""
+    rank_field: str = "rank"
+    """The record field naming the series (its ``rank`` label): ``engine`` for vLLM; a record
+    without one takes the last value its file logged (a spec line follows its engine's line)."""
+    sticky: bool = False
+    """Gauges show each field's latest non-empty value (a kind whose lines carry different fields)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,87 @@ DECODE = register(
 )
 PREFILL = register(RecordKind("prefill", PrefillStats))
 LAUNCH = register(RecordKind("launch", ServerLaunch, starts_run=True))
+
+
+def _spec_values(values: dict[str, Any], launch: LaunchConfig | None) -> None:
+    """accept_rate from the counts; accept_len with the bonus token, logged or derived; the launch's config."""
+    drafted, accepted = values.get("drafted_tokens"), values.get("accepted_tokens")
+    if drafted == 0:
+        values["accept_rate"] = None
+    elif drafted is not None and accepted is not None:
+        values["accept_rate"] = round(accepted / drafted, 6)
+    values["draft_accept_rate"] = values.get("accept_rate")
+    positions = values.get("position_accept_rates")
+    k = values.get("num_spec_tokens") or (len(positions) if positions else None)
+    if launch is not None:
+        values["spec_algorithm"] = launch.spec_algorithm
+        values["spec_num_steps"] = launch.spec_num_steps
+        values["spec_num_draft_tokens"] = launch.spec_num_draft_tokens
+        k = k or launch.spec_num_steps
+    logged = values.pop("accept_len", None)
+    if logged is not None:
+        values["accept_len"] = round(logged + _missing_bonus(logged, positions), 6)
+        values["accept_len_source"] = "logged"
+    elif drafted and k:
+        emitted = values.get("emitted_tokens")
+        derived = emitted * k / drafted if emitted is not None else 1 + (accepted or 0) * k / drafted
+        values["accept_len"] = round(derived, 6)
+        values["accept_len_source"] = "derived"
+
+
+def _missing_bonus(mean: float, positions: list[float | None] | None) -> int:
+    """1 when a logged mean acceptance length leaves out the bonus token (vLLM 0.8.5), else 0.
+
+    The per-position rates sum to accepted drafts per draft (S); a mean without the
+    bonus is S, with it 1 + S: whichever is nearer tells (rounding error << 0.5).
+    """
+    if not positions or any(p is None for p in positions):
+        return 0
+    total = sum(p for p in positions if p is not None)
+    return 1 if abs(mean - total) < abs(mean - 1 - total) else 0
+
+
+SPEC = register(
+    RecordKind(
+        "spec",
+        SpecStats,
+        table=True,
+        derive=_spec_values,
+        series=SeriesMetrics(
+            gauges=_DECODE_GAUGES[:3],
+            baseline=DECODE.series.baseline if DECODE.series else None,
+            last_timestamp=DECODE.series.last_timestamp if DECODE.series else None,
+            counter=DECODE.series.counter if DECODE.series else None,
+            histogram=DECODE.series.histogram if DECODE.series else None,
+            totals=(
+                Gauge("acceptmon_accepted_tokens", "accepted_tokens", "Draft tokens the target model accepted."),
+                Gauge("acceptmon_drafted_tokens", "drafted_tokens", "Draft tokens proposed."),
+            ),
+            positions=Gauge(
+                "acceptmon_position_accept_rate",
+                "position_accept_rates",
+                "Fraction of drafts whose first `position` tokens were accepted (last spec line).",
+            ),
+            rank_field="engine",
+        ),
+    )
+)
+THROUGHPUT = register(
+    RecordKind(
+        "throughput",
+        ThroughputStats,
+        table=True,
+        series=SeriesMetrics(
+            gauges=(
+                *_DECODE_GAUGES[3:],
+                Gauge("acceptmon_prompt_throughput_tokens_per_second", "prompt_throughput", "Prompt throughput."),
+                Gauge("acceptmon_prefix_cache_hit_ratio", "prefix_cache_hit_rate", "Prefix-cache hit rate (0-1)."),
+            ),
+            rank_field="engine",
+            sticky=True,
+        ),
+    )
+)
 
 
 def _request_from_launch(values: dict[str, Any], launch: LaunchConfig | None) -> None:

@@ -111,6 +111,11 @@ def _check_declarations(g: Grammar) -> None:
         for key, conv in entries.items():
             if conv.field not in allowed:
                 raise GrammarError(where, f"{table}.{key}", f"{conv.field!r} is not a field of {spec.record} records")
+    for key in spec.defaults:
+        if key not in allowed:
+            raise GrammarError(where, f"defaults.{key}", f"{key!r} is not a field of {spec.record} records")
+    if spec.merge and not kind.starts_run:
+        raise GrammarError(where, "merge", "only a launch grammar can continue a launch")
 
 
 def check_samples(g: Grammar, gset: GrammarSet) -> None:

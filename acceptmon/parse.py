@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import regex
@@ -29,6 +30,7 @@ from acceptmon.kinds import KINDS
 from acceptmon.records import LaunchConfig, LineKind, Record, build
 from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
+from acceptmon.values import Fields, Yearless
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 UNRECOGNIZED_KEPT = 20
@@ -37,11 +39,29 @@ UNRECOGNIZED_KEPT = 20
 
 @dataclass(frozen=True)
 class ParseState:
-    """Where a file stands: lines consumed so far and the current launch."""
+    """Where a file stands: lines consumed so far, the current launch, the year of year-less timestamps."""
 
     line: int = 0
     run: int = 0
     launch: LaunchConfig | None = None
+    year: int | None = None
+    """Year of the last year-less timestamp (None before the first): New Year rolls it over."""
+    month: int | None = None
+    """Month of the last year-less timestamp."""
+    launch_open: str | None = None
+    """Server of the current launch while no stats line has followed it (a merging launch line continues it)."""
+    closed: bool = False
+    """A stats line was read (since the state this parser started from)."""
+    lead: str | None = None
+    """Server of this parser's first launch line if it could continue an open launch ('' if it could not)."""
+
+    def then(self, scan: ParseState) -> ParseState:
+        """The state after a byte range, given this state at its start and the range scanned from ``ParseState()``
+        (``-j N``: the ranges are scanned at once, then chained in order)."""
+        joined = bool(scan.lead) and scan.lead == self.launch_open  # the range opens inside a launch group
+        open_ = scan.launch_open if scan.closed or scan.run else self.launch_open
+        launch = scan.launch or self.launch
+        return ParseState(self.line + scan.line, self.run + scan.run - joined, launch, launch_open=open_)
 
 
 @dataclass
@@ -84,6 +104,9 @@ class Parser:
         self.line = state.line
         self.run = state.run
         self.launch = state.launch
+        self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
+        self.closed, self.lead = state.closed, state.lead
+        self._stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
         self.tally = Tally()
         self._data_kinds = {k.name for k in KINDS.values() if k.series is not None}
         """Kinds whose own lines say 'accept' (not grep bait)."""
@@ -97,7 +120,8 @@ class Parser:
 
     @property
     def state(self) -> ParseState:
-        return ParseState(self.line, self.run, self.launch)
+        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open, self.closed,
+                          self.lead)  # fmt: skip
 
     def feed(self, block: bytes) -> list[Record]:
         """Parse a block of complete lines; return its records in order."""
@@ -118,6 +142,8 @@ class Parser:
             text = raw.decode("utf-8", "replace")
             kind, record = self.classify(text)
             self.tally.kinds[kind] += 1
+            if kind in self._stats_kinds:
+                self.launch_open, self.closed = None, True
             if kind in self._data_kinds:
                 accept_seen += raw.count(b"accept")
                 decoded.add(start)
@@ -133,12 +159,10 @@ class Parser:
         """Advance over a block, parsing only launch lines (the parallel pre-scan)."""
         if not any(a in block for _, a, _ in self._launch_anchors):
             self.line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if self.launch_open and any(a in block for _, a, _ in self._all_anchors):
+                self.launch_open, self.closed = None, True  # a stats line (most likely) ends the launch group
             return
-        anchors, self._anchors = self._anchors, self._launch_anchors
-        try:
-            self.feed(block)
-        finally:
-            self._anchors = anchors
+        self.feed(block)  # every line: a stats line between launch lines splits their group
 
     def skip_oversized(self) -> None:
         """Account for one line that the reader skipped for its length."""
@@ -218,7 +242,7 @@ class Parser:
             self.tally.unrecognized.append((self.file, self.line, text[:500]))
 
     def _build(self, g: Grammar, m: regex.Match[str]) -> Record:
-        values: dict[str, Any] = {"file": self.file, "line": self.line, "server": g.spec.server}
+        values: dict[str, Any] = {"file": self.file, "line": self.line, "server": g.spec.server, **g.spec.defaults}
         for name, conv in g.envelope_fields.items():
             raw = m.group(name)
             if raw:
@@ -229,6 +253,8 @@ class Parser:
             raw = m.group(name)
             if raw is not None:
                 values[conv.field] = conv(raw)
+        if isinstance(values.get("timestamp"), Yearless):
+            values["timestamp"] = self._dated(values["timestamp"])
         body = m.group("body") if g.spec.body != "none" else None
         kind = KINDS[g.spec.record or ""]
         if kind.starts_run:
@@ -246,7 +272,7 @@ class Parser:
 
     def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> Record:
         raw = split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
-        config: dict[str, Any] = {}
+        config: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in _CONFIG_FIELDS}
         extra: dict[str, Any] = {}
         for key, text in raw.items():
             value = literal(text)
@@ -254,9 +280,35 @@ class Parser:
             if conv is None:
                 extra[key] = value
             elif value is not None:
-                config[conv.field] = conv(str(value))
-        launch = LaunchConfig.model_validate({**config, "extra": extra})
-        self.run += 1
-        self.launch = launch
-        values.update(run=self.run, config=launch)
+                converted = conv(str(value))
+                if isinstance(converted, Fields):
+                    config.update(converted)  # one logged value, several config fields
+                else:
+                    config[conv.field] = converted
+        previous = self.launch
+        if self.lead is None:
+            self.lead = g.spec.server if g.spec.merge and not self.closed else ""
+        if g.spec.merge and previous is not None and self.launch_open == g.spec.server:
+            kept = {k: v for k, v in previous.__dict__.items() if v is not None and k != "extra"}
+            config = {**kept, **{k: v for k, v in config.items() if v is not None}}
+            extra = {**previous.extra, **extra}
+        else:
+            self.run += 1
+        self.launch = LaunchConfig.model_validate({**config, "extra": extra})
+        self.launch_open = g.spec.server
+        values.update(run=self.run, config=self.launch)
         return build(KINDS[g.spec.record or ""].model, values)
+
+    def _dated(self, stamp: Yearless) -> datetime:
+        """A year-less timestamp in the file's current year; MM-DD going back (12-31 -> 01-01) is New Year."""
+        if self.year is None:
+            self.year = self.grammars.year_for(self.file, stamp)
+        elif self.month is not None and stamp.month < self.month - 6:
+            self.year += 1
+        elif self.month is not None and stamp.month > self.month + 6:
+            return stamp.at(self.year - 1)  # a late line from before New Year
+        self.month = stamp.month
+        return stamp.at(self.year)
+
+
+_CONFIG_FIELDS = frozenset(LaunchConfig.model_fields) - {"extra"}

@@ -101,6 +101,56 @@ class PrefillStats(BaseRecord):
     extra: dict[str, str] = Field(default_factory=dict)
 
 
+class SpecStats(BaseRecord):
+    """One speculative-decoding metrics line (vLLM: ``Speculative metrics:`` / ``SpecDecoding metrics:``)."""
+
+    kind: Literal["spec"] = "spec"
+    accept_len: float | None = None
+    """Mean tokens per verify step, bonus token included (logged, or derived: see accept_len_source)."""
+    accept_rate: float | None = None
+    """Accepted / drafted tokens, 0-1."""
+    draft_accept_rate: float | None = None
+    """Accepted / drafted tokens (for vLLM the same value as accept_rate)."""
+    run: int = 0
+    spec_algorithm: str | None = None
+    spec_num_steps: int | None = None
+    spec_num_draft_tokens: int | None = None
+    engine: str | None = None
+    """Engine index as logged (``000``), ``all`` for aggregated lines; None when the line has none."""
+    accept_len_source: str | None = None
+    """``logged`` (printed by the server, made bonus-inclusive) or ``derived`` (from token counts and k)."""
+    accepted_tokens: int | None = None
+    drafted_tokens: int | None = None
+    emitted_tokens: int | None = None
+    system_efficiency: float | None = None
+    num_spec_tokens: int | None = None
+    """k as printed on the line (vLLM v0 only)."""
+    position_accept_rates: list[float | None] | None = None
+    """Per draft position: the fraction of drafts whose first i+1 tokens were accepted."""
+    cumulative: bool | None = None
+    """True when the token counters count since server start (vLLM v0), false per interval."""
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
+class ThroughputStats(BaseRecord):
+    """One engine throughput line (vLLM ``Avg prompt throughput: ...``, or v0's prefix-cache line)."""
+
+    kind: Literal["throughput"] = "throughput"
+    gen_throughput: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    """Waiting (v1) or Pending (v0) requests."""
+    token_usage: float | None = None
+    """KV-cache usage of the device (GPU, XPU, ...), 0-1."""
+    run: int = 0
+    engine: str | None = None
+    prompt_throughput: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    """0-1 (the device cache's, on v0's separate line)."""
+    swapped_req: int | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
 class LaunchConfig(BaseModel):
     """The part of a server launch's ``server_args`` that acceptmon reports on."""
 
@@ -115,6 +165,8 @@ class LaunchConfig(BaseModel):
     tp_size: int | None = None
     dp_size: int | None = None
     ep_size: int | None = None
+    version: str | None = None
+    """The server's version, when a launch line names it (vLLM ``(v0.10.2)``)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Every other server_args key, with its value as logged (Python literals decoded)."""
 

@@ -15,6 +15,10 @@ from pathlib import Path
 from acceptmon.errors import InputError
 
 _TS = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+_MD = re.compile(
+    rb"^(?:\x1b\[[\d;]*m)?(?:\([\w.-]+ pid=\d+\)(?:\x1b\[[\d;]*m)? )?[A-Z]{4,8} (\d\d-\d\d \d\d:\d\d:\d\d) "
+)
+"""vLLM's year-less prefix; its gaps are what matter (a leap year takes 02-29; New Year only skips the wait)."""
 MAX_GAP = 5.0
 """Longest pause between two lines, in replay seconds (restarts in a log can be far apart)."""
 
@@ -48,8 +52,9 @@ def replay(source: Path, target: Path, speed: float, stop: threading.Event) -> i
     with source.open("rb") as src, target.open("ab") as out:
         for line in src:
             m = _TS.match(line)
-            if m:
-                ts = datetime.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S")
+            md = None if m else _MD.match(line)
+            if m or md:
+                ts = datetime.strptime(m.group(1).decode(), "%Y-%m-%d %H:%M:%S") if m else _monthday(md)
                 if prev is not None and ts > prev:
                     out.flush()
                     if stop.wait(min((ts - prev).total_seconds() / speed, MAX_GAP)):
@@ -59,3 +64,8 @@ def replay(source: Path, target: Path, speed: float, stop: threading.Event) -> i
             written += 1
         out.flush()
     return written
+
+
+def _monthday(m: re.Match[bytes] | None) -> datetime:
+    assert m is not None
+    return datetime.strptime("2000-" + m.group(1).decode(), "%Y-%m-%d %H:%M:%S")

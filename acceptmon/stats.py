@@ -18,8 +18,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.drafts import SpecTotals
 from acceptmon.kinds import KINDS
-from acceptmon.records import DecodeStats, LaunchConfig, Record, RequestStats
+from acceptmon.records import DecodeStats, LaunchConfig, Record, RequestStats, SpecStats, ThroughputStats
 
 BASELINE_SECONDS = 600.0
 """The start of a run whose mean accept length later batches are compared with (log time)."""
@@ -146,6 +147,16 @@ class RunSummary(BaseModel):
     """Per-request accept length distribution: a batch mean hides the requests speculation did nothing for."""
     request_accept_len_p50: float | None = None
     request_accept_len_p90: float | None = None
+    version: str | None = None
+    spec_draft_model: str | None = None
+    accepted_tokens: int | None = None
+    """Spec lines' token counts over the run (vLLM; cumulative counters as their increase)."""
+    drafted_tokens: int | None = None
+    emitted_tokens: int | None = None
+    num_drafts: float | None = None
+    """Verify steps that carried a draft: drafted tokens / k."""
+    position_accept_rates: list[float] | None = None
+    """Per draft position, the fraction of drafts accepted up to it, weighted by drafts."""
 
 
 @dataclass
@@ -166,6 +177,27 @@ class RunStats:
     requests: int = 0
     request_accept_len: Series = field(default_factory=lambda: Series(keep_values=True))
     """Per finished request (``--log-requests``): its accept length, to two decimals."""
+    spec: SpecTotals | None = None
+    """vLLM spec lines' token counts (None for a run without any)."""
+    engines: dict[str, Mean] = field(default_factory=dict)
+    """Generation throughput per engine, from throughput lines (vLLM)."""
+
+    def add_spec(self, r: SpecStats) -> None:
+        self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
+        self.spec.add(r)
+        self.batches += 1
+        self._seen(r)
+        self.accept_len.add(r.accept_len)
+
+    def add_throughput(self, r: ThroughputStats) -> None:
+        self.engines.setdefault(r.engine or "", Mean()).add(r.gen_throughput)
+        self.ranks.add(r.engine or "")
+        self._seen(r)
+
+    def _seen(self, r: Record) -> None:
+        if r.timestamp is not None:
+            self.start = self.start or r.timestamp
+            self.end = r.timestamp
 
     def add(self, r: DecodeStats) -> None:
         self.batches += 1
@@ -180,7 +212,7 @@ class RunStats:
 
     def merge(self, other: RunStats) -> None:
         """Fold in the same run's aggregate from a later part of the file."""
-        self.launch = self.launch or other.launch
+        self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
         self.start = self.start or other.start
         self.end = other.end or self.end
         self.batches += other.batches
@@ -188,10 +220,29 @@ class RunStats:
         self.requests += other.requests
         for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput", "request_accept_len"):
             getattr(self, name).merge(getattr(other, name))
+        if other.spec is not None:
+            if self.spec is None:
+                self.spec = other.spec
+                self.spec.since_start |= self.launch is not None  # the launch was in an earlier part
+            else:
+                self.spec.merge(other.spec)
+        for engine, mean in other.engines.items():
+            self.engines.setdefault(engine, Mean()).merge(mean)
 
     def summary(self) -> RunSummary:
         cfg = self.launch or LaunchConfig()
         duration = (self.end - self.start).total_seconds() if self.start and self.end else None
+        figures: dict[str, object] = dict(
+            accept_len_mean=self.accept_len.rounded,
+            accept_rate_mean=self.accept_rate.rounded,
+            draft_accept_rate_mean=self.draft_accept_rate.rounded,
+            gen_throughput_mean=self.gen_throughput.rounded,
+        )
+        if self.spec is not None:
+            self.spec.fill(figures)
+        if self.engines:  # the server's rate: the engines' means added up
+            means = [m.mean for m in self.engines.values() if m.mean is not None]
+            figures["gen_throughput_mean"] = round(sum(means), 4) if means else None
         return RunSummary(
             file=self.file,
             run=self.run,
@@ -205,18 +256,17 @@ class RunStats:
             spec_num_draft_tokens=cfg.spec_num_draft_tokens,
             batches=self.batches,
             ranks=len(self.ranks),
-            accept_len_mean=self.accept_len.rounded,
             accept_len_p10=self.accept_len.quantile(0.1),
             accept_len_p50=self.accept_len.quantile(0.5),
             accept_len_p90=self.accept_len.quantile(0.9),
-            accept_rate_mean=self.accept_rate.rounded,
-            draft_accept_rate_mean=self.draft_accept_rate.rounded,
-            gen_throughput_mean=self.gen_throughput.rounded,
             launch_seen=self.launch is not None,
             requests=self.requests,
             request_accept_len_p10=self.request_accept_len.quantile(0.1),
             request_accept_len_p50=self.request_accept_len.quantile(0.5),
             request_accept_len_p90=self.request_accept_len.quantile(0.9),
+            version=cfg.version,
+            spec_draft_model=cfg.spec_draft_model_path,
+            **figures,
         )
 
 
@@ -229,20 +279,24 @@ class Stats:
     def update(self, records: Iterable[Record]) -> None:
         for r in records:
             kind = KINDS[r.kind]
-            if not (kind.starts_run or isinstance(r, DecodeStats | RequestStats)):
+            if not (kind.starts_run or isinstance(r, DecodeStats | RequestStats | SpecStats | ThroughputStats)):
                 continue  # other kinds (warnings, prefill) make no run of their own
             key = (r.file, r.run)
             run = self.runs.get(key)
             if run is None:
                 run = self.runs[key] = RunStats(r.file, r.run)
-            if kind.starts_run:
+            if kind.starts_run:  # a launch line; a later one of the same run continues it
                 run.launch = getattr(r, "config", None)
-                run.start = r.timestamp or run.start
+                run.start = run.start or r.timestamp
             elif isinstance(r, DecodeStats):
                 run.add(r)
             elif isinstance(r, RequestStats):
                 run.requests += 1
                 run.request_accept_len.add(None if r.accept_len is None else round(r.accept_len, 2))
+            elif isinstance(r, SpecStats):
+                run.add_spec(r)
+            elif isinstance(r, ThroughputStats):
+                run.add_throughput(r)
 
     def merge(self, other: Stats) -> None:
         """Fold in the aggregate of a later part of the same files."""
@@ -254,5 +308,5 @@ class Stats:
                 mine.merge(run)
 
     def summaries(self) -> list[RunSummary]:
-        """Every launch, plus a run 0 where decode lines came before any launch."""
+        """Every launch, plus a run 0 where stats lines came before any launch."""
         return [s.summary() for s in self.runs.values() if s.run > 0 or s.batches]

@@ -8,9 +8,13 @@ kind is one function and one :func:`register_value_kind` call. Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import regex
 
 Convert = Callable[[str], Any]
 
@@ -43,6 +47,129 @@ def to_str(text: str) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class Yearless:
+    """A log time without a year (``MM-DD HH:MM:SS``, vLLM): the parser gives it the year."""
+
+    month: int
+    day: int
+    hour: int
+    minute: int
+    second: int
+
+    def at(self, year: int) -> datetime:
+        """This time in ``year`` (ValueError for 02-29 in a common year)."""
+        return datetime(year, self.month, self.day, self.hour, self.minute, self.second)
+
+
+def to_yearless(text: str) -> Yearless:
+    """``MM-DD HH:MM:SS``; pure: which year it is in is the parser's business."""
+    date, _, clock = text.strip().partition(" ")
+    month, _, day = date.partition("-")
+    h, m, s = clock.split(":")
+    stamp = Yearless(int(month), int(day), int(h), int(m), int(s))
+    stamp.at(2000)  # a leap year: rejects only impossible dates
+    return stamp
+
+
+def year_not_after(stamp: Yearless, now: datetime) -> int:
+    """The latest year in which ``stamp`` is not later than ``now`` (a log's first line is in the past)."""
+    for year in range(now.year, now.year - 5, -1):
+        if _not_after(stamp, year, now):
+            return year
+    return now.year
+
+
+def _not_after(stamp: Yearless, year: int, now: datetime) -> bool:
+    try:
+        return stamp.at(year) <= now
+    except ValueError:  # 02-29 in a common year
+        return False
+
+
+def to_number(text: str) -> float | None:
+    """A number before an optional unit (``388.6 tokens/s``, ``0.642``, ``10616.``); ``nan`` (or inf) is empty."""
+    value = float(text.split(None, 1)[0].rstrip("."))
+    return value if math.isfinite(value) else None
+
+
+def to_count(text: str) -> int:
+    """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
+    return int(text.split(None, 1)[0].rstrip("."))
+
+
+def to_percent(text: str) -> float | None:
+    """``65.7%`` as the fraction 0.657; ``nan%`` is empty."""
+    value = float(text.strip().rstrip(".").removesuffix("%"))
+    return round(value / 100, 8) if math.isfinite(value) else None
+
+
+def to_float_list(text: str) -> list[float | None]:
+    """``0.829, 0.654, 0.488`` as a list (``nan`` entries empty)."""
+    return [to_number(part) for part in text.split(",") if part.strip()]
+
+
+def to_engine(text: str) -> str:
+    """An engine index as logged (``000``), or ``all`` for an aggregated line (``2 Engines Aggregated``)."""
+    text = text.strip()
+    if text.isdigit():
+        return text
+    if text.endswith("Engines Aggregated"):
+        return "all"
+    raise ValueError(f"not an engine: {text!r}")
+
+
+class Fields(dict[str, Any]):
+    """Several record fields from one logged value (a launch key whose value is itself a config)."""
+
+
+_REPR_ITEM = regex.compile(r"""(?<![\w'"])['"]?(\w++)['"]?\s*+[=:]\s*+('[^']*+'|"[^"]*+"|[\w.+-]++)""")
+"""``key=value`` or ``'key': value`` in a repr; starts only where a word starts, so the scan stays linear."""
+_NAMES = {"draft_model": "model", "num_spec_tokens": "k", "num_speculative_tokens": "k", "method": "method"}
+
+
+def to_speculative_config(text: str) -> Fields:
+    """vLLM's speculative config, as a ``SpeculativeConfig(...)`` repr or the dict the user gave.
+
+    ``[ngram]`` as the draft model (<= 0.7) is the ngram method; without a method
+    the draft model is kept and the method stays empty (the line cannot tell).
+    """
+    text = text.strip()
+    if text in ("None", "", "{}"):
+        return Fields()
+    if len(text) > 4000 or not text.startswith(("SpeculativeConfig(", "{")):
+        raise ValueError(f"not a speculative config: {text[:60]!r}")
+    found: dict[str, str] = {}
+    for m in _REPR_ITEM.finditer(text):
+        key = _NAMES.get(m.group(1), m.group(1))
+        found.setdefault(key, m.group(2).strip("'\""))
+    out = Fields()
+    model, method = found.get("model"), found.get("method")
+    if model == "[ngram]":
+        model, method = None, "ngram"
+    if method is not None and method != "None":
+        out["spec_algorithm"] = method
+    if model is not None and model != "None":
+        out["spec_draft_model_path"] = model
+    if "k" in found and found["k"] != "None":
+        out.update(to_num_spec_tokens(found["k"]))
+    return out
+
+
+def to_draft_model(text: str) -> Fields:
+    """``--speculative-model`` (<= 0.7): a draft model, or ``[ngram]`` for prompt lookup."""
+    text = text.strip().strip("'\"")
+    if text in ("None", ""):
+        return Fields()
+    return Fields(spec_algorithm="ngram") if text == "[ngram]" else Fields(spec_draft_model_path=text)
+
+
+def to_num_spec_tokens(text: str) -> Fields:
+    """vLLM's k: draft tokens per step; a step verifies k + 1 tokens (the chain and the bonus token)."""
+    k = int(text)
+    return Fields(spec_num_steps=k, spec_num_draft_tokens=k + 1)
+
+
 VALUE_KINDS: dict[str, Convert] = {
     "int": int,
     "float": float,
@@ -50,6 +177,15 @@ VALUE_KINDS: dict[str, Convert] = {
     "str": to_str,
     "timestamp": to_timestamp,
     "rank": to_rank,
+    "monthday": to_yearless,
+    "number": to_number,
+    "count": to_count,
+    "percent": to_percent,
+    "float_list": to_float_list,
+    "engine": to_engine,
+    "speculative_config": to_speculative_config,
+    "draft_model": to_draft_model,
+    "num_spec_tokens": to_num_spec_tokens,
 }
 """Every value kind a grammar may name, with its converter."""
 

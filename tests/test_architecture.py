@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "acceptmon"
 LAYERS: dict[str, int] = {
     # core: records and their kinds, values, grammar, parser, aggregates (pure)
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
-    "kinds": 1,
+    "kinds": 1, "drafts": 1,
     "grammar": 2, "stats": 2,
     "body": 3, "request_body": 3, "window": 3, "compare": 3, "redos": 3,
     "parse": 4,
@@ -47,6 +47,7 @@ CORE = (
     "values",
     "fmt",
     "kinds",
+    "drafts",
     "grammar",
     "stats",
     "body",

@@ -36,10 +36,21 @@ def test_promtool_accepts_rules_and_config():
     rules = subprocess.run([promtool, "check", "rules", str(DEPLOY / "prometheus" / "alerts.yml")],
                            capture_output=True, text=True)  # fmt: skip
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 6 rules found" in rules.stdout
+    assert "SUCCESS: 7 rules found" in rules.stdout
     config = subprocess.run([promtool, "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
                             capture_output=True, text=True)  # fmt: skip
     assert config.returncode == 0, config.stdout + config.stderr
+
+
+def vllm_lines(stamp: str) -> str:
+    """One vLLM v1 logging interval: the engine's throughput line and its spec line."""
+    return (
+        f"INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: 120.4 tokens/s, Avg generation "
+        "throughput: 812.9 tokens/s, Running: 8 reqs, Waiting: 1 reqs, GPU KV cache usage: 3.1%, Prefix cache hit "
+        f"rate: 41.7%\nINFO {stamp} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.72, Accepted "
+        "throughput: 412.50 tokens/s, Drafted throughput: 720.00 tokens/s, Accepted: 4125 tokens, Drafted: 7200 "
+        "tokens, Per-position acceptance rate: 0.812, 0.566, 0.341, Avg Draft acceptance rate: 57.3%\n"
+    )
 
 
 def panel_queries() -> list[tuple[str, str]]:
@@ -65,7 +76,9 @@ def test_real_prometheus_scrapes_serve_and_every_panel_has_data(tmp_path):
     log = tmp_path / "server.log"
     now = datetime.now().replace(microsecond=0)
     log.write_text(launch_line(ts=now.isoformat(sep=" ")) + "\n")
-    serve = Serve(str(log))
+    vllm = tmp_path / "vllm.log"  # the dashboard and rules serve both servers
+    vllm.write_text("")
+    serve = Serve(str(log), str(vllm))
     prom_port = free_port()
     (tmp_path / "alerts.yml").write_text((DEPLOY / "prometheus" / "alerts.yml").read_text())
     (tmp_path / "prometheus.yml").write_text(
@@ -89,6 +102,8 @@ def test_real_prometheus_scrapes_serve_and_every_panel_has_data(tmp_path):
                     stamp = datetime.now().replace(microsecond=0).isoformat(sep=" ")
                     f.write(decode_line(i, rank=rank, acc=2.5 + (i % 5) / 10, queued=i % 3, ts=stamp) + "\n")
                     i += 1
+            with vllm.open("a") as f:
+                f.write(vllm_lines(datetime.now().strftime("%m-%d %H:%M:%S")))
             time.sleep(0.5)
             try:
                 missing = [f"{title}: {expr}" for title, expr in panel_queries() if not query(prom_port, expr)]

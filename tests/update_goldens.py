@@ -6,16 +6,21 @@ import io
 import os
 from pathlib import Path
 
+from acceptmon.cli.args import YearSource
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.table import TableJob
 
 ROOT = Path(__file__).resolve().parent.parent
+GOLDEN_YEAR = 2025
+"""The year of the first year-less (vLLM) timestamp of every sample log (as ``--year 2025``)."""
 
 
 def golden_text(log: Path) -> bytes:
     out = io.BytesIO()
-    run([os.path.relpath(log, ROOT)], load_grammars(), TableJob("jsonl", out))
+    grammars = load_grammars()
+    grammars.year_for = YearSource(GOLDEN_YEAR)
+    run([os.path.relpath(log, ROOT)], grammars, TableJob("jsonl", out))
     return out.getvalue()
 
 

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeAlias
+
+from acceptmon.grammar import GrammarSet
+from acceptmon.loader import load_grammars
+from acceptmon.parse import Parser, ParseState
+from acceptmon.values import Yearless, year_not_after
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
 """What ``add_subparsers`` returns; each command module adds its commands to it."""
@@ -26,11 +33,84 @@ def live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--poll-interval", type=duration, default=0.1, metavar="DURATION", help="default: 100ms")
     p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
     rules_option(p)
+    year_option(p)
 
 
 def rules_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
                    help="extra doctor rule file: change thresholds, disable or add rules (repeatable)")  # fmt: skip
+
+
+def year_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--year", type=int, metavar="YYYY",
+                   help="year of the first year-less timestamp (vLLM logs; default: from the file's modification "
+                        "time, stdin: this year); later lines roll over at New Year")  # fmt: skip
+
+
+class YearSource:
+    """The year of year-less timestamps: with ``--year``, the year of the file's first one; else the
+    latest year in which the timestamp is not after the file's modification time (stdin: now).
+
+    A parser asks only for its first timestamp: a file's first, or (``-j``) the first of a byte
+    range, which with ``--year`` is a year later when it falls before the file's first timestamp
+    (the log crossed New Year before the range began)."""
+
+    def __init__(self, year: int | None = None, grammars: GrammarSet | None = None) -> None:
+        self.year = year
+        self.grammars = grammars
+        self.used: dict[str, int] = {}
+        """Files that needed a year, and the year their first year-less timestamp got."""
+        self._first: dict[str, tuple[int, ...] | None] = {}
+
+    def __call__(self, file: str, stamp: Yearless) -> int:
+        if self.year is None:
+            year = year_not_after(stamp, self.reference(file))
+        else:
+            first = self.first_stamp(file)
+            year = self.year + (1 if first is not None and _clock(stamp) < first else 0)
+        self.used.setdefault(file, year)
+        return year
+
+    def reference(self, file: str) -> datetime:
+        try:
+            return datetime.fromtimestamp(os.path.getmtime(file)) if file != "-" else datetime.now()
+        except OSError:
+            return datetime.now()
+
+    def first_stamp(self, file: str) -> tuple[int, ...] | None:
+        """(month, day, h, m, s) of the file's first record with a timestamp, from its first MiB."""
+        if file == "-" or self.grammars is None:
+            return None
+        if file not in self._first:
+            try:
+                with open(file, "rb") as f:
+                    head = f.read(1 << 20)
+            except OSError:
+                head = b""
+            head = head[: head.rfind(b"\n") + 1]
+            parser = Parser(self.grammars, file, ParseState(year=self.year))
+            stamps = [r.timestamp for r in parser.feed(head) if r.timestamp is not None]
+            self._first[file] = _clock(stamps[0]) if stamps else None
+        return self._first[file]
+
+    def describe(self) -> str:
+        """Which source was used, for a command's summary line."""
+        if self.year is not None:
+            return f"year of year-less timestamps: {self.year} (--year)"
+        origins = {f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})"
+                   for f, y in self.used.items()}  # fmt: skip
+        return f"year of year-less timestamps: {', '.join(sorted(origins)) or 'none needed'}; --year sets it"
+
+
+def _clock(t: Yearless | datetime) -> tuple[int, ...]:
+    return (t.month, t.day, t.hour, t.minute, t.second)
+
+
+def grammars_for(args: argparse.Namespace) -> GrammarSet:
+    """The grammars a command asked for (``--grammar``), dating year-less timestamps as ``--year`` says."""
+    grammars = load_grammars(getattr(args, "grammar", []))
+    grammars.year_for = YearSource(getattr(args, "year", None), grammars)
+    return grammars
 
 
 def positive(text: str) -> float:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from acceptmon.cli.args import Subcommands, grammar_option, size
+from acceptmon.cli.args import Subcommands, YearSource, grammar_option, grammars_for, size, year_option
 from acceptmon.errors import InputError
 from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars, read_grammar_file
@@ -47,6 +47,7 @@ def add_parsers(sub: Subcommands) -> None:
     parse.add_argument("--kind", choices=rows, metavar="KIND",
                        help=f"rows of this record kind instead of decode batches: {', '.join(rows)}")  # fmt: skip
     grammar_option(parse)
+    year_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     parse.set_defaults(func=cmd_parse)
 
@@ -54,6 +55,7 @@ def add_parsers(sub: Subcommands) -> None:
     runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     grammar_option(runs)
+    year_option(runs)
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     runs.add_argument(
         "--max-bytes", type=size, metavar="SIZE", help="read only the first SIZE bytes of each file (1M, 2G, 4096)"
@@ -71,7 +73,7 @@ def add_parsers(sub: Subcommands) -> None:
 def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
-    grammars = load_grammars(args.grammar)
+    grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     started = time.monotonic()
     try:
@@ -83,19 +85,23 @@ def cmd_parse(args: argparse.Namespace) -> int:
         where = f"; nothing written to {args.output}" if args.output else ""
         print(f"\nacceptmon: interrupted{where}", file=sys.stderr)
         return 130
-    _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind or "decode")
+    _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind)
+    _year_note(result.tally, grammars.year_for)
     if not job.records:
-        _no_rows_hint(args.files, args.kind or "decode")
+        _no_rows_hint(args.files, args.kind)
     return 0
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
-    grammars = load_grammars(args.grammar)
+    grammars = grammars_for(args)
     job = StatsJob()
-    run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes)
+    result = run(
+        args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes
+    )
     summaries = job.stats.summaries()
+    _year_note(result.tally, grammars.year_for)
     if not job.records:
         _no_rows_hint(args.files)
     if args.format == "json":
@@ -106,7 +112,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         w = csv.writer(sys.stdout)
         w.writerow(RunSummary.model_fields)
         for s in summaries:
-            w.writerow(["" if v is None else v for v in s.model_dump(mode="json").values()])
+            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
     else:
         print(render_runs_table(summaries))
     return 0
@@ -147,21 +153,38 @@ def _progress_printer() -> Callable[[Progress], None] | None:
     return show
 
 
-def _summary(tally: Tally, records: int, seconds: float, output: str | None, kind: str = "decode") -> None:
+def _summary(tally: Tally, records: int, seconds: float, output: str | None, kind: str | None = None) -> None:
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     k = tally.kinds
+    noun = f"{kind} records" if kind else "records" if k["spec"] or k["throughput"] else "decode records"
     print(
-        f"acceptmon: {tally.lines:,} lines read, {records:,} {kind} records"
+        f"acceptmon: {tally.lines:,} lines read, {records:,} {noun}"
         f"{' -> ' + output if output else ''}; {k['prefill']:,} prefill, {k['launch']:,} launch lines; "
         f"{tally.accept_noise:,} noise lines contain 'accept'; {k['unrecognized']:,} unrecognized; "
         f"{k['oversized']:,} oversized ({seconds:.2f}s)",
         file=sys.stderr,
     )
+    if k["spec"] or k["throughput"]:
+        print(f"acceptmon: of which {k['spec']:,} spec, {k['throughput']:,} throughput lines", file=sys.stderr)
     for file, line, text in tally.unrecognized[:3]:
         print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
 
 
-def _no_rows_hint(files: list[str], kind: str = "decode") -> None:
+def _no_rows_hint(files: list[str], kind: str | None = None) -> None:
+    what = f"{kind} lines" if kind else "decode or spec lines"
     for f in files:
-        print(f"acceptmon: no {kind} lines found in {f}: is this an SGLang server log?", file=sys.stderr)
+        print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
+
+
+def _year_note(tally: Tally, years: object) -> None:
+    """Say where the year of year-less (vLLM) timestamps came from, when a file had them."""
+    if isinstance(years, YearSource) and (years.used or tally.kinds["spec"] or tally.kinds["throughput"]):
+        print(f"acceptmon: {years.describe()}", file=sys.stderr)
+
+
+def _cell(value: object) -> object:
+    """A CSV cell: empty for None, a list ``;``-separated (as ``parse`` writes it)."""
+    if isinstance(value, list):
+        return ";".join("" if v is None else str(v) for v in value)
+    return "" if value is None else value

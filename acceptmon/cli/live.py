@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from acceptmon.cli import args as cli_args
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
 from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
 from acceptmon.grammar import GrammarSet
@@ -76,7 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from acceptmon.sinks.livestate import LiveStats
     from acceptmon.sinks.prometheus import MetricsPage
 
-    grammars = load_grammars(args.grammar)
+    grammars = cli_args.grammars_for(args)
     check_live_paths(args.files)
     web, tls = load_web_config(args.web_config) if args.web_config else (None, None)
     live = LiveStats(max_series=max(1, args.max_series), doctor=make_doctor(args))
@@ -127,7 +128,7 @@ def check_live_paths(patterns: Sequence[str]) -> None:
 
 
 def cmd_tail(args: argparse.Namespace) -> int:
-    grammars = load_grammars(args.grammar)
+    grammars = cli_args.grammars_for(args)
     check_live_paths(args.files)
     plain = args.plain or not sys.stdout.isatty()
     return _tail(args, args.files, grammars, plain=plain)

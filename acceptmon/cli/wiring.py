@@ -25,13 +25,14 @@ def say(message: str) -> None:
     print(f"acceptmon: {message}", file=sys.stderr, flush=True)
 
 
-def plain_line(r: DecodeStats, with_file: bool = False) -> str:
-    """One compact, grep-friendly line per decode record."""
+def plain_line(r: Record, with_file: bool = False) -> str:
+    """One compact, grep-friendly line per decode (or vLLM spec) record."""
     ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
-    where = f"{r.file} " if with_file else ""
+    where, v = (f"{r.file} " if with_file else ""), r.__dict__.get
     return (
-        f"{where}{ts} {r.rank or '-'} accept_len={number(r.accept_len)} accept_rate={number(r.accept_rate)} "
-        f"draft_accept_rate={number(r.draft_accept_rate)} gen_throughput={number(r.gen_throughput)}"
+        f"{where}{ts} {r.rank or v('engine') or '-'} accept_len={number(v('accept_len'))} "
+        f"accept_rate={number(v('accept_rate'))} draft_accept_rate={number(v('draft_accept_rate'))} "
+        f"gen_throughput={number(v('gen_throughput'))}"
     )
 
 
@@ -72,7 +73,7 @@ def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
     def show(file: str, records: list[Record], tally: Tally) -> None:
         if live is not None:
             live.update(file, records, tally)
-        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats)]
+        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats) or r.kind == "spec"]
         if out:
             sys.stdout.write("\n".join(out) + "\n")
             sys.stdout.flush()

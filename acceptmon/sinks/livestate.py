@@ -56,6 +56,13 @@ class RankSeries:
     run: int = -1
     start: Baseline = field(default_factory=Baseline)
     """The current run's first ten minutes."""
+    totals: dict[str, float] = field(default_factory=dict)
+    """Sums of the kind's ``totals`` fields since this process began (counters: never reset)."""
+    raw: dict[str, float] = field(default_factory=dict)
+    """Last value of each cumulative ``totals`` field in the current run (its increase is added)."""
+    position_sums: list[float] = field(default_factory=list)
+    """Per draft position, acceptance x drafts over the current run (see :attr:`position_means`)."""
+    drafts: float = 0.0
 
     def __post_init__(self) -> None:
         if self.metrics.histogram is not None and not self.buckets:
@@ -67,12 +74,22 @@ class RankSeries:
         mean = self.start.mean
         return None if mean is None else round(mean, 4)
 
+    @property
+    def position_means(self) -> list[float]:
+        """Per draft position, the current run's acceptance weighted by drafts (the tail's bar chart)."""
+        return [round(p / self.drafts, 4) for p in self.position_sums] if self.drafts else []
+
     def add(self, r: Record, now: float, run: int = 0, run_start: datetime | None = None) -> None:
+        if self.metrics.sticky and self.last is not r:  # keep fields this line does not carry
+            r = self.last.model_copy(update={k: v for k, v in r.__dict__.items() if v is not None})
         self.last, self.seen = r, now
         self.batches += 1
         if run != self.run:
             self.run = run
             self.start.restart(run_start or r.timestamp)
+            self.raw, self.position_sums, self.drafts = {}, [], 0.0
+        if self.metrics.totals:
+            self._count(r)
         if self.metrics.baseline is not None:
             self.start.add(getattr(r, self.metrics.baseline.field), r.timestamp)
         hist = self.metrics.histogram
@@ -82,8 +99,34 @@ class RankSeries:
                 self.hist_sum += value
                 self.buckets[bisect.bisect_left(hist.buckets, value)] += 1  # first bound >= value; past: +Inf
 
+    def _count(self, r: Record) -> None:
+        cumulative = getattr(r, "cumulative", False)
+        for total in self.metrics.totals:
+            value = getattr(r, total.field, None)
+            if value is None:
+                continue
+            prev = self.raw.get(total.field)
+            increase = value - prev if cumulative and prev is not None and value >= prev else value
+            if cumulative:
+                self.raw[total.field] = value
+            self.totals[total.field] = self.totals.get(total.field, 0.0) + increase
+        rates, drafted = getattr(r, "position_accept_rates", None), getattr(r, "drafted_tokens", None)
+        if rates and drafted and not cumulative:
+            drafts = drafted / len(rates)
+            self.position_sums += [0.0] * (len(rates) - len(self.position_sums))
+            for i, p in enumerate(rates):
+                self.position_sums[i] += (p or 0.0) * drafts
+            self.drafts += drafts
+
     def copy(self) -> RankSeries:
-        return replace(self, buckets=list(self.buckets), start=replace(self.start, values=replace(self.start.values)))
+        return replace(
+            self,
+            buckets=list(self.buckets),
+            start=replace(self.start, values=replace(self.start.values)),
+            totals=dict(self.totals),
+            raw=dict(self.raw),
+            position_sums=list(self.position_sums),
+        )
 
 
 @dataclass
@@ -97,6 +140,10 @@ class FileInfo:
     launch_time: datetime | None = None
     run: int = 0
     """Launches seen by this process: the current run's key (not the file's run index)."""
+    launch_at: tuple[int, int] = (0, 0)
+    """(run index, line) of the last launch line: a later line of the same run continues that launch."""
+    engine: str | None = None
+    """The engine of the file's last record that named one (a vLLM spec line belongs to it)."""
     waiting: bool = False
     """True while the path does not exist."""
     last_seen: float | None = None
@@ -176,10 +223,7 @@ class LiveStats:
             for r in records:
                 kind = KINDS[r.kind]
                 if kind.starts_run:
-                    info.launches += 1
-                    info.run += 1
-                    info.launch = getattr(r, "config", None)
-                    info.launch_time = r.timestamp
+                    self._launch(info, r)
                 elif kind.series is not None:
                     self._add_series(info, kind, kind.series, r, now)
             if tally is not None:
@@ -240,8 +284,21 @@ class LiveStats:
                 info.lines[kind] += 0
         return info
 
+    def _launch(self, info: FileInfo, r: Record) -> None:
+        info.launch = getattr(r, "config", None)
+        if r.run == info.launch_at[0] and r.line > info.launch_at[1]:
+            info.launch_at = (r.run, r.line)  # one server start logging several launch lines
+            return
+        info.launches += 1
+        info.run += 1
+        info.launch_time = r.timestamp
+        info.launch_at = (r.run, r.line)
+
     def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
-        key = (info.file, kind.name, r.rank or "")
+        rank = getattr(r, metrics.rank_field, None)
+        if metrics.rank_field != "rank":
+            info.engine = rank = rank or info.engine
+        key = (info.file, kind.name, rank or "")
         series = self._series.get(key)
         if series is None:
             if not self._room_for(info.file):

@@ -32,7 +32,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from acceptmon.kinds import KINDS, Gauge, RecordKind, line_kinds
+from acceptmon.kinds import KINDS, Gauge, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.sinks.livestate import LiveStats, RankSeries, Snapshot
 
 DEFAULT_STALE_AFTER = 300.0
@@ -58,9 +58,12 @@ class AcceptmonCollector(Collector):
         yield from self.families(self.live.snapshot())
 
     def families(self, snap: Snapshot) -> Iterator[Metric]:
+        merged: dict[str, Metric] = {}  # kinds sharing a family (decode and spec lines: accept length) add samples
         for kind in KINDS.values():
             if kind.series is not None:
-                yield from self._series_families(kind, [s for s in snap.series if s.kind == kind.name], snap.taken)
+                for family in self._series_families(kind, [s for s in snap.series if s.kind == kind.name], snap.taken):
+                    _merge(merged, family)
+        yield from merged.values()
         yield from self._file_families(snap)
 
     def _series_families(self, kind: RecordKind, series: list[RankSeries], taken: float) -> Iterator[Metric]:
@@ -87,6 +90,7 @@ class AcceptmonCollector(Collector):
                     buckets.append(("+Inf" if bound == math.inf else _le(bound), float(cumulative)))
                 h.add_metric((label(s.file), label(s.rank)), buckets, s.hist_sum)
             yield h
+        yield from _token_families(m, series, fresh)
 
     def _file_families(self, snap: Snapshot) -> Iterator[Metric]:
         lines = CounterMetricFamily("acceptmon_lines", "Log lines read, by kind.", labels=("file", "kind"))
@@ -132,6 +136,33 @@ class AcceptmonCollector(Collector):
             for file, rule, severity in sorted(snap.findings):
                 doctor.add_metric((label(file), rule, severity), 1.0)
             yield doctor
+
+
+def _merge(families: dict[str, Metric], family: Metric) -> None:
+    """Add a family, or its samples to the family of that name (a (name, labels) sample once)."""
+    have = families.get(family.name)
+    if have is None:
+        families[family.name] = family
+        return
+    seen = {(x.name, tuple(sorted(x.labels.items()))) for x in have.samples}
+    have.samples.extend(x for x in family.samples if (x.name, tuple(sorted(x.labels.items()))) not in seen)
+
+
+def _token_families(m: SeriesMetrics, series: list[RankSeries], fresh: list[RankSeries]) -> Iterator[Metric]:
+    """Token counters (labels file, engine) and per-position acceptance gauges (vLLM spec lines)."""
+    for total in m.totals:
+        c = CounterMetricFamily(total.name, total.help, labels=("file", "engine"))
+        for s in series:
+            if total.field in s.totals:
+                c.add_metric((s.file, s.rank), s.totals[total.field])
+        yield c
+    if m.positions is not None:
+        g = GaugeMetricFamily(m.positions.name, m.positions.help, labels=("file", "engine", "position"))
+        for s in fresh:
+            for i, rate in enumerate(getattr(s.last, m.positions.field, None) or ()):
+                if rate is not None:
+                    g.add_metric((s.file, s.rank, str(i + 1)), float(rate))
+        yield g
 
 
 def _gauge(gauge: Gauge, series: list[RankSeries], value: Callable[[RankSeries], float | None]) -> Metric:

@@ -17,7 +17,7 @@ from acceptmon.stats import RunSummary, Stats
 class StatsJob:
     """Aggregate records per run (in workers too) and merge them in order."""
 
-    records_wanted = frozenset({"decode", "request"})
+    records_wanted = frozenset({"decode", "request", "spec", "throughput"})
 
     def __init__(self) -> None:
         self.stats = Stats()
@@ -26,7 +26,7 @@ class StatsJob:
     def chunk(self, records: list[Record]) -> tuple[int, Stats]:
         part = Stats()
         part.update(records)
-        return sum(1 for r in records if r.kind == "decode"), part
+        return sum(1 for r in records if r.kind in self.records_wanted), part
 
     def collect(self, part: tuple[int, Stats]) -> None:
         self.records += part[0]
@@ -54,8 +54,9 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
 
 
 def _spec(s: RunSummary) -> str:
-    """The algorithm; ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
-    return s.spec_algorithm or ("none" if s.launch_seen else "unknown")
+    """The speculative method; ``draft`` for a draft model whose method the log does not name (vLLM <= 0.7),
+    ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
+    return s.spec_algorithm or ("draft" if s.spec_draft_model else "none" if s.launch_seen else "unknown")
 
 
 def _request_lengths(s: RunSummary) -> str:

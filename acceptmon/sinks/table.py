@@ -81,8 +81,14 @@ def _getter(kind: str, cols: tuple[str, ...]) -> Getter:
     key = (kind, cols)
     got = _GETTERS.get(key)
     if got is None:
-        if set(cols) <= set(KINDS[kind].model.model_fields):
+        fields = KINDS[kind].model.model_fields
+        have = [c in fields for c in cols]
+        m = have.index(False) if False in have else len(cols)
+        if m == len(cols):
             got = operator.itemgetter(*cols)
+        elif m > 1 and not any(have[m:]):  # the kind's columns lead (decode): pad the rest
+            head, pad = operator.itemgetter(*cols[:m]), (None,) * (len(cols) - m)
+            got = lambda d: head(d) + pad  # noqa: E731
         else:
             got = lambda d: tuple(d.get(c) for c in cols)  # noqa: E731
         got = _GETTERS[key] = got
@@ -104,7 +110,8 @@ def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[
     rows = [r for r in records if r.kind in wanted]
     if fmt == "csv":
         buf = io.StringIO()
-        csv.writer(buf).writerows(row(r, cols) for r in rows)
+        lists, listing = _list_columns(cols)
+        csv.writer(buf).writerows(_joined(row(r, cols), lists) if r.kind in listing else row(r, cols) for r in rows)
         return buf.getvalue().encode()
     lines = []
     for r in rows:
@@ -112,6 +119,22 @@ def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[
         obj["extra"] = getattr(r, "extra", {})
         lines.append(json.dumps(obj, separators=(",", ":")))
     return ("\n".join(lines) + "\n").encode() if lines else b""
+
+
+def _list_columns(cols: tuple[str, ...]) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Positions of the columns whose values are lists (written ``;``-separated in CSV), and the kinds having one."""
+    listed = {
+        (k.name, n) for k in table_kinds() for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)
+    }
+    names = {n for _, n in listed}
+    return tuple(i for i, c in enumerate(cols) if c in names), frozenset(k for k, _ in listed)
+
+
+def _joined(values: list[Any], lists: tuple[int, ...]) -> list[Any]:
+    for i in lists:
+        if isinstance(values[i], list):
+            values[i] = ";".join("" if v is None else str(v) for v in values[i])
+    return values
 
 
 class TableJob:
