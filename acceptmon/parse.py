@@ -17,8 +17,6 @@ a value that does not convert makes the line unrecognized.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -27,61 +25,16 @@ import regex
 from acceptmon.body import docker_json, literal, read_pairs, split_top_level
 from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
+from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally
 from acceptmon.records import LaunchConfig, LineKind, Record, build
 from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
 from acceptmon.values import Fields, Yearless
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-UNRECOGNIZED_KEPT = 20
-"""How many unrecognized lines a parser keeps verbatim for the report."""
 
 
-@dataclass(frozen=True)
-class ParseState:
-    """Where a file stands: lines consumed so far, the current launch, the year of year-less timestamps."""
-
-    line: int = 0
-    run: int = 0
-    launch: LaunchConfig | None = None
-    year: int | None = None
-    """Year of the last year-less timestamp (None before the first): New Year rolls it over."""
-    month: int | None = None
-    """Month of the last year-less timestamp."""
-    launch_open: str | None = None
-    """Server of the current launch while no stats line has followed it (a merging launch line continues it)."""
-    closed: bool = False
-    """A stats line was read (since the state this parser started from)."""
-    lead: str | None = None
-    """Server of this parser's first launch line if it could continue an open launch ('' if it could not)."""
-
-    def then(self, scan: ParseState) -> ParseState:
-        """The state after a byte range, given this state at its start and the range scanned from ``ParseState()``
-        (``-j N``: the ranges are scanned at once, then chained in order)."""
-        joined = bool(scan.lead) and scan.lead == self.launch_open  # the range opens inside a launch group
-        open_ = scan.launch_open if scan.closed or scan.run else self.launch_open
-        launch = scan.launch or self.launch
-        return ParseState(self.line + scan.line, self.run + scan.run - joined, launch, launch_open=open_)
-
-
-@dataclass
-class Tally:
-    """Counts of lines by kind, plus grep-bait: non-decode lines containing 'accept'."""
-
-    kinds: Counter[str] = field(default_factory=Counter)
-    accept_noise: int = 0
-    unrecognized: list[tuple[str, int, str]] = field(default_factory=list)
-    """The first few unrecognized lines: (file, line number, text)."""
-
-    @property
-    def lines(self) -> int:
-        return sum(self.kinds.values())
-
-    def merge(self, other: Tally) -> None:
-        self.kinds.update(other.kinds)
-        self.accept_noise += other.accept_noise
-        room = UNRECOGNIZED_KEPT - len(self.unrecognized)
-        self.unrecognized.extend(other.unrecognized[: max(room, 0)])
+__all__ = ["UNRECOGNIZED_KEPT", "ParseState", "Parser", "Tally"]
 
 
 class Parser:

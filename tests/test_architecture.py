@@ -20,25 +20,27 @@ PACKAGE = Path(__file__).resolve().parent.parent / "acceptmon"
 LAYERS: dict[str, int] = {
     # core: records and their kinds, values, grammar, parser, aggregates (pure)
     "errors": 0, "records": 0, "values": 0, "fmt": 0,
-    "kinds": 1, "drafts": 1,
-    "grammar": 2, "stats": 2,
-    "body": 3, "request_body": 3, "window": 3, "compare": 3, "redos": 3,
-    "parse": 4,
+    "derive": 1, "drafts": 1, "parsestate": 1, "summary": 0,
+    "kinds": 2,
+    "grammar": 3, "stats": 3,
+    "body": 4, "request_body": 4, "window": 4, "compare": 4, "redos": 4,
+    "parse": 5,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
-    "source": 2, "replay": 2, "tail": 3,
+    "source": 1, "replay": 1, "tail": 2,
     # one pipeline, batch and live; grammar files
-    "loader": 5, "pipeline": 5, "pipeline.positions": 5, "pipeline.start": 5,
-    "pipeline.batch": 6, "pipeline.live": 6,
+    "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6,
+    "pipeline.batch": 7, "pipeline.live": 7,
     # sinks and the dashboard model, then the screen, then the command line
-    "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.webconfig": 7, "sinks.httpserver": 8,
-    "sinks.runs": 8, "sinks.prometheus": 8, "sinks.output": 8,
-    "tui": 7, "tui.view": 7, "tui.history": 8, "tui.tiles": 8, "tui.verdict": 7, "tui.filestate": 8, "tui.model": 9,
-    "tui.widgets": 7, "tui.app": 10,
-    "cli.args": 10, "cli.wiring": 10, "cli.batch": 11, "cli.compare": 11, "cli.live": 11, "cli": 12, "__main__": 13, "": 0,
+    "sinks": 8, "sinks.table": 8, "sinks.livestate": 8, "sinks.series": 7, "sinks.webconfig": 8,
+    "sinks.httpserver": 9, "sinks.runs": 9, "sinks.prometheus": 9, "sinks.output": 9,
+    "tui": 8, "tui.view": 8, "tui.verdict": 8, "tui.widgets": 8,
+    "tui.history": 9, "tui.tiles": 9, "tui.filestate": 9, "tui.model": 10, "tui.app": 11,
+    "cli.args": 12, "cli.wiring": 12, "cli.batch": 13, "cli.compare": 13, "cli.live": 13, "cli.doctor": 13,
+    "cli": 14, "__main__": 15, "": 0,
     # doctor: rules and findings, run state, break-even, detectors, engine (pure); rule files, reading, rendering
-    "doctor": 2, "doctor.model": 2, "doctor.state": 4, "doctor.breakeven": 5, "doctor.detector": 6,
-    "doctor.detect_accept": 7, "doctor.detect_context": 7, "doctor.detect_serving": 7, "doctor.detect_load": 7,
-    "doctor.signatures": 8, "doctor.engine": 9, "doctor.rules": 9, "doctor.report": 10, "doctor.read": 10, "cli.doctor": 11,
+    "doctor": 4, "doctor.model": 4, "doctor.state": 6, "doctor.breakeven": 7, "doctor.detector": 8,
+    "doctor.detect_accept": 9, "doctor.detect_context": 9, "doctor.detect_serving": 9, "doctor.detect_load": 9,
+    "doctor.signatures": 10, "doctor.engine": 11, "doctor.rules": 11, "doctor.report": 12, "doctor.read": 12,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
 CORE = (
@@ -47,7 +49,10 @@ CORE = (
     "values",
     "fmt",
     "kinds",
+    "derive",
     "drafts",
+    "parsestate",
+    "summary",
     "grammar",
     "stats",
     "body",
