@@ -100,7 +100,9 @@ def test_no_decode_lines_gives_a_hint(tmp_path, command):
     log.write_text("hello\nworld\n")
     p = acceptmon(command, log)
     assert p.returncode == 0
-    assert f"acceptmon: no decode or spec lines found in {log}: is this an SGLang or vLLM server log?" in p.stderr.decode()
+    assert (
+        f"acceptmon: no decode or spec lines found in {log}: is this an SGLang or vLLM server log?" in p.stderr.decode()
+    )
     assert "no decode lines" not in acceptmon(command, OLD).stderr.decode()
 
 

@@ -251,3 +251,38 @@ def test_one_file_named_twice_is_read_once(tmp_path, grammars, monkeypatch):
     source.discover()
     source.tick()
     assert list(source.files) == ["s.log"] and len(got) == 1
+
+
+def test_a_resumed_vllm_log_dates_and_numbers_runs_like_one_reader(tmp_path, grammars):
+    """The state file keeps the year (New Year rollover) and an open launch group across a restart: a cut
+    between two launch lines of one server start must not make two runs of it."""
+    from acceptmon.pipeline.live import LiveSource
+    from tests.conftest import SAMPLES
+
+    text = (SAMPLES / "vllm_v1_0.10.2_dp.log").read_text()
+    lines = text.splitlines(keepends=True)
+    log, state = tmp_path / "v.log", tmp_path / "state.json"
+    whole: list = []
+    one = LiveSource([str(log)], grammars, lambda f, rs, t: whole.extend(rs), from_start=True)
+    log.write_text(text)
+    one.discover()
+    one.tick()
+    one.close()
+    launches = [i for i, line in enumerate(lines) if "Initializing a V1 LLM engine" in line]
+    for cut in (launches[0] + 1, len(lines) // 2, next(i for i, line in enumerate(lines) if " 01-01 00:0" in line)):
+        log.write_text("".join(lines[:cut]))
+        got: list = []
+        first = LiveSource([str(log)], grammars, lambda f, rs, t: got.extend(rs), from_start=True, state_file=state)
+        first.discover()
+        first.tick()
+        first.save_state()
+        first.close()
+        with log.open("a") as f:
+            f.write("".join(lines[cut:]))
+        second = LiveSource([str(log)], grammars, lambda f, rs, t: got.extend(rs), from_start=True, state_file=state)
+        second.discover()
+        second.tick()
+        second.close()
+        state.unlink()
+        assert [(r.line, r.timestamp, r.run) for r in got] == [(r.line, r.timestamp, r.run) for r in whole]
+    assert any(r.timestamp and r.timestamp.month == 1 for r in whole)  # the log does cross New Year

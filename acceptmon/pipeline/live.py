@@ -271,7 +271,7 @@ class LiveSource:
             st = w.parser.state
             files[os.path.abspath(w.path)] = statefile.FilePosition(dev=dev, ino=ino,
                 fingerprint=w.fingerprint(dev, ino), offset=offset, skipping=skipping, line=st.line, run=st.run,
-                launch=st.launch)  # fmt: skip
+                launch=st.launch, year=st.year, month=st.month, launch_open=st.launch_open)  # fmt: skip
         self._saved = statefile.FollowState(files=files)
         statefile.save(self.state_file, self._saved)
         self._last_save = time.monotonic()

@@ -51,6 +51,11 @@ class FilePosition(BaseModel):
     run: int = Field(0, ge=0)
     launch: LaunchConfig | None = None
     """Only the config fields the parser reports on: ``extra`` (every other server argument) is never kept."""
+    year: int | None = Field(None, ge=1, le=9999)
+    """Year of the last year-less (vLLM) timestamp, so a resumed parser dates like one that never stopped."""
+    month: int | None = Field(None, ge=1, le=12)
+    launch_open: str | None = Field(None, max_length=64)
+    """Server of a launch no stats line has followed yet (its next launch line continues the same run)."""
 
     @field_serializer("launch")
     def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
@@ -58,7 +63,7 @@ class FilePosition(BaseModel):
 
     @property
     def parse_state(self) -> ParseState:
-        return ParseState(self.line, self.run, self.launch)
+        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open)
 
 
 class FollowState(BaseModel):
