@@ -272,14 +272,17 @@ def test_a_resumed_vllm_log_dates_and_numbers_runs_like_one_reader(tmp_path, gra
     for cut in (launches[0] + 1, len(lines) // 2, next(i for i, line in enumerate(lines) if " 01-01 00:0" in line)):
         log.write_text("".join(lines[:cut]))
         got: list = []
-        first = LiveSource([str(log)], grammars, lambda f, rs, t: got.extend(rs), from_start=True, state_file=state)
+        take = got.extend
+        first = LiveSource([str(log)], grammars, lambda f, rs, t, take=take: take(rs), from_start=True,
+                           state_file=state)  # fmt: skip
         first.discover()
         first.tick()
         first.save_state()
         first.close()
         with log.open("a") as f:
             f.write("".join(lines[cut:]))
-        second = LiveSource([str(log)], grammars, lambda f, rs, t: got.extend(rs), from_start=True, state_file=state)
+        second = LiveSource([str(log)], grammars, lambda f, rs, t, take=take: take(rs), from_start=True,
+                            state_file=state)  # fmt: skip
         second.discover()
         second.tick()
         second.close()

@@ -158,7 +158,7 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
                 before(stop, w.note, w.state.end_of_input if w.state is not None else ignore)
             source.discover()
             if w.state is not None:
-                _start_history(source, args.grammar, w.state)
+                _start_history(source, args.grammar, w.state, getattr(args, "year", None))
             source.run(stop, poll=args.poll, interval=args.poll_interval)
         except Exception as exc:  # the dashboard stays up and says why it stopped updating
             w.note(f"following stopped: {exc}")
@@ -181,7 +181,9 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
     return 0
 
 
-def _start_history(source: LiveSource, extra_grammars: Sequence[Path], state: DashboardState) -> None:
+def _start_history(
+    source: LiveSource, extra_grammars: Sequence[Path], state: DashboardState, year: int | None = None
+) -> None:
     """Read the runs before each file's live start, for the run history.
 
     ``acceptmon runs --max-bytes`` does it in a child process: on every core, and without
@@ -198,6 +200,7 @@ def _start_history(source: LiveSource, extra_grammars: Sequence[Path], state: Da
             if end >= 16 << 20:
                 state.note(f"{path}: reading the {end / 2**20:,.0f} MiB before the current run for the run history")
             cmd = [sys.executable, "-m", "acceptmon", "runs", path, "--format", "json", "--max-bytes", str(end)]
+            cmd += ["--year", str(year)] if year is not None else []
             for g in extra_grammars:
                 cmd += ["--grammar", str(g)]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
