@@ -36,7 +36,7 @@ def test_promtool_accepts_rules_and_config():
     rules = subprocess.run([promtool, "check", "rules", str(DEPLOY / "prometheus" / "alerts.yml")],
                            capture_output=True, text=True)  # fmt: skip
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 7 rules found" in rules.stdout
+    assert "SUCCESS: 8 rules found" in rules.stdout
     config = subprocess.run([promtool, "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
                             capture_output=True, text=True)  # fmt: skip
     assert config.returncode == 0, config.stdout + config.stderr
@@ -117,7 +117,7 @@ def test_real_prometheus_scrapes_serve_and_every_panel_has_data(tmp_path):
         with urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/api/v1/rules", timeout=10) as resp:
             rules = json.load(resp)["data"]["groups"][0]["rules"]
         assert {r["name"] for r in rules} >= {"AcceptLengthBelowThreshold", "AcceptLengthDropped",
-                                               "DecodeLogStaleWhileQueued", "LogFormatDrift"}  # fmt: skip
+                                               "DecodeLogStaleWhileQueued", "LogFormatDrift", "SpecDecodingDoctorError"}  # fmt: skip
         assert all(r["health"] == "ok" for r in rules), rules
     finally:
         prom.terminate()
