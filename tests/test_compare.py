@@ -285,3 +285,20 @@ def test_a_run_compared_with_itself_has_no_change(side_batches, seed):
     assert c.matched.gen_throughput_pct in (0.0, None)
     if c.gen_throughput_pct is not None:
         assert c.gen_throughput_pct_ci_low <= 0 <= c.gen_throughput_pct_ci_high
+
+
+def test_compare_reads_vllm_spec_and_throughput_lines():
+    """vLLM: acceptance from spec lines, throughput from throughput lines, both through the same rule."""
+    from tests.conftest import SAMPLES
+
+    log = str(SAMPLES / "vllm_v1_0.10.2_dp.log")
+    a, b = (compare_cmd.read_side(log, n, load_grammars()) for n in (1, 2))
+    lines = open(log).read().splitlines()
+    second = [i for i, line in enumerate(lines) if "non-default args" in line][1]  # run 2's first launch line
+    run1 = lines[:second]
+    assert sum(x.accept_len is not None for x in a.batches) == sum("SpecDecoding metrics" in x for x in run1)
+    assert sum(x.gen_throughput is not None for x in a.batches) == sum("Avg prompt throughput" in x for x in run1)
+    result = compare(a, b)
+    assert result.a.accept_len.mean is not None and result.b.gen_throughput.mean is not None
+    assert result.verdict in ("better", "worse", "no difference")
+    assert result.b.accept_len.mean > result.a.accept_len.mean

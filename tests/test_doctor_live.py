@@ -83,3 +83,38 @@ def test_a_live_start_reads_the_start_up_warnings_printed_before_the_launch_line
     assert (str(log), "P7", "warning") in live.snapshot().findings
     assert live.snapshot().files[0].lines["warning"] == 1
     source.close()
+
+
+def _vllm_log(accepted_per_position: tuple[float, ...], k: int = 3, method: str = "eagle3") -> str:
+    """A vLLM 0.10.2 log from its format strings: one launch, then 12 throughput and spec intervals."""
+    launch = ("INFO 12-31 23:41:02 [utils.py:328] non-default args: {'model': 'Qwen/Qwen3-8B', 'speculative_config': "
+              f"{{'method': '{method}', 'model': 'some/draft', 'num_speculative_tokens': {k}}}}}")  # fmt: skip
+    lines = [launch]
+    drafts = 1000
+    for i in range(12):
+        accepted = round(drafts * sum(accepted_per_position))
+        rates = ", ".join(f"{p:.3f}" for p in accepted_per_position)
+        ts = f"12-31 23:{42 + i:02d}:03"
+        lines.append(f"INFO {ts} [loggers.py:123] Engine 000: Avg prompt throughput: 700.9 tokens/s, Avg generation "
+                     "throughput: 247.9 tokens/s, Running: 26 reqs, Waiting: 0 reqs, GPU KV cache usage: 9.4%, "
+                     "Prefix cache hit rate: 35.9%")  # fmt: skip
+        lines.append(f"INFO {ts} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
+                     f"{1 + accepted / drafts:.2f}, Accepted throughput: {accepted / 10:.2f} tokens/s, Drafted "
+                     f"throughput: {drafts * k / 10:.2f} tokens/s, Accepted: {accepted} tokens, Drafted: {drafts * k} "
+                     f"tokens, Per-position acceptance rate: {rates}, Avg Draft acceptance rate: "
+                     f"{100 * accepted / (drafts * k):.1f}%")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def test_the_doctor_reads_vllm_spec_lines(tmp_path, grammars):
+    """P2 (draft does not match) from a vLLM log's accept length; P13 from its last per-position rate."""
+    from acceptmon.doctor.read import diagnose
+
+    bad, deep = tmp_path / "bad.log", tmp_path / "deep.log"
+    bad.write_text(_vllm_log((0.03, 0.01, 0.0)))
+    deep.write_text(_vllm_log((0.85, 0.62, 0.35, 0.12, 0.04), k=5))
+    doctor = diagnose([str(bad), str(deep)], grammars, load_rules())
+    rules = {(f.file.rsplit("/", 1)[-1], f.rule) for f in doctor.findings()}
+    assert ("bad.log", "P2") in rules
+    assert ("deep.log", "P13") in rules
+    assert not {r for f, r in rules if f == "deep.log"} & {"P1", "P2"}

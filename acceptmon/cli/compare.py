@@ -22,7 +22,7 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import default_jobs, run
-from acceptmon.records import DecodeStats, LaunchConfig, PrefillStats, Record
+from acceptmon.records import LaunchConfig, PrefillStats, Record
 from acceptmon.source import check_path
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
@@ -105,7 +105,9 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 class _SideJob:
     """Reduce records to compact tuples (in workers too); mark steady batches in file order."""
 
-    records_wanted = frozenset({"decode", "prefill"})
+    records_wanted = frozenset({"decode", "prefill", "spec", "throughput"})
+    """SGLang decode lines carry acceptance and throughput at once; vLLM's spec lines carry acceptance and its
+    throughput lines throughput, so each is a batch with the other's metrics empty."""
 
     def __init__(self, run_no: int | None) -> None:
         self.run_no = run_no
@@ -122,10 +124,12 @@ class _SideJob:
                 out.append(("launch", r.run, getattr(r, "config", None)))
             elif isinstance(r, PrefillStats):
                 out.append(("prefill", key))
-            elif isinstance(r, DecodeStats) and (self.run_no is None or r.run == self.run_no):
-                batch = (r.accept_len, r.draft_accept_rate, r.gen_throughput, r.running_req, r.queue_req == 0)
+            elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
+                v = r.__dict__.get
+                batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"),
+                         v("queue_req") == 0)  # fmt: skip
                 out.append(("decode", key, batch))
-            elif isinstance(r, DecodeStats) and r.run not in other_runs:
+            elif KINDS[r.kind].table and r.run not in other_runs:
                 other_runs.add(r.run)
                 out.append(("other", r.run))  # a run that exists, for the error naming them
         return out

@@ -175,7 +175,7 @@ class DepthParams(Params):
     min_lines: int = 5
     position_below: float = 0.10
     """Kinds with per-position rates (vLLM): the last position's rate under this."""
-    position_field: str = "per_position_accept_rate"
+    position_field: str = "position_accept_rates"
     min_alpha: float = 0.3
     """Judge depth only when the first drafted position is accepted at least this often (i.i.d. alpha from
     L and k); below it the draft itself fails, which the accept-length rules report."""

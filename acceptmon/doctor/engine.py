@@ -293,8 +293,8 @@ def spec_text(run: RunState) -> str:
     c = run.launch
     if c is None:
         return "speculative (no launch line)" if run.speculative else "config unknown: no launch line"
-    if c.spec_algorithm is None:
+    if run.algorithm is None:
         return "no speculation"
     parts = [f"{name} {v}" for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk),
              ("draft", c.spec_num_draft_tokens)) if v is not None]  # fmt: skip
-    return f"{c.spec_algorithm} {', '.join(parts)}".strip()
+    return f"{c.spec_algorithm or 'draft model'} {', '.join(parts)}".strip()

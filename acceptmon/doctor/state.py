@@ -99,13 +99,16 @@ class RunState:
     @property
     def algorithm(self) -> str | None:
         """The speculative algorithm, upper case; None when the run does not speculate or has no launch."""
-        algo = self.launch.spec_algorithm if self.launch else None
-        return algo.upper() if algo else None
+        c = self.launch
+        if c is None:
+            return None
+        algo = c.spec_algorithm or ("draft_model" if c.spec_draft_model_path or c.spec_num_steps else None)
+        return algo.upper() if algo else None  # a draft model whose method the log does not name (vLLM <= 0.7)
 
     @property
     def speculative(self) -> bool:
         """Speculation is on: by the launch line, or (no launch line) by accept lengths in decode lines."""
-        if self.launch is not None and self.launch.spec_algorithm is not None:
+        if self.launch is not None and self.algorithm is not None:
             return True
         return self.launch is None and self.spec_lines > 0
 
