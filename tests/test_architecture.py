@@ -28,7 +28,10 @@ LAYERS: dict[str, int] = {
     "source": 2, "replay": 2, "tail": 3,
     # one pipeline, batch and live; grammar files
     "loader": 5, "pipeline": 5, "pipeline.positions": 5, "pipeline.start": 5,
-    "pipeline.batch": 6, "pipeline.live": 6,
+    "pipeline.live": 6,
+    # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
+    "fastlane": 5, "fastlane.pieces": 5, "fastlane.templates": 6, "fastlane.careful": 7, "fastlane.rows": 7,
+    "fastlane.lane": 8, "pipeline.batch": 9,
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.httpserver": 7,
     "sinks.runs": 8, "sinks.prometheus": 8,

@@ -63,7 +63,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         out.write(header(fmt))
-        result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+        result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), fast=fmt)
     finally:
         out.flush()
         if out is not sys.stdout.buffer:
