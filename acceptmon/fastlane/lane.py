@@ -173,6 +173,8 @@ class FastLane:
         ``starts``: if given, each kept match's (line start, template, row) is appended to it.
         """
         assert self.pattern is not None
+        if starts is None and self.fmt == "csv":
+            return self._scan_csv(parser, buf, s, e, base)
         rows: list[bytes] = []
         counts = [0] * len(self.templates)
         clean = True
@@ -206,3 +208,33 @@ class FastLane:
             if starts is not None:
                 starts.append((p, i, row))
         return rows, counts, clean
+
+    def _scan_csv(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[bytes], list[int], bool]:
+        """:meth:`_scan` for CSV without entries: the hot loop, one row per ``%``."""
+        assert self.pattern is not None
+        slots: list[Any] = [False] * (max(self.by_group) + 1)
+        for (outer, _), plan in zip(self.numbers, self._plans(parser), strict=True):
+            slots[outer] = plan and (plan.fmt, plan.idx, plan.dep, plan.memo, plan.pick, plan.derived_cells)
+        hits = [0] * len(slots)
+        rows: list[bytes] = []
+        append, count, line, prev = rows.append, buf.count, base + 1, s + 1
+        for m in self.pattern.finditer(buf, s, e + 1):
+            k = m.lastindex or 0
+            slot = slots[k]
+            hits[k] += 1
+            if not slot:
+                continue
+            fmt, idx, dep, memo, pick, derived = slot
+            p = m.start()
+            line += count(b"\n", prev, p + 1)
+            prev = p + 1
+            if dep:
+                key = m.group(*dep)
+                append(fmt % pick((line, *m.group(*idx), *(memo.get(key) or derived(key)))))
+            else:
+                append(fmt % pick((line, *m.group(*idx))))
+        counts = [hits[outer] for outer, _ in self.numbers]
+        unsupported = any(
+            hits[outer] for (outer, _), plan in zip(self.numbers, self.plans, strict=True) if plan is False
+        )
+        return rows, counts, not unsupported
