@@ -31,7 +31,7 @@ LAYERS: dict[str, int] = {
     "pipeline.live": 6,
     # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
     "fastlane": 5, "fastlane.pieces": 5, "fastlane.templates": 6, "fastlane.careful": 7, "fastlane.rows": 7,
-    "fastlane.lane": 8, "pipeline.batch": 9,
+    "fastlane.bulk": 8, "fastlane.lane": 9, "pipeline.batch": 10,
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 7, "sinks.table": 7, "sinks.livestate": 7, "sinks.httpserver": 7,
     "sinks.runs": 8, "sinks.prometheus": 8,

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from acceptmon.fastlane.bulk import csv_rows
 from acceptmon.fastlane.careful import Entry, accept_lines, careful_segment
 from acceptmon.fastlane.pieces import Format
 from acceptmon.fastlane.rows import Plan, Unsupported
@@ -210,29 +211,12 @@ class FastLane:
         return rows, counts, clean
 
     def _scan_csv(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[bytes], list[int], bool]:
-        """:meth:`_scan` for CSV without entries: the hot loop, one row per ``%``."""
+        """:meth:`_scan` for CSV without entries: no Python loop per row (:mod:`acceptmon.fastlane.bulk`)."""
         assert self.pattern is not None
-        slots: list[Any] = [False] * (max(self.by_group) + 1)
+        slots: list[Plan | bool | None] = [False] * (max(self.by_group) + 1)
         for (outer, _), plan in zip(self.numbers, self._plans(parser), strict=True):
-            slots[outer] = plan and (plan.fmt, plan.idx, plan.dep, plan.memo, plan.pick, plan.derived_cells)
-        hits = [0] * len(slots)
-        rows: list[bytes] = []
-        append, count, line, prev = rows.append, buf.count, base + 1, s + 1
-        for m in self.pattern.finditer(buf, s, e + 1):
-            k = m.lastindex or 0
-            slot = slots[k]
-            hits[k] += 1
-            if not slot:
-                continue
-            fmt, idx, dep, memo, pick, derived = slot
-            p = m.start()
-            line += count(b"\n", prev, p + 1)
-            prev = p + 1
-            if dep:
-                key = m.group(*dep)
-                append(fmt % pick((line, *m.group(*idx), *(memo.get(key) or derived(key)))))
-            else:
-                append(fmt % pick((line, *m.group(*idx))))
+            slots[outer] = plan
+        rows, hits = csv_rows(self.pattern, buf, (s, e, base), slots)
         counts = [hits[outer] for outer, _ in self.numbers]
         unsupported = any(
             hits[outer] for (outer, _), plan in zip(self.numbers, self.plans, strict=True) if plan is False

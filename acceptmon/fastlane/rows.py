@@ -49,6 +49,17 @@ class _Reads(dict[str, Any]):
         return super().__contains__(key)
 
 
+class _Memo(dict[Any, tuple[bytes, ...]]):
+    """Derived cells by dependency text; a missing entry is computed (see :meth:`Plan.derived_cells`)."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def __missing__(self, texts: Any) -> tuple[bytes, ...]:
+        return self.plan.derived_cells(texts)
+
+
 class Plan:
     """Output of one template's matches: ``fmt % pick((line, stamp, rank, *m.group(*idx), *derived))``."""
 
@@ -75,7 +86,7 @@ class Plan:
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
         self.derived = written if deps else []
-        self.memo: dict[Any, tuple[bytes, ...]] = {}
+        self.memo: _Memo = _Memo(self)
         self.kinds: list[str] = []
         self.extras = [(numbers[k], numbers[v]) for k, v in t.extras]
         self._layout(t, numbers, columns, (after, written, kind.model.model_fields))
