@@ -26,6 +26,12 @@ GRAMMARS = load_grammars()
 LOGS = sorted(SAMPLES.glob("*.log"))
 
 
+@pytest.fixture(autouse=True)
+def _fast_lane_on_small_inputs(monkeypatch):
+    """Small inputs skip the fast lane in normal use; here every input takes it."""
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+
+
 def _run(path, fmt, fast, jobs=1):
     out = io.BytesIO()
     job = TableJob(fmt, out)

@@ -74,12 +74,12 @@ def careful_segment(
         line += buf.count(b"\n", position, start + 1)
         position = start + 1
         end = buf.find(b"\n", start + 1) + 1
-        entry = kept.get(start)
-        if entry is not None:
-            kinds[templates[entry[1]].kind] += 1
-            exempt += lane.exempt[entry[1]] and ACCEPT in buf[start + 1 : end]
-            if entry[2]:
-                rows.append(entry[2])
+        fast = kept.get(start)
+        if fast is not None:
+            kinds[templates[fast[1]].kind] += 1
+            exempt += lane.exempt[fast[1]] and ACCEPT in buf[start + 1 : end]
+            if fast[2]:
+                rows.append(fast[2])
             continue
         if rows:
             parts.append((len(rows), b"".join(rows)))

@@ -189,7 +189,7 @@ class FastLane:
                 if starts is not None:
                     starts.append((m.start(), i, b""))
                 continue
-            if plan is False:
+            if not isinstance(plan, Plan):
                 clean = False
                 continue
             counts[i] += 1

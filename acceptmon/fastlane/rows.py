@@ -36,7 +36,7 @@ class _Reads(dict[str, Any]):
         super().__init__(data)
         self.reads: set[str] = set()
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.reads.add(key)
         return super().get(key, default)
 

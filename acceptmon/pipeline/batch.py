@@ -11,19 +11,21 @@ numbers, same run index and launch config, hence byte-identical output.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.pool import AsyncResult
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from acceptmon.fastlane.lane import FastLane, table_columns
-from acceptmon.fastlane.pieces import Format
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
 from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
+
+if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
+    from multiprocessing.pool import AsyncResult
+
+    from acceptmon.fastlane.lane import FastLane
+    from acceptmon.fastlane.pieces import Format
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 8 << 20
@@ -33,6 +35,8 @@ RANGE_BYTES = 4 << 20
 FAST_BLOCK = (1 << 20) - (64 << 10)
 """Bytes the fast lane matches at a time: just under the source's MAX_LINE, which spares the
 reader its long-line check (it splits every block longer than MAX_LINE into lines)."""
+FAST_MIN_BYTES = 4 << 20
+"""Inputs smaller than this skip the fast lane: compiling its pattern would cost more than it saves."""
 LEARN_BYTES = 1 << 20
 """The fast lane orders its templates by how often they match this much of the first file."""
 
@@ -89,9 +93,12 @@ def run(
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
-    lane = FastLane(grammars, fast, table_columns()) if fast is not None else None
-    if lane is not None and not lane.enabled:
-        lane = None
+    lane = None
+    if fast is not None and (progress.total >= FAST_MIN_BYTES or "-" in paths):
+        from acceptmon.fastlane.lane import FastLane, table_columns
+
+        lane = FastLane(grammars, fast, table_columns())
+        lane = lane if lane.enabled else None
     for path in paths:
         if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)
@@ -187,6 +194,8 @@ def _run_parallel(
         with open(path, "rb") as f:
             head = f.read(LEARN_BYTES)
         lane.learn(head[: head.rfind(b"\n") + 1])
+    import multiprocessing
+
     _WORKER.update(grammars=grammars, job=job, lane=lane)
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
