@@ -208,6 +208,7 @@ def test_generated_logs(tmp_path, lines, crlf, bom, last_newline, fmt, cut):
     log.write_bytes(data)
     _same(log, fmt)
     lane = FastLane(GRAMMARS, fmt, columns())
+    lane.learn(data[: data.rfind(b"\n", 0, cut % 2000) + 1])  # keeps the templates seen there; others go careful
     for size in (cut % 97 + 1, len(data) + 1):  # blocks of any size, cut anywhere between lines
         want, got = Parser(GRAMMARS, "x"), Parser(GRAMMARS, "x")
         block = data[: data.rfind(b"\n") + 1] if b"\n" in data else b""

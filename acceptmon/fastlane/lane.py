@@ -49,6 +49,9 @@ class FastLane:
         runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
         self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
+        self.every = list(self.templates)
+        self.full: dict[str, Any] | None = None
+        """The state compiled from every template, kept for careful segments once learning dropped some."""
         self._compile()
 
     @property
@@ -78,8 +81,31 @@ class FastLane:
         self.plans: list[Plan | bool | None] = []
         self.context: tuple[str, int, Any] | None = None
 
+    _STATE = ("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure")
+
+    def _swap(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Install a compiled state (and its plans); return the one it replaces."""
+        old = {name: getattr(self, name) for name in (*self._STATE, "plans", "context")}
+        for name, value in state.items():
+            setattr(self, name, value)
+        return old
+
+    def _careful_state(self) -> dict[str, Any] | None:
+        """The every-template state, compiled on first need (None if the active one has every template)."""
+        if len(self.templates) == len(self.every):
+            return None
+        if self.full is None:
+            active = self._swap({"templates": list(self.every)})
+            self._compile()
+            self.full = self._swap(active)
+        return self.full
+
     def learn(self, sample: bytes) -> None:
-        """Order the templates by how often they match ``sample`` (the first MiB of the input)."""
+        """Keep the templates that match ``sample`` (the first MiB of the input), most frequent first.
+
+        Lines of the others still take the fast lane, in a careful segment: a pattern with fewer
+        templates has fewer groups, and each match object carries room for every group.
+        """
         self.learned = True
         if self.pattern is None:
             return
@@ -90,7 +116,7 @@ class FastLane:
         for t, n in zip(self.templates, hits, strict=True):
             heads[t.head] = heads.get(t.head, 0) + n
         ranked = sorted(zip(self.templates, hits, strict=True), key=lambda th: (-heads[th[0].head], -th[1]))
-        self.templates = [t for t, _ in ranked]
+        self.templates = [t for t, n in ranked if n] or [t for t, _ in ranked]
         self._compile()
 
     def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
@@ -154,8 +180,14 @@ class FastLane:
             return
         entries: list[Entry] = []
         parser.line = base
-        self._scan(parser, buf, s, e, base, entries)
-        careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+        full = self._careful_state()
+        active = self._swap(full) if full is not None else None
+        try:
+            self._scan(parser, buf, s, e, base, entries)
+            careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+        finally:
+            if active is not None:
+                self.full = self._swap(active)
 
     def _accounted(self, buf: bytes, s: int, e: int, counts: list[int]) -> bool:
         """Every anchor in the segment is one the fast matches' literal text holds, and every
