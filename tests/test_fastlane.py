@@ -225,3 +225,51 @@ def test_generated_logs(tmp_path, lines, crlf, bom, last_newline, fmt, cut):
         assert (got.tally.kinds, got.tally.accept_noise, got.tally.unrecognized, got.line) == (
             want.tally.kinds, want.tally.accept_noise, want.tally.unrecognized, want.line
         )  # fmt: skip
+
+
+TOY_ENVELOPE = """
+name = "toy_envelope"
+kind = "envelope"
+server = "toy"
+pattern = '''TOY (?P<timestamp>\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d) \\| '''
+[fields]
+timestamp = { kind = "timestamp" }
+[[samples]]
+line = "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 3"
+expect = { timestamp = 2026-02-26T10:00:00 }
+"""
+TOY_RECORD = """
+name = "toy_decode"
+server = "toy"
+record = "decode"
+anchor = "Toy batch"
+starts_like = '''Toy batch\\b'''
+pattern = '''Toy batch, (?P<body>#running-req: \\d+.*)$'''
+body = "pairs"
+[keys]
+"#running-req" = { field = "running_req", kind = "int" }
+"accept len" = { field = "accept_len", kind = "float" }
+[[samples]]
+line = "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 3, accept len: 2.50"
+expect = { running_req = 3, accept_len = 2.5 }
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_template_is_matched_only_behind_its_own_servers_envelope(fmt, tmp_path):
+    """Another server's message behind an SGLang envelope is no record for the parser: nor for the fast lane."""
+    (tmp_path / "toy_envelope.toml").write_text(TOY_ENVELOPE)
+    (tmp_path / "toy_decode.toml").write_text(TOY_RECORD)
+    grammars = load_grammars([tmp_path / "toy_envelope.toml", tmp_path / "toy_decode.toml"])
+    lines = [
+        "[2026-02-26 10:00:00 TP0] Toy batch, #running-req: 3, accept len: 2.50",
+        "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 4, accept len: 2.75",
+        RECORD_SAMPLES[0],
+    ]
+    block = ("\n".join(lines * 3) + "\n").encode()
+    want, got = Parser(grammars, "x"), Parser(grammars, "x")
+    lane = FastLane(grammars, fmt, columns())
+    slow = format_records(want.feed(block), fmt)
+    fast = b"".join(part[1] for part in lane.feed(got, block, lambda r: (len(r), format_records(r, fmt))))
+    assert fast == slow and slow.count(b"\n") == 6
+    assert (got.tally.kinds, got.tally.accept_noise) == (want.tally.kinds, want.tally.accept_noise)

@@ -66,8 +66,10 @@ class Template:
 
 
 def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]:
-    """The envelope shape most samples show, and every message template they show, deduplicated."""
+    """The envelope shape most samples show, and the message templates of the servers whose own
+    samples show that shape (a template is only ever matched behind its own server's envelope)."""
     shapes: dict[Shape, int] = {}
+    servers: dict[Shape, set[str]] = {}
     templates: dict[tuple[str, bytes, bytes], Template] = {}
     kinds = {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
     for g in _fast_grammars(grammars):
@@ -81,11 +83,14 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
             shape = _shape(g, m, kinds)
             if shape is not None:
                 shapes[shape] = shapes.get(shape, 0) + 1
+                servers.setdefault(shape, set()).add(g.spec.server)
             t = _template(g, m, others)
             if t is not None:
                 templates.setdefault(t.key, t)
-    shape = max(shapes, key=shapes.__getitem__) if shapes else None
-    return shape, list(templates.values())
+    if not shapes:
+        return None, []
+    shape = max(shapes, key=shapes.__getitem__)
+    return shape, [t for t in templates.values() if t.grammar.spec.server in servers[shape]]
 
 
 def _fast_grammars(grammars: GrammarSet) -> list[Grammar]:
