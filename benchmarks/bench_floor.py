@@ -5,7 +5,8 @@ Takes the first 32 MiB of the bench_parse log and times, each alone:
   2. keep the lines holding the literal anchor 'Decode batch';
   3. the decode grammar's regex on each of them (map, no Python loop);
   4. splitting each body into key/value pairs (dict of str, no typing);
-  5. the real parser (typed records) and the CSV sink on the same data.
+  5. the real parser (typed records) and the CSV sink on the same data;
+  6. the fast lane (rows straight from the text, no records) on the same data.
 It shows how far below the current parser a pipeline with typed records could go, and
 why the 0.5x-of-grep+awk goal needs something other than per-line Python.
 
@@ -21,9 +22,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from acceptmon.fastlane.lane import FastLane  # noqa: E402
 from acceptmon.loader import load_grammars  # noqa: E402
 from acceptmon.parse import Parser  # noqa: E402
-from acceptmon.sinks.table import format_records  # noqa: E402
+from acceptmon.sinks.table import columns, format_records  # noqa: E402
 from benchmarks.bench_parse import OUT, generate  # noqa: E402
 
 
@@ -43,6 +45,7 @@ def main() -> None:
     if not log.exists():
         OUT.mkdir(exist_ok=True)
         generate(log, 256)
+        print(f"(generated {log}; delete it when done)")
     with log.open("rb") as f:
         data = f.read(a.mb << 20)
     data = data[: data.rfind(b"\n") + 1]
@@ -60,6 +63,16 @@ def main() -> None:
     parser = Parser(grammars, "bench.log", records=frozenset({"decode"}))
     records = timed("5a. the parser: typed records (all lines)", n, lambda: parser.feed(data))
     timed("5b. the CSV sink on those records", n, lambda: format_records(records, "csv"))
+    lane = FastLane(grammars, "csv", columns())
+    lane.learn(data[: data.rfind(b"\n", 0, 1 << 20) + 1])
+    fast = Parser(grammars, "bench.log", records=frozenset({"decode"}))
+    blocks, pos = [], 0
+    while pos < len(data):
+        end = data.rfind(b"\n", pos, pos + (1 << 20)) + 1 or len(data)
+        blocks.append(data[pos:end])
+        pos = end
+    timed("6. the fast lane, 1 MiB blocks (rows, no records)", n,
+          lambda: [lane.feed(fast, b, lambda r: (len(r), format_records(r, "csv"))) for b in blocks])  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ LAYERS: dict[str, int] = {
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
     "source": 1, "replay": 1, "tail": 2,
     # one pipeline, batch and live; grammar files
-    "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6,
-    "pipeline.batch": 7, "pipeline.live": 7,
+    "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.live": 7,
+    # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
+    "fastlane": 6, "fastlane.pieces": 6, "fastlane.templates": 7, "fastlane.careful": 8, "fastlane.rows": 8,
+    "fastlane.bulk": 9, "fastlane.lane": 10, "pipeline.batch": 11,
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 8, "sinks.table": 8, "sinks.livestate": 8, "sinks.series": 7, "sinks.webconfig": 8,
     "sinks.httpserver": 9, "sinks.runs": 9, "sinks.prometheus": 9, "sinks.output": 9,

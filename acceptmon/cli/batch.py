@@ -79,7 +79,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         with atomic_output(args.output) as out:
             job = TableJob(fmt, out, (KINDS[args.kind],) if args.kind else None)
-            result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer())
+            fast = None if args.kind else fmt  # the fast lane writes the default table's rows
+            result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), fast=fast)
             job.finish()
     except KeyboardInterrupt:
         where = f"; nothing written to {args.output}" if args.output else ""

@@ -11,24 +11,34 @@ numbers, same run index and launch config, hence byte-identical output.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.pool import AsyncResult
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.records import LaunchConfig, Record
-from acceptmon.source import BLOCK_SIZE, OVERSIZED, iter_blocks, open_log, split_ranges
+from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
+
+if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
+    from multiprocessing.pool import AsyncResult
+
+    from acceptmon.fastlane.lane import FastLane
+    from acceptmon.fastlane.pieces import Format
 
 T = TypeVar("T")
-PARALLEL_MIN_BYTES = 32 << 20
-"""Files smaller than this are read on one process (start-up would cost more)."""
-RANGE_BYTES = 16 << 20
-"""Target size of one parallel work unit."""
+PARALLEL_MIN_BYTES = 8 << 20
+"""Files smaller than this are read on one process (a worker's start-up would cost more)."""
+RANGE_BYTES = 4 << 20
+"""Target size of one parallel work unit: small, so that the processes finish together."""
+FAST_BLOCK = (1 << 20) - (64 << 10)
+"""Bytes the fast lane matches at a time: just under the source's MAX_LINE, which spares the
+reader its long-line check (it splits every block longer than MAX_LINE into lines)."""
+FAST_MIN_BYTES = 4 << 20
+"""Inputs smaller than this skip the fast lane: compiling its pattern would cost more than it saves."""
+LEARN_BYTES = 1 << 20
+"""The fast lane orders its templates by how often they match this much of the first file."""
 
 
 class Job(Protocol[T]):
@@ -72,19 +82,28 @@ def run(
     jobs: int = 1,
     on_progress: Callable[[Progress], None] | None = None,
     limit: int | None = None,
+    fast: Format | None = None,
 ) -> RunResult:
     """Parse every path in order, feeding ``job``; return the line tally.
 
     ``limit``: read only the first ``limit`` bytes of each file (a line start: the
     history before a live start); the last line is completed if it is cut.
+    ``fast``: the job is a table job of this format (its parts are ``(rows, bytes)``):
+    rows the fast lane can write come from it (:mod:`acceptmon.fastlane`), same bytes.
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
+    lane = None
+    if fast is not None and (progress.total >= FAST_MIN_BYTES or "-" in paths):
+        from acceptmon.fastlane.lane import FastLane, table_columns
+
+        lane = FastLane(grammars, fast, table_columns())
+        lane = lane if lane.enabled else None
     for path in paths:
         if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
-            tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit)
+            tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)
         else:
-            tally = _run_sequential(path, grammars, job, progress, on_progress, limit)
+            tally = _run_sequential(path, grammars, job, progress, on_progress, limit, lane)
         result.tally.merge(tally)
         result.files += 1
     return result
@@ -97,22 +116,33 @@ def _run_sequential(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
     limit: int | None = None,
+    lane: FastLane | None = None,
 ) -> Tally:
     parser = Parser(grammars, path, records=job.records_wanted)
     with open_log(path) as stream:
-        for block in iter_blocks(stream, limit=limit):
+        for block in iter_blocks(stream, limit=limit, **({"block_size": FAST_BLOCK} if lane else {})):
             if block is OVERSIZED:
                 parser.skip_oversized()
                 continue
             assert isinstance(block, bytes)
-            job.collect(job.chunk(parser.feed(block)))
+            for part in _parts(parser, block, job, lane):
+                job.collect(part)
             progress.done += len(block)
             if on_progress:
                 on_progress(progress)
     return parser.tally
 
 
-# Worker-side globals, inherited through fork (grammars and job are not re-sent per task).
+def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> list[T]:
+    """One block's chunk results: through the fast lane if there is one, else one chunk."""
+    if lane is None:
+        return [job.chunk(parser.feed(block))]
+    if not lane.learned:
+        lane.learn(block[: block.rfind(b"\n", 0, LEARN_BYTES) + 1])
+    return lane.feed(parser, block, job.chunk)  # type: ignore[arg-type, return-value]
+
+
+# Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task).
 _WORKER: dict[str, Any] = {}
 
 
@@ -133,16 +163,17 @@ def _scan_range(task: tuple[str, int, int]) -> tuple[int, int, LaunchConfig | No
 def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
     path, start, end, state = task
     job: Job[Any] = _WORKER["job"]
+    lane: FastLane | None = _WORKER["lane"]
     parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
     parts = []
     with open(path, "rb") as f:
         f.seek(start)
-        for block in iter_blocks(f, limit=end - start):
+        for block in iter_blocks(f, limit=end - start, block_size=FAST_BLOCK):
             if block is OVERSIZED:
                 parser.skip_oversized()
             else:
                 assert isinstance(block, bytes)
-                parts.append(job.chunk(parser.feed(block)))
+                parts += _parts(parser, block, job, lane)
     return parts, parser.tally
 
 
@@ -154,39 +185,50 @@ def _run_parallel(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
     limit: int | None = None,
+    lane: FastLane | None = None,
 ) -> Tally:
+    """Ranges of the file on ``jobs - 1`` worker processes and this one, collected in order."""
     size = _size(path, limit)
-    ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(BLOCK_SIZE, RANGE_BYTES))
-    _WORKER.update(grammars=grammars, job=job)
+    ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(FAST_BLOCK, RANGE_BYTES))
+    if lane is not None and not lane.learned:
+        with open(path, "rb") as f:
+            head = f.read(LEARN_BYTES)
+        lane.learn(head[: head.rfind(b"\n") + 1])
+    import multiprocessing
+
+    _WORKER.update(grammars=grammars, job=job, lane=lane)
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
-    with ctx.Pool(jobs) as pool:
+    with ctx.Pool(max(1, jobs - 1)) as pool:
         scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
         states, state = [], ParseState()
         for lines, runs, launch in scans:
             states.append(state)
             state = ParseState(state.line + lines, state.run + runs, launch or state.launch)
-        pending: deque[tuple[int, AsyncResult[tuple[list[Any], Tally]]]] = deque()
-        tasks = iter(zip(ranges, states, strict=True))
-        for (start, end), st in tasks:
-            pending.append((end - start, pool.apply_async(_parse_range, ((path, start, end, st),))))
-            if len(pending) >= jobs * 2:
-                _collect(pending.popleft(), job, tally, progress, on_progress)
-        while pending:
-            _collect(pending.popleft(), job, tally, progress, on_progress)
+        tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
+        # This process takes every jobs-th range itself; the workers run at most 2 ranges ahead each.
+        pending: dict[int, AsyncResult[tuple[list[Any], Tally]]] = {}
+        ahead = 0
+        for k, task in enumerate(tasks):
+            while ahead < len(tasks) and ahead <= k + 2 * jobs:
+                if ahead % jobs:
+                    pending[ahead] = pool.apply_async(_parse_range, (tasks[ahead],))
+                ahead += 1
+            done = pending.pop(k).get() if k in pending else _parse_range(task)
+            _collect(task[2] - task[1], done, job, tally, progress, on_progress)
     _WORKER.clear()
     return tally
 
 
 def _collect(
-    item: tuple[int, AsyncResult[tuple[list[Any], Tally]]],
+    nbytes: int,
+    done: tuple[list[Any], Tally],
     job: Job[Any],
     tally: Tally,
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
 ) -> None:
-    nbytes, result = item
-    parts, part_tally = result.get()
+    parts, part_tally = done
     for part in parts:
         job.collect(part)
     tally.merge(part_tally)

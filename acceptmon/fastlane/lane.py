@@ -1,0 +1,256 @@
+"""The fast lane itself: a block of lines in, table rows and the parser's tallies out.
+
+A block is cut at its launch lines, which the general parser reads (they set the run and
+the launch that derived columns come from). In each segment between them one ``finditer``
+of the fast pattern writes the rows. Then the segment's count of each anchor, and of the
+word 'accept', is compared with what the fast matches account for: if every count agrees,
+no other line holds an anchor, and the tally is exact. If one differs, the segment is read
+again carefully: every line that holds an anchor and was not matched (or holds another
+grammar's anchor too) goes to the general parser, in order, at its own line number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from acceptmon.fastlane.bulk import csv_rows
+from acceptmon.fastlane.careful import Entry, accept_lines, careful_segment
+from acceptmon.fastlane.pieces import Format
+from acceptmon.fastlane.rows import Plan, Unsupported
+from acceptmon.fastlane.templates import ACCEPT, Template, assemble, build_templates
+from acceptmon.grammar import GrammarSet
+from acceptmon.kinds import KINDS
+from acceptmon.parse import Parser
+from acceptmon.records import Record
+
+Part = tuple[int, bytes]
+"""What the table job collects: (rows, their bytes)."""
+Chunk = Callable[[list[Record]], Part]
+NOISE_EXEMPT = "decode"
+"""The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
+
+
+def table_columns() -> tuple[str, ...]:
+    """The table's columns, as :func:`acceptmon.sinks.table.columns` gives them (a test holds them equal)."""
+    return tuple(dict.fromkeys(c for k in KINDS.values() if k.table for c in k.columns))
+
+
+class FastLane:
+    """Table rows of one output format, for the files of one ``acceptmon parse``."""
+
+    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...]) -> None:
+        self.fmt, self.columns, self.learned = fmt, columns, False
+        shape, templates = build_templates(grammars)
+        self.shape = shape
+        self.templates: list[Template] = templates if shape is not None else []
+        self.anchors = [a.encode() for a in grammars.anchors]
+        runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
+        self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
+        self.counted = [a for a in self.anchors if a not in self.launch_anchors]
+        self.every = list(self.templates)
+        self.full: dict[str, Any] | None = None
+        """The state compiled from every template, kept for careful segments once learning dropped some."""
+        self._compile()
+
+    @property
+    def enabled(self) -> bool:
+        return self.pattern is not None
+
+    def _compile(self) -> None:
+        self.pattern: re.Pattern[bytes] | None = None
+        if self.shape is None or not self.templates:
+            return
+        text, numbers = assemble(self.shape, self.templates)
+        try:
+            self.pattern = re.compile(text)
+        except (re.error, RecursionError, OverflowError):
+            self.pattern = None
+            return
+        self.numbers = numbers
+        self.by_group = {outer: i for i, (outer, _) in enumerate(numbers)}
+        self.table = [KINDS[t.kind].table for t in self.templates]
+        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.accepts = [t.literal.count(ACCEPT) for t in self.templates]
+        self.exempt = [t.kind == NOISE_EXEMPT for t in self.templates]
+        self.unsure = [
+            t.kind == NOISE_EXEMPT and not t.literal.count(ACCEPT) and bool(t.extras) for t in self.templates
+        ]
+        """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
+        self.plans: list[Plan | bool | None] = []
+        self.context: tuple[str, int, Any] | None = None
+
+    _STATE = ("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure")
+
+    def _swap(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Install a compiled state (and its plans); return the one it replaces."""
+        old = {name: getattr(self, name) for name in (*self._STATE, "plans", "context")}
+        for name, value in state.items():
+            setattr(self, name, value)
+        return old
+
+    def _careful_state(self) -> dict[str, Any] | None:
+        """The every-template state, compiled on first need (None if the active one has every template)."""
+        if len(self.templates) == len(self.every):
+            return None
+        if self.full is None:
+            active = self._swap({"templates": list(self.every)})
+            self._compile()
+            self.full = self._swap(active)
+        return self.full
+
+    def learn(self, sample: bytes) -> None:
+        """Keep the templates that match ``sample`` (the first MiB of the input), most frequent first.
+
+        Lines of the others still take the fast lane, in a careful segment: a pattern with fewer
+        templates has fewer groups, and each match object carries room for every group.
+        """
+        self.learned = True
+        if self.pattern is None:
+            return
+        hits = [0] * len(self.templates)
+        for m in self.pattern.finditer(b"\n" + sample):
+            hits[self.by_group[m.lastindex or 0]] += 1
+        heads: dict[bytes, int] = {}
+        for t, n in zip(self.templates, hits, strict=True):
+            heads[t.head] = heads.get(t.head, 0) + n
+        ranked = sorted(zip(self.templates, hits, strict=True), key=lambda th: (-heads[th[0].head], -th[1]))
+        self.templates = [t for t, n in ranked if n] or [t for t, _ in ranked]
+        self._compile()
+
+    def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
+        """Rows of a block of complete lines, in order; the parser's line, run and tally advance."""
+        if self.pattern is None or not block.endswith(b"\n"):
+            return [chunk(parser.feed(block))]
+        parts: list[Part] = []
+        buf = b"\n" + block
+        pos = 0
+        for start, end in self._launch_lines(block):
+            if start > pos:
+                self._segment(parser, buf, pos, start, parts, chunk)
+            records = parser.feed(block[start:end])
+            if records:
+                parts.append(chunk(records))
+            pos = end
+        if pos < len(block):
+            self._segment(parser, buf, pos, len(block), parts, chunk)
+        return parts
+
+    def _launch_lines(self, block: bytes) -> list[tuple[int, int]]:
+        lines: set[tuple[int, int]] = set()
+        for anchor in self.launch_anchors:
+            pos = block.find(anchor)
+            while pos >= 0:
+                end = block.find(b"\n", pos) + 1
+                lines.add((block.rfind(b"\n", 0, pos) + 1, end))
+                pos = block.find(anchor, end)
+        return sorted(lines)
+
+    def _plans(self, parser: Parser) -> list[Plan | bool | None]:
+        """Per template: its row plan for the parser's file, run and launch; None for a kind
+        that is only counted; False if its rows must come from the general parser."""
+        context = (parser.file, parser.run, parser.launch)
+        if context != self.context:
+            self.context, self.plans = context, []
+            for t, (_, numbers) in zip(self.templates, self.numbers, strict=True):
+                try:
+                    self.plans.append(
+                        Plan(t, numbers, self.fmt, self.columns, context) if KINDS[t.kind].table else None
+                    )
+                except Unsupported:
+                    self.plans.append(False)
+        return self.plans
+
+    def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> None:
+        base = parser.line
+        rows, counts, clean = self._scan(parser, buf, s, e, base, None)
+        lines = buf.count(b"\n", s + 1, e + 1)
+        if clean and self._accounted(buf, s, e, counts):
+            if rows:
+                parts.append((len(rows), b"".join(rows)))
+            kinds = parser.tally.kinds
+            for i, n in enumerate(counts):
+                if n:
+                    kinds[self.templates[i].kind] += n
+            kinds["other"] += lines - sum(counts)
+            exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
+            parser.tally.accept_noise += accept_lines(buf, s, e) - exempt
+            parser.line = base + lines
+            return
+        entries: list[Entry] = []
+        parser.line = base
+        full = self._careful_state()
+        active = self._swap(full) if full is not None else None
+        try:
+            self._scan(parser, buf, s, e, base, entries)
+            careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+        finally:
+            if active is not None:
+                self.full = self._swap(active)
+
+    def _accounted(self, buf: bytes, s: int, e: int, counts: list[int]) -> bool:
+        """Every anchor in the segment is one the fast matches' literal text holds, and every
+        exempt (decode) match says 'accept' in its literal text if its line says it at all."""
+        for j, anchor in enumerate(self.counted):
+            want = sum(n * self.anchor_counts[i][j] for i, n in enumerate(counts) if n)
+            if buf.count(anchor, s + 1, e + 1) != want:
+                return False
+        return not any(n and self.unsure[i] for i, n in enumerate(counts)) or ACCEPT not in buf[s + 1 : e + 1]
+
+    def _scan(
+        self, parser: Parser, buf: bytes, s: int, e: int, base: int, starts: list[Entry] | None
+    ) -> tuple[list[bytes], list[int], bool]:
+        """Rows and per-template match counts; ``clean`` is False if a match was refused.
+
+        ``starts``: if given, each kept match's (line start, template, row) is appended to it.
+        """
+        assert self.pattern is not None
+        if starts is None and self.fmt == "csv":
+            return self._scan_csv(parser, buf, s, e, base)
+        rows: list[bytes] = []
+        counts = [0] * len(self.templates)
+        clean = True
+        by_group, plans, count, json = self.by_group, self._plans(parser), buf.count, self.fmt == "jsonl"
+        line, prev = base, s + 1
+        for m in self.pattern.finditer(buf, s, e + 1):
+            i = by_group[m.lastindex or 0]
+            plan = plans[i]
+            if plan is None:
+                counts[i] += 1
+                if starts is not None:
+                    starts.append((m.start(), i, b""))
+                continue
+            if not isinstance(plan, Plan):
+                clean = False
+                continue
+            counts[i] += 1
+            p = m.start()
+            line += count(b"\n", prev, p + 1)
+            prev = p + 1
+            if json:
+                args = (line + 1, *plan.json_cells(m.group(*plan.idx)))
+            else:
+                args = (line + 1, *m.group(*plan.idx))
+            if plan.dep:
+                args += plan.derived_cells(m.group(*plan.dep))
+            if json and plan.extras:
+                args += (plan.json_extra(m),)
+            row = plan.fmt % plan.pick(args)
+            rows.append(row)
+            if starts is not None:
+                starts.append((p, i, row))
+        return rows, counts, clean
+
+    def _scan_csv(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[bytes], list[int], bool]:
+        """:meth:`_scan` for CSV without entries: no Python loop per row (:mod:`acceptmon.fastlane.bulk`)."""
+        assert self.pattern is not None
+        slots: list[Plan | bool | None] = [False] * (max(self.by_group) + 1)
+        for (outer, _), plan in zip(self.numbers, self._plans(parser), strict=True):
+            slots[outer] = plan
+        rows, hits = csv_rows(self.pattern, buf, (s, e, base), slots)
+        counts = [hits[outer] for outer, _ in self.numbers]
+        unsupported = any(
+            hits[outer] for (outer, _), plan in zip(self.numbers, self.plans, strict=True) if plan is False
+        )
+        return rows, counts, not unsupported

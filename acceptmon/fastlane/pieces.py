@@ -1,0 +1,107 @@
+"""Fast-lane pieces: the logged text each value kind may have, and how a value becomes an output cell.
+
+A fast pattern captures a value only in a form whose bytes are exactly what the table
+writer prints for the converted value: an ``int`` without leading zeros, a ``float`` with
+at most 15 significant digits and without its trailing zeros (``2.50`` is captured as
+``2.5``, which is ``repr(2.5)``), ``True``/``False``, a string that needs no quoting or
+escaping. Anything else does not match, and the general parser takes the line. Timestamps
+and ranks come from the envelope and are checked once per distinct envelope text.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from typing import Any, Literal, TypeAlias
+
+Format: TypeAlias = Literal["csv", "jsonl"]
+
+INT = rb"(0|[1-9][0-9]{0,17})"
+FLOAT = rb"(0\.(?!0000)[0-9]{0,5}[1-9]|[1-9][0-9]{0,8}\.[0-9]{0,5}[1-9]|(?:0|[1-9][0-9]{0,8})\.0)0*"
+"""Group 1 is the shortest repr of the value: <= 15 significant digits, 1e-4 <= x < 1e9 or 0."""
+BOOL = rb"(True|False)"
+STR = rb"([ !#-+\--\[\]-~]*)"
+"""Printable ASCII without '"', ',' and backslash: neither CSV quoting nor JSON escaping applies."""
+VALUE: dict[str, bytes] = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
+"""Value kinds a fast template may capture; a grammar value of another kind has no fast lane."""
+EXTRA_KEY = rb"([^:,\r\n\x1b]+)"
+EXTRA_VALUE = rb"([^,\r\n\t\x1b]*)(?<![ \t])"
+"""An unknown key's text: no ', ' (pieces stay pieces), no trailing blank (the parser strips it)."""
+
+LOOSE: dict[bytes, bytes] = {
+    INT: rb"[0-9]{1,30}",
+    FLOAT: rb"[0-9]{1,30}(?:\.[0-9]{1,30})?",
+    BOOL: rb"(?:True|False)",
+    STR: rb"[^,\r\n\x1b]*",
+    EXTRA_KEY: rb"[^:,\r\n\x1b]+",
+    EXTRA_VALUE: rb"[^,\r\n\t\x1b]*(?<![ \t])",
+}
+"""For kinds that are only counted: any text the converter takes, captured by no group."""
+
+
+def loosen(pattern: bytes) -> bytes:
+    """A template pattern with every capture replaced by its loose, uncaptured form."""
+    for strict, loose in LOOSE.items():
+        pattern = pattern.replace(strict, loose)
+    return pattern
+
+
+DATE = (
+    rb"((?!0000)[0-9]{4}-"
+    rb"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31))"
+)
+"""Only dates every year has (no 29 February): ``datetime.fromisoformat`` accepts each."""
+TIME = rb"((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
+FRACTION = rb"((?:\.(?!000)[0-9]{3})?)"
+"""Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 prints none."""
+TIMESTAMP = DATE + rb"[ T]" + TIME + FRACTION
+RANK = rb"(?: (?=[A-Z]))?((?:[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*)?)"
+"""Rank tokens with their leading space; group 1 is the folded rank (empty for none)."""
+ENVELOPE_KINDS = {"timestamp": TIMESTAMP, "rank": RANK}
+
+
+def csv_cell(value: Any) -> bytes:
+    """One value as the csv module writes it in a row of several cells."""
+    out: list[str] = []
+
+    class _Sink:
+        def write(self, text: str) -> None:
+            out.append(text)
+
+    csv.writer(_Sink(), lineterminator="").writerow(["", value])
+    return "".join(out)[1:].encode()
+
+
+def json_cell(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def cell(value: Any, fmt: Format) -> bytes:
+    return csv_cell(value) if fmt == "csv" else json_cell(value)
+
+
+def escape_format(text: bytes) -> bytes:
+    """Literal text inside a %-format."""
+    return text.replace(b"%", b"%%")
+
+
+def _json_str(raw: bytes) -> bytes:
+    return b'"' + raw + b'"'
+
+
+_JSON_BOOL = {b"True": b"true", b"False": b"false"}
+_NUMBER: Callable[[bytes], bytes] = bytes
+
+CAPTURED_JSON: dict[str, Callable[[bytes], bytes]] = {
+    "int": _NUMBER,
+    "float": _NUMBER,
+    "bool": _JSON_BOOL.__getitem__,
+    "str": _json_str,
+}
+"""Captured text -> JSON cell, per value kind (the CSV cell is the captured text itself)."""
+
+
+def json_rank(rank: bytes) -> bytes:
+    return b'"' + rank + b'"' if rank else b"null"

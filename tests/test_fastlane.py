@@ -1,0 +1,275 @@
+"""The fast lane against the general parser: the same bytes and the same tallies, whatever the log.
+
+Inputs: every sample log, every grammar sample line, and generated logs (every template,
+random key orders and aliases, numbers in every spelling, odd timestamps and ranks, unknown
+keys, drift, noise, launches, CRLF, a BOM, a last line without its newline), read both
+sequentially and on parallel ranges cut small enough to split them.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acceptmon.fastlane.lane import FastLane, table_columns
+from acceptmon.loader import load_grammars
+from acceptmon.parse import Parser
+from acceptmon.pipeline import batch
+from acceptmon.sinks.table import TableJob, columns, format_records
+from tests.conftest import SAMPLES
+
+GRAMMARS = load_grammars()
+LOGS = sorted(SAMPLES.glob("*.log"))
+
+
+@pytest.fixture(autouse=True)
+def _fast_lane_on_small_inputs(monkeypatch):
+    """Small inputs skip the fast lane in normal use; here every input takes it."""
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+
+
+def _run(path, fmt, fast, jobs=1):
+    out = io.BytesIO()
+    job = TableJob(fmt, out)
+    result = batch.run([str(path)], GRAMMARS, job, jobs=jobs, fast=fmt if fast else None)
+    t = result.tally
+    return out.getvalue(), (dict(t.kinds), t.accept_noise, t.unrecognized, job.records)
+
+
+def _same(path, fmt, jobs=1):
+    want = _run(path, fmt, fast=False)
+    got = _run(path, fmt, fast=True, jobs=jobs)
+    assert got[0] == want[0]
+    assert got[1] == want[1]
+    return want
+
+
+def test_columns_are_the_sinks_columns():
+    assert table_columns() == columns()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+def test_sample_logs(log, fmt):
+    rows, tally = _same(log, fmt)
+    assert tally[3] > 0 and rows
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_sample_logs_on_small_parallel_ranges(fmt, monkeypatch, tmp_path):
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
+    monkeypatch.setattr(batch, "FAST_BLOCK", 3 << 10)
+    log = tmp_path / "all.log"
+    log.write_bytes(b"".join(p.read_bytes() for p in LOGS))
+    _same(log, fmt, jobs=2)
+
+
+def test_the_fast_lane_writes_the_rows_of_the_sample_logs(monkeypatch):
+    """Not a vacuous comparison: the general parser builds only the rows of templates the fast lane
+    has none for (values holding ', ', hybrid ``full=`` counts)."""
+    built = []
+    feed = Parser.feed
+    monkeypatch.setattr(Parser, "feed", lambda self, block: _spy(feed, built, self, block))
+    total = 0
+    for log in LOGS:
+        total += _run(log, "csv", fast=True)[1][3]
+    slow = sum(1 for r in built if r.kind == "decode")
+    assert total > 800 and slow < total // 4
+
+
+def _spy(feed, built, parser, block):
+    records = feed(parser, block)
+    built.extend(records)
+    return records
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_every_grammar_sample_line(fmt, tmp_path):
+    lines = [s.line for g in GRAMMARS.all for s in g.spec.samples]
+    lines += [c for g in GRAMMARS.all for c in g.spec.counter_samples]
+    log = tmp_path / "samples.log"
+    log.write_text("\n".join(lines + lines[::-1]) + "\n")
+    _same(log, fmt)
+
+
+# ---- generated logs ---------------------------------------------------------------------------
+
+RECORD_SAMPLES = [s.line for g in GRAMMARS.records for s in g.spec.samples]
+INTS = ["0", "7", "12", "65536", "007", "-1", "", "12345678901234567890", "1.5"]
+FLOATS = ["2.50", "2.5", "0.05", "0.0", "1.00", "3.000000", "0.0001", "123456789.123456", "0.123456", "10.0",
+          "0.00001", "1e5", "1234567890.5", "3.14159265358979", "7", "nan", "-0.5", ""]  # fmt: skip
+NUMBERS = INTS + FLOATS
+STAMPS = ["2026-02-26 10:00:00", "2026-02-26 10:00:00.000", "2026-02-26 10:00:00.123", "2026-02-26 10:00:00,123",
+          "2026-02-26T23:59:59.5", "2024-02-29 12:00:00", "2026-02-29 12:00:00", "2026-02-30 12:00:00",
+          "2026-13-01 00:00:00", "2026-04-31 00:00:00", "2026-12-31 24:00:00", "0000-01-01 00:00:00"]  # fmt: skip
+RANKS = ["", " TP0", " DP0 TP0 EP0", "  TP0", " ATTN_CP0 TP1", " tp0", " TP0 "]
+EXTRAS = [
+    "largest-len: 0",
+    "fwd occupancy: 91.20%",
+    "accept foo: 1",
+    "x: a: b",
+    "weird key: ",
+    "k: v ",
+    "Prefill batch: 1",
+]
+
+
+def _mostly(options, first=1):
+    """One of ``options``, the first ``first`` of them (the usual forms) most of the time."""
+    return st.one_of(st.sampled_from(options[:first]), st.sampled_from(options[:first]), st.sampled_from(options))
+
+
+@st.composite
+def stats_line(draw):
+    """A sample line taken apart and put together again, differently."""
+    line = draw(st.sampled_from(RECORD_SAMPLES))
+    _, sep, body = line.partition("] ")
+    if not sep or ": " not in body:
+        return line
+    words = body.split(", ")
+    keep = 1 if ": " in words[0] else 2  # the message head and the first key stay in front
+    first, rest = ", ".join(words[:keep]), words[keep:]
+    rest = draw(st.permutations(rest)) if draw(st.integers(0, 5)) == 0 else rest
+    rest = [w.replace("cuda graph", draw(st.sampled_from(["cpu graph", "npu graph", "cuda graph"]))) for w in rest]
+    out = []
+    for w in rest:
+        key, s, value = w.partition(": ")
+        if s and value[:1].isdigit() and draw(st.integers(0, 3)) == 0:
+            value = draw(_mostly(FLOATS, 10) if "." in value else _mostly(INTS, 4))
+        elif s and draw(st.integers(0, 9)) == 0:
+            value = draw(st.sampled_from([*NUMBERS, "True", "False", "true"]))
+        out.append(key + s + value)
+    if draw(st.integers(0, 5)) == 0:
+        out.insert(draw(st.integers(0, len(out))), draw(st.sampled_from(EXTRAS)))
+    stamp = draw(_mostly(STAMPS, 3))
+    rank = draw(_mostly(RANKS, 3))
+    prefix = draw(_mostly(["[", "    [", "[pod/x/y] [", "> ["]))
+    tail = draw(_mostly(["", ", ", ",", " ", "\t"], 2))
+    return f"{prefix}{stamp}{rank}] " + ", ".join([first, *out]) + tail
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_every_value_spelling_in_every_sample_position(fmt, tmp_path):
+    """Each number spelling in each numeric value of each sample, each timestamp and rank in each envelope."""
+    lines = []
+    for line in RECORD_SAMPLES:
+        head, sep, body = line.partition("] ")
+        pieces = body.split(", ")
+        for i, piece in enumerate(pieces):
+            key, s, value = piece.rpartition(": ")
+            if s and value[:1].isdigit():
+                lines += [head + sep + ", ".join([*pieces[:i], key + s + v, *pieces[i + 1 :]]) for v in NUMBERS]
+        if sep and line.startswith("["):
+            stamp = head[1:20]
+            lines += [line.replace(stamp, other, 1) for other in STAMPS]
+            lines += ["[" + stamp + rank + sep + body for rank in RANKS]
+    log = tmp_path / "spellings.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert _same(log, fmt)[1][3] > 500
+
+
+NOISE = [
+    '[2026-02-26 10:00:00] INFO:     127.0.0.1:4242 - "POST /generate HTTP/1.1" 200 OK',
+    "[2026-02-26 10:00:00 TP0] Grammar accept_token failed for req 1",
+    "[2026-02-26 10:00:00 TP0] Decode batch looks slow: accept len: 1.12",
+    "$ grep 'Decode batch' server.log | tail",
+    "Traceback (most recent call last):",
+    "",
+    "\x1b[32m[2026-02-26 10:00:00 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.01, #queue-req: 0\x1b[0m",
+    '{"log":"[2026-02-26 10:00:00 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.01, #queue-req: 0\\n"}',
+    "progress 50%\r[2026-02-26 10:00:00 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.50, #queue-req: 0",
+]
+LAUNCHES = [s.line for g in GRAMMARS.records if g.spec.record == "launch" for s in g.spec.samples]
+
+LINE = st.one_of(
+    stats_line(), stats_line(), stats_line(), st.sampled_from(NOISE), st.sampled_from(LAUNCHES), st.text(max_size=40)
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(LINE, min_size=5, max_size=40),
+    crlf=st.booleans(),
+    bom=st.booleans(),
+    last_newline=st.booleans(),
+    fmt=st.sampled_from(["csv", "jsonl"]),
+    cut=st.integers(0, 1 << 12),
+)
+def test_generated_logs(tmp_path, lines, crlf, bom, last_newline, fmt, cut):
+    end = "\r\n" if crlf else "\n"
+    text = end.join(lines) + (end if last_newline and lines else "")
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogatepass")
+    log = tmp_path / f"gen-{random.random()}.log"
+    log.write_bytes(data)
+    _same(log, fmt)
+    lane = FastLane(GRAMMARS, fmt, columns())
+    lane.learn(data[: data.rfind(b"\n", 0, cut % 2000) + 1])  # keeps the templates seen there; others go careful
+    for size in (cut % 97 + 1, len(data) + 1):  # blocks of any size, cut anywhere between lines
+        want, got = Parser(GRAMMARS, "x"), Parser(GRAMMARS, "x")
+        block = data[: data.rfind(b"\n") + 1] if b"\n" in data else b""
+        pieces, pos = [], 0
+        while pos < len(block):
+            stop = block.find(b"\n", min(pos + size, len(block) - 1)) + 1
+            pieces.append(block[pos:stop])
+            pos = stop
+        slow = b"".join(format_records(want.feed(p), fmt) for p in pieces)
+        fast = b"".join(
+            part[1] for p in pieces for part in lane.feed(got, p, lambda r: (len(r), format_records(r, fmt)))
+        )
+        assert fast == slow
+        assert (got.tally.kinds, got.tally.accept_noise, got.tally.unrecognized, got.line) == (
+            want.tally.kinds, want.tally.accept_noise, want.tally.unrecognized, want.line
+        )  # fmt: skip
+
+
+TOY_ENVELOPE = """
+name = "toy_envelope"
+kind = "envelope"
+server = "toy"
+pattern = '''TOY (?P<timestamp>\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d) \\| '''
+[fields]
+timestamp = { kind = "timestamp" }
+[[samples]]
+line = "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 3"
+expect = { timestamp = 2026-02-26T10:00:00 }
+"""
+TOY_RECORD = """
+name = "toy_decode"
+server = "toy"
+record = "decode"
+anchor = "Toy batch"
+starts_like = '''Toy batch\\b'''
+pattern = '''Toy batch, (?P<body>#running-req: \\d+.*)$'''
+body = "pairs"
+[keys]
+"#running-req" = { field = "running_req", kind = "int" }
+"accept len" = { field = "accept_len", kind = "float" }
+[[samples]]
+line = "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 3, accept len: 2.50"
+expect = { running_req = 3, accept_len = 2.5 }
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_template_is_matched_only_behind_its_own_servers_envelope(fmt, tmp_path):
+    """Another server's message behind an SGLang envelope is no record for the parser: nor for the fast lane."""
+    (tmp_path / "toy_envelope.toml").write_text(TOY_ENVELOPE)
+    (tmp_path / "toy_decode.toml").write_text(TOY_RECORD)
+    grammars = load_grammars([tmp_path / "toy_envelope.toml", tmp_path / "toy_decode.toml"])
+    lines = [
+        "[2026-02-26 10:00:00 TP0] Toy batch, #running-req: 3, accept len: 2.50",
+        "TOY 2026-02-26 10:00:00 | Toy batch, #running-req: 4, accept len: 2.75",
+        RECORD_SAMPLES[0],
+    ]
+    block = ("\n".join(lines * 3) + "\n").encode()
+    want, got = Parser(grammars, "x"), Parser(grammars, "x")
+    lane = FastLane(grammars, fmt, columns())
+    slow = format_records(want.feed(block), fmt)
+    fast = b"".join(part[1] for part in lane.feed(got, block, lambda r: (len(r), format_records(r, fmt))))
+    assert fast == slow and slow.count(b"\n") == 6
+    assert (got.tally.kinds, got.tally.accept_noise) == (want.tally.kinds, want.tally.accept_noise)
