@@ -59,8 +59,8 @@ def read_pairs(
             continue
         try:
             found[field_name] = convert(value)
-        except ValueError:
-            found[field_name] = conv(value)
+        except (ValueError, ArithmeticError, IndexError, KeyError, TypeError):
+            found[field_name] = conv(value)  # the careful call: a value pattern, or one ValueError
     values.update(found)
 
 

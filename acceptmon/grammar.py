@@ -151,6 +151,8 @@ class Converter:
     def __call__(self, text: str) -> Any:
         try:
             return self.convert(text)
+        except (ArithmeticError, IndexError, KeyError, TypeError) as exc:  # a converter's slip never stops a parse
+            raise ValueError(f"cannot convert {text[:40]!r}: {exc}") from None
         except ValueError:
             if self.value_re is None:
                 raise

@@ -112,7 +112,7 @@ class Parser:
         """Advance over a block, parsing only launch lines (the parallel pre-scan)."""
         if not any(a in block for _, a, _ in self._launch_anchors):
             self.line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-            if self.launch_open and any(a in block for _, a, _ in self._all_anchors):
+            if any(a in block for _, a, gs in self._all_anchors if any(g.spec.record in self._stats_kinds for g in gs)):
                 self.launch_open, self.closed = None, True  # a stats line (most likely) ends the launch group
             return
         self.feed(block)  # every line: a stats line between launch lines splits their group

@@ -89,13 +89,20 @@ def _not_after(stamp: Yearless, year: int, now: datetime) -> bool:
 
 def to_number(text: str) -> float | None:
     """A number before an optional unit (``388.6 tokens/s``, ``0.642``, ``10616.``); ``nan`` (or inf) is empty."""
-    value = float(text.split(None, 1)[0].rstrip("."))
+    value = float(_first_word(text).rstrip("."))
     return value if math.isfinite(value) else None
+
+
+def _first_word(text: str) -> str:
+    words = text.split(None, 1)
+    if not words:
+        raise ValueError("no value")
+    return words[0]
 
 
 def to_count(text: str) -> int:
     """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
-    return int(text.split(None, 1)[0].rstrip("."))
+    return int(_first_word(text).rstrip("."))
 
 
 def to_percent(text: str) -> float | None:

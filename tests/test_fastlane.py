@@ -65,8 +65,27 @@ def test_sample_logs_on_small_parallel_ranges(fmt, monkeypatch, tmp_path):
     monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
     monkeypatch.setattr(batch, "FAST_BLOCK", 3 << 10)
     log = tmp_path / "all.log"
-    log.write_bytes(b"".join(p.read_bytes() for p in LOGS))
+    # vLLM logs date their year-less timestamps from the file (first stamp, modification time): one calendar
+    # per file, so logs of different dates are not concatenated; each is checked on its own below.
+    log.write_bytes(b"".join(p.read_bytes() for p in LOGS if not p.name.startswith("vllm_")))
     _same(log, fmt, jobs=2)
+
+
+@pytest.mark.parametrize("name", ["vllm_v1_0.10.2_dp.log", "vllm_v0_0.6.log", "vllm_v1_0.8.5.log"])
+def test_a_vllm_log_on_small_parallel_ranges_dates_and_numbers_runs_like_one_reader(name, monkeypatch, tmp_path):
+    """Across New Year and launch groups: ranges start in the right year and run, as ``acceptmon parse`` dates them."""
+    from acceptmon.cli.args import YearSource
+    from tests.conftest import SAMPLES
+
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 4 << 10)
+    monkeypatch.setattr(GRAMMARS, "year_for", YearSource(None, GRAMMARS))
+    log = tmp_path / name
+    log.write_bytes((SAMPLES / name).read_bytes())
+    for fmt in ("csv", "jsonl"):
+        want = _run(log, fmt, fast=False)
+        assert _run(log, fmt, fast=False, jobs=2) == want
+        assert _run(log, fmt, fast=True, jobs=2) == want
 
 
 def test_the_fast_lane_writes_the_rows_of_the_sample_logs(monkeypatch):

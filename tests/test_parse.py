@@ -327,3 +327,18 @@ def test_parse_never_raises_on_bytes(grammars, data):
     p = Parser(grammars, "fuzz")
     p.feed(data)
     assert p.line == data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+
+
+def test_a_value_that_does_not_convert_never_stops_the_parse(grammars):
+    """A converter slip (an empty field, a stray token) makes its line unrecognized or other, never a traceback."""
+    p = Parser(grammars, "v.log")
+    lines = [
+        "INFO 09-20 11:51:35 [metrics.py:96] SpecDecoding metrics: Mean acceptance length:  , Accepted: tokens, "
+        "Drafted: 7200 tokens",
+        "INFO 09-20 11:51:35 [loggers.py:123] Engine 000: Avg prompt throughput:  tokens/s, Avg generation "
+        "throughput: x tokens/s, Running: reqs, Waiting: 0 reqs, GPU KV cache usage: %",
+        "[2026-02-26 14:09:45 TP0] Decode batch, #running-req: , accept len: , gen throughput (token/s): ",
+    ]
+    records = p.feed(("\n".join(lines) + "\n").encode())
+    assert p.tally.lines == 3
+    assert all(r.kind in ("spec", "throughput", "decode") for r in records)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
-from acceptmon.records import LaunchConfig, Record
+from acceptmon.records import Record
 from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
@@ -146,7 +146,7 @@ def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> 
 _WORKER: dict[str, Any] = {}
 
 
-def _scan_range(task: tuple[str, int, int]) -> tuple[int, int, LaunchConfig | None]:
+def _scan_range(task: tuple[str, int, int]) -> ParseState:
     path, start, end = task
     parser = Parser(_WORKER["grammars"], path)
     with open(path, "rb") as f:
@@ -157,7 +157,7 @@ def _scan_range(task: tuple[str, int, int]) -> tuple[int, int, LaunchConfig | No
             else:
                 assert isinstance(block, bytes)
                 parser.scan_launches(block)
-    return parser.line, parser.run, parser.launch
+    return parser.state
 
 
 def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
@@ -202,9 +202,9 @@ def _run_parallel(
     with ctx.Pool(max(1, jobs - 1)) as pool:
         scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
         states, state = [], ParseState()
-        for lines, runs, launch in scans:
+        for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
             states.append(state)
-            state = ParseState(state.line + lines, state.run + runs, launch or state.launch)
+            state = state.then(scan)
         tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
         # This process takes every jobs-th range itself; the workers run at most 2 ranges ahead each.
         pending: dict[int, AsyncResult[tuple[list[Any], Tally]]] = {}
