@@ -26,6 +26,7 @@ from acceptmon.compare import (
     matched_load,
 )
 from acceptmon.errors import InputError
+from acceptmon.runref import parse_ref
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline import batch as pipeline
 from tests.conftest import SAMPLES
@@ -244,8 +245,8 @@ def test_missing_file_is_one_line(tmp_path, ref):
 def test_file_name_with_hash_is_a_file_when_it_exists(tmp_path):
     odd = tmp_path / "run#2"
     odd.write_bytes(SEED.read_bytes())
-    assert compare_cmd.parse_ref(str(odd)) == (str(odd), None)
-    assert compare_cmd.parse_ref(str(odd) + "#2") == (str(odd), 2)
+    assert parse_ref(str(odd)) == (str(odd), None)
+    assert parse_ref(str(odd) + "#2") == (str(odd), 2)
 
 
 def test_stdin_on_both_sides_is_refused():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import default_jobs, run
 from acceptmon.records import LaunchConfig, PrefillStats, Record
-from acceptmon.source import check_path
+from acceptmon.runref import parse_ref
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
 HELP = """\
@@ -84,22 +83,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed))
     return 0
-
-
-_RUN = re.compile(r"#([^#/]*)\Z")
-
-
-def parse_ref(ref: str) -> tuple[str, int | None]:
-    """``server.log#2`` -> ('server.log', 2); ``server.log`` -> ('server.log', None). Checks the file."""
-    m = _RUN.search(ref)
-    if m is None or (ref != "-" and Path(ref).is_file()):
-        check_path(ref)
-        return ref, None
-    path, number = ref[: m.start()], m.group(1)
-    if not number.isdigit() or not number.isascii():
-        raise InputError(ref, f"{number!r} is not a run number: write FILE#N, N as listed by `acceptmon runs`")
-    check_path(path)
-    return path, int(number)
 
 
 class _SideJob:

@@ -7,7 +7,6 @@ its runs without speculation become the reference the engine matches buckets aga
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.pipeline.batch import run
 from acceptmon.records import Record
-from acceptmon.source import check_path
+from acceptmon.runref import parse_ref
 
 BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning"})
-_RUN = re.compile(r"#([^#/]*)\Z")
 
 
 class DoctorJob:
@@ -55,19 +53,6 @@ def diagnose(
     run(list(paths), grammars, DoctorJob(doctor), jobs=jobs)
     doctor.finish()
     return doctor
-
-
-def parse_ref(ref: str) -> tuple[str, int | None]:
-    """``base.log#2`` -> ('base.log', 2); ``base.log`` -> ('base.log', None). Checks the file."""
-    m = _RUN.search(ref)
-    if m is None or (ref != "-" and Path(ref).is_file()):
-        check_path(ref)
-        return ref, None
-    path, number = ref[: m.start()], m.group(1)
-    if not number.isdigit() or not number.isascii():
-        raise InputError(ref, f"{number!r} is not a run number: write FILE#N, N as listed by `acceptmon runs`")
-    check_path(path)
-    return path, int(number)
 
 
 def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[RunState], str]:

@@ -1,0 +1,27 @@
+"""``FILE#N``: a file, or the N-th server launch in it (as ``acceptmon runs`` numbers them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from acceptmon.errors import InputError
+from acceptmon.source import check_path
+
+_RUN = re.compile(r"#([^#/]*)\Z")
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """``server.log#2`` -> ('server.log', 2); ``server.log`` -> ('server.log', None). Checks the file.
+
+    A file whose own name ends in ``#...`` and exists is that file.
+    """
+    m = _RUN.search(ref)
+    if m is None or (ref != "-" and Path(ref).is_file()):
+        check_path(ref)
+        return ref, None
+    path, number = ref[: m.start()], m.group(1)
+    if not number.isdigit() or not number.isascii():
+        raise InputError(ref, f"{number!r} is not a run number: write FILE#N, N as listed by `acceptmon runs`")
+    check_path(path)
+    return path, int(number)
