@@ -201,15 +201,15 @@ async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         bars = app.query_one("#positions")
-        assert bars.display and bars.region.width == 34 and app.screen.max_scroll_y == 0
+        assert bars.display and bars.region.width == 30 and app.screen.max_scroll_y == 0
         lines = bar_lines(app)
         width = bars.content_size.width
         assert all(len(line) <= width for line in lines) and lines[0].split() == ["#", "█", "run", "┃", "last",
                                                                                    "mean", "last"]  # fmt: skip
         assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]  # run 2 drafts 4 tokens
         assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
-        # 0.874 and 0.372 of 17 cells: 14 and 6 whole cells, then the tick at the latest 0.865 and 0.362
-        assert lines[1].count("█") == 14 and lines[4].count("█") == 6 and lines[1][17] == "┃"
+        # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362
+        assert lines[1].count("█") == 11 and lines[4].count("█") == 4 and lines[1][14] == "┃"
         assert tile_text(app, "throughput").splitlines() == ["583.0", "sum of 2 engines"]  # 299.3 + 283.7
         assert tile_text(app, "token_usage").splitlines()[1] == "KV, fullest engine"
         assert labels(app)[0] == "engine▲" and [r[:3] for r in cells(app, "ranks")] == [["000", "3.39", "3.47"],

@@ -80,14 +80,23 @@ class Tile(Static):
 class WindowPlot(PlotextPlot):
     """One series over the window in log time, with the previous run's mean as a red reference line."""
 
+    _drawn: tuple[Sequence[tuple[float, float]], Sequence[str], float | None, str] | None = None
+    Y_LABELS = 10
+    """Columns a title leaves for the y tick labels: plotext centres it on the canvas right of them, or drops it."""
+
+    def on_resize(self) -> None:
+        if self._drawn is not None:
+            self.draw(*self._drawn)  # the title that fits depends on the width (the position bars come and go)
+
     def draw(
         self, series: Sequence[tuple[float, float]], titles: Sequence[str], ref: float | None, xlabel: str
     ) -> None:
         """``titles``: longest first; the first that fits is shown (plotext drops a title too long for its width)."""
+        self._drawn = (series, titles, ref, xlabel)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(fit(titles, (self.content_size.width or 10**6) - 2))
+        plt.title(fit(titles, (self.content_size.width or 10**6) - self.Y_LABELS))
         plt.xlabel(xlabel)
         plt.frame(False)  # no box: its top and bottom lines would cost two of a short screen's rows
         plt.yaxes(True, False)
