@@ -205,7 +205,7 @@ async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
         lines = bar_lines(app)
         width = bars.content_size.width
         assert all(len(line) <= width for line in lines) and lines[0].split() == ["#", "█", "run", "┃", "last",
-                                                                                   "mean", "last"]  # fmt: skip
+                                                                                   "run", "last"]  # fmt: skip
         assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]  # run 2 drafts 4 tokens
         assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
         # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362

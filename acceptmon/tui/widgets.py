@@ -155,7 +155,7 @@ class PositionBars(Static):
         """What the widget shows at its current size."""
         width, rows = self.content_size.width or 30, self.content_size.height or 10**6
         span = max(4, width - 13)  # "NN " + bar + " 0.00 0.00"
-        lines = [Text.assemble(("  #", "dim"), (fit(LEGENDS, span).center(span), "dim"), " mean last")]
+        lines = [Text.assemble((" # ", "dim"), (fit(LEGENDS, span).ljust(span), "dim"), ("  run last", "dim"))]
         lines += [_bar(b, span) for b in self._bars]
         if len(lines) > rows:
             lines = lines[1:]
