@@ -36,7 +36,7 @@ LAYERS: dict[str, int] = {
     "sinks": 8, "sinks.table": 8, "sinks.livestate": 8, "sinks.series": 7, "sinks.webconfig": 8,
     "sinks.httpserver": 9, "sinks.runs": 9, "sinks.prometheus": 9, "sinks.output": 9,
     "tui": 8, "tui.view": 8, "tui.verdict": 8, "tui.widgets": 8,
-    "tui.history": 9, "tui.tiles": 9, "tui.filestate": 9, "tui.model": 10, "tui.app": 11,
+    "tui.history": 9, "tui.tiles": 9, "tui.filestate": 9, "tui.positions": 9, "tui.model": 10, "tui.app": 11,
     "cli.args": 12, "cli.wiring": 12, "cli.batch": 13, "cli.compare": 13, "cli.live": 13, "cli.doctor": 13,
     "cli": 14, "__main__": 15, "": 0,
     # doctor: rules and findings, run state, break-even, detectors, engine (pure); rule files, reading, rendering

@@ -239,3 +239,89 @@ def test_no_verdict_before_enough_batches(grammars):
     feed(state, p, decode_line(acc=2.8, tput=94, ts=ts(130)))
     state.compare_runs()
     assert [e.text.split(".")[0] for e in state.view().events if " vs run " in e.text] == ["run 2 vs run 1: better"]
+
+
+VLLM_DP = "vllm_v1_0.10.2_dp.log"
+
+
+def vllm_lines(name: str = VLLM_DP, upto: int | None = None) -> list[str]:
+    """The first ``upto`` lines (all by default) of a bundled vLLM sample log."""
+    from tests.conftest import SAMPLES
+
+    return (SAMPLES / name).read_text().splitlines()[:upto]
+
+
+def test_vllm_spec_lines_are_acceptance_and_throughput_lines_the_load_per_engine(grammars):
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "v.log")
+    feed(state, p, *vllm_lines(upto=18))  # launch lines, then two 10 s intervals of engines 000 and 001
+    v = state.view()
+    assert v.run == 1 and v.unit == "engine" and v.stats_kind == "spec"
+    assert [e.text for e in v.events] == ["launch: Qwen/Qwen3-8B, eagle3 steps 3 topk - draft 4"]  # 3 lines, 1 launch
+    t = v.tiles
+    assert (t.accept_len_last, t.accept_rate) == (3.3, 0.765755)  # engine 001 at 23:42:13
+    assert t.accept_len_mean == 3.25  # (3.17 + 3.30 + 3.21 + 3.30) / 4 = 3.245
+    assert t.draft_accept_rate == 0.75  # accepted / drafted: 0.722, 0.766, 0.736, 0.766
+    assert (t.throughput, t.throughput_ranks, t.unit) == (516.3, 2, "engine")  # 251.2 + 265.1, the latest lines
+    assert (t.running, t.queued, t.token_usage) == (48, 0, 0.336)  # 35 + 13 running; KV of the fuller engine
+    assert [(r.rank, r.accept_len, r.window_mean, r.throughput, r.running, r.queued) for r in v.ranks] == [
+        ("000", 3.21, 3.19, 251.2, 35, 0),
+        ("001", 3.3, 3.3, 265.1, 13, 0),
+    ]
+    assert [y for _, y in v.throughput_series] == [271.4, 258.15]  # per engine, mean of engines, per 10 s interval
+
+
+def test_vllm_per_position_acceptance_is_weighted_by_drafts_over_engines(grammars):
+    state = DashboardState(clock=Clock())
+    p = Parser(grammars, "v.log")
+    feed(state, p, *vllm_lines(upto=18))
+    drafts = (2349, 2682, 2349, 2412)  # per spec line, in file order; the position-1 rates are 0.888 ... 0.919
+    mean_1 = sum(d * r for d, r in zip(drafts, (0.888, 0.917, 0.893, 0.919), strict=True)) / sum(drafts)
+    last_1 = (2349 * 0.893 + 2412 * 0.919) / (2349 + 2412)  # each engine's latest interval
+    got = state.view().positions
+    assert [b.position for b in got] == [1, 2, 3]
+    assert (got[0].mean, got[0].last) == (round(mean_1, 4), round(last_1, 4))
+    assert got[2].last == round((2349 * 0.581 + 2412 * 0.617) / (2349 + 2412), 4)
+
+
+def test_no_per_position_bars_without_per_position_rates(grammars):
+    sglang = DashboardState()
+    feed(sglang, Parser(grammars, "s.log"), launch_line(ts=ts(0)), decode_line(ts=ts(1)))
+    v = sglang.view()
+    assert (v.positions, v.unit, v.stats_kind) == ((), "rank", "decode")
+    v0 = DashboardState()  # vLLM v0: cumulative counters, no per-position rates, no engine index
+    feed(v0, Parser(grammars, "v0.log"), *vllm_lines("vllm_v0_0.6.log", upto=30))
+    v = v0.view()
+    assert v.positions == () and v.unit == "engine" and v.stats_kind == "spec"
+    assert [(r.rank, r.throughput, r.running) for r in v.ranks] == [("", 292.8, 36)]  # the 19:01:11 line
+
+
+def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(grammars):
+    from acceptmon.compare import Batch
+    from acceptmon.tui.filestate import FileState
+
+    f = FileState("v.log")
+    for r in Parser(grammars, "v.log").feed(("\n".join(vllm_lines(upto=13)) + "\n").encode()):
+        if r.kind == "launch":
+            f.launch(r)
+        elif r.kind == "throughput":
+            f.throughput(r, 0.0)
+        elif r.kind == "spec":
+            f.accept(r, 0.0)
+    assert f.launches == 1 and f.pair.current is not None
+    assert list(f.pair.current.batches) == [
+        Batch(3.17, 0.722009, 247.9, 26, True),
+        Batch(3.3, 0.766219, 294.9, 28, True),
+    ]
+
+    state = DashboardState(clock=Clock())
+    feed(state, Parser(grammars, "v.log"), *vllm_lines())
+    state.compare_runs()
+    v = state.view()
+    verdicts = [e.text for e in v.events if " vs run " in e.text]
+    assert len(verdicts) == 1 and verdicts[0].startswith("run 2 vs run 1: better. run 2 +12.8 % tok/s")
+    assert "accept len 3.48 vs 2.98" in verdicts[0]
+    # The history's vLLM throughput is the engines' means added up; the per-engine plot's reference halves it.
+    run1 = next(h for h in v.history if h.run == 1)
+    assert run1.ranks == 2 and v.throughput_reference == run1.gen_throughput_mean / 2
+    assert v.throughput_reference_label == "run 1 mean per engine" and v.accept_reference == run1.accept_len_mean

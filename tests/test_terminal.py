@@ -216,3 +216,26 @@ def test_demo_at_140x45_is_legible(tmp_path):
         term.quit()
     finally:
         term.close()
+
+
+@pytest.mark.parametrize("size", [(140, 45), (80, 24)])
+def test_demo_of_a_vllm_log_shows_engines_and_position_bars(tmp_path, size):
+    term = Terminal(acceptmon("demo", "--sample", "vllm_v1_0.10", "--speed", "300"), size=size)
+    try:
+        assert term.wait_for("replay finished", timeout=30.0), term.screen()
+        assert term.wait_for("run 2 vs run 1: better", timeout=15.0), term.screen()  # judged every 10 s
+        screen = term.screen()
+        print("\n" + screen)
+        assert legible(screen.replace("(CI +2.3 … +27.1 %)", "(CI +2.3 to +27.1 %)")) == [], (
+            screen
+        )  # a range, not a cut
+        texts = ["vllm_v1_0.10.2_dp.log (demo, 300x)", "last spec 00:02:09", "window mean 3.48", "sum of 2 engines",
+                 "accepted by position", "█ run ┃ last", "0.87 0.86", "0.37 0.36", "accept len"]  # fmt: skip
+        if size == (140, 45):
+            texts += ["KV, fullest engine", "engines: accept len last", "000     3.39  3.47  299.3",
+                      "gen tok/s per engine", "accept len  (--- run 1 mean 2.98)"]  # fmt: skip
+        for text in texts:
+            assert text in screen, (text, screen)
+        term.quit()
+    finally:
+        term.close()

@@ -179,3 +179,63 @@ def test_header_packs_whole_parts():
     text: Text = pack([("aaaa", ""), ("bbbbbb", "bold"), ("cc", "")], 12)
     assert text.plain.splitlines() == ["aaaa  bbbbbb", "cc"]
     assert pack([("a" * 20, "")], 12).plain == "a" * 20  # a part wider than the line keeps its own line
+
+
+def vllm_state(grammars) -> DashboardState:
+    """The bundled vLLM data-parallel sample: two runs, two engines, per-position rates."""
+    from tests.test_dashboard import vllm_lines
+
+    state = DashboardState(clock=Clock())
+    feed(state, Parser(grammars, "vllm.log"), *vllm_lines())
+    return state
+
+
+def bar_lines(app: AcceptmonApp) -> list[str]:
+    from acceptmon.tui.widgets import PositionBars
+
+    return [line.plain for line in app.query_one("#positions", PositionBars).lines()]
+
+
+async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
+    app = AcceptmonApp(vllm_state(grammars), files="vllm.log")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bars = app.query_one("#positions")
+        assert bars.display and bars.region.width == 30 and app.screen.max_scroll_y == 0
+        lines = bar_lines(app)
+        width = bars.content_size.width
+        assert all(len(line) <= width for line in lines) and lines[0].split() == ["#", "█", "run", "┃", "last",
+                                                                                   "run", "last"]  # fmt: skip
+        assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]  # run 2 drafts 4 tokens
+        assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
+        # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362
+        assert lines[1].count("█") == 11 and lines[4].count("█") == 4 and lines[1][14] == "┃"
+        assert tile_text(app, "throughput").splitlines() == ["583.0", "sum of 2 engines"]  # 299.3 + 283.7
+        assert tile_text(app, "token_usage").splitlines()[1] == "KV, fullest engine"
+        assert labels(app)[0] == "engine▲" and [r[:3] for r in cells(app, "ranks")] == [["000", "3.39", "3.47"],
+                                                                                        ["001", "3.51", "3.49"]]  # fmt: skip
+        assert app.query_one("#ranks", DataTable).border_title.startswith("engines: ")
+        assert "last spec 00:02:09" in str(app.query_one("#header").render())
+
+
+async def test_vllm_at_80x24_keeps_the_bars_whole_beside_the_accept_plot(grammars):
+    app = AcceptmonApp(vllm_state(grammars), files="vllm.log")
+    async with app.run_test(size=(80, 24)) as pilot:
+        bars, plot = app.query_one("#positions"), app.query_one("#accept_plot")
+        await pilot.wait_for_scheduled_animations()
+        # laid out in the short, narrow layout with the bars shown (a busy machine takes a few refreshes)
+        assert await until(pilot, lambda: app.screen.has_class("-short") and bars.display and bars.region.width == 28)
+        await pilot.pause(0.1)
+        assert bars.display and plot.display and not app.query_one("#throughput_plot").display
+        assert app.screen.max_scroll_y == 0 and bars.region.right <= 80 and plot.region.width >= 45
+        lines = bar_lines(app)
+        assert len(lines) == 5 and all(len(line) <= bars.content_size.width for line in lines)
+        assert lines[1].endswith(" 0.87 0.86")
+
+
+async def test_sglang_shows_no_position_bars(grammars):
+    async with AcceptmonApp(seeded_state(grammars)).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not pilot.app.query_one("#positions").display
+        assert labels(pilot.app)[0] == "rank▲"
+        assert pilot.app.query_one("#ranks", DataTable).border_title.startswith("ranks: ")

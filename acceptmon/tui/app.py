@@ -5,7 +5,9 @@ which the live source feeds from a worker thread. The app redraws on a timer
 (four times a second, and only what changed), so a log growing by thousands of
 lines a second costs one redraw per tick, and keys stay responsive. Small terminals
 get fewer things, each whole: under 34 rows the short layout (title-only borders), under
-120 columns no rank table, running or KV tile, or throughput plot.
+120 columns no rank table, running or KV tile, or throughput plot. A vLLM log's rows are its
+engines, and the per-position acceptance bars stand beside the plots (hidden when the
+current file's server logs no per-position rates).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from acceptmon.fmt import number as fmt
 from acceptmon.tui.history import HISTORY_COLUMNS, NARROW_HISTORY_COLUMNS, history_cells
 from acceptmon.tui.model import DashboardState
 from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_parts
-from acceptmon.tui.widgets import HelpScreen, Tile, WindowPlot, pack
+from acceptmon.tui.widgets import HelpScreen, PositionBars, Tile, WindowPlot, pack
 
 REFRESH_SECONDS = 0.25
 COMPARE_SECONDS = 10.0
@@ -66,6 +68,8 @@ class AcceptmonApp(App[None]):
         self._sort: tuple[str, bool] = ("rank", False)
         self._history_key: object = None
         self._sigterm = False
+        self._unit = "rank"
+        """What the rank table's rows are: ``rank`` or ``engine`` (the current file's)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
@@ -79,6 +83,7 @@ class AcceptmonApp(App[None]):
         with Horizontal(id="plots"):
             yield WindowPlot(id="accept_plot")
             yield WindowPlot(id="throughput_plot")
+            yield PositionBars(id="positions")
         with Horizontal(id="tables"):
             with Vertical(id="ranks_box"):
                 yield DataTable(id="ranks", cursor_type="row", zebra_stripes=True)
@@ -88,10 +93,7 @@ class AcceptmonApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        ranks = self.query_one("#ranks", DataTable)
-        for key, label in RANK_COLUMNS:
-            ranks.add_column(label, key=key)
-        ranks.border_title = "ranks: accept len last, window mean (s sorts)"
+        self._rank_columns()
         self.query_one("#history", DataTable).border_title = "run history (means: len = accept len, rate = normalized)"
         self.query_one("#events", RichLog).border_title = "events (log time)"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
@@ -176,6 +178,9 @@ class AcceptmonApp(App[None]):
             self._fill_ranks(view.ranks)  # "last seen" moves on with time
             return
         self._version = view.version
+        if view.unit != self._unit:
+            self._unit = view.unit
+            self._rank_columns()
         self._tiles(view)
         self._plots(view)
         self._fill_ranks(view.ranks)
@@ -196,7 +201,7 @@ class AcceptmonApp(App[None]):
         self.query_one("#accept_rate", Tile).show(fmt(t.draft_accept_rate), [
             ("accept rate", f"normalized; logged {logged}"), ("accept rate", f"normalized;\nlogged {logged}"),
             ("accept rate", f"norm.; logged {logged}")], t.health)  # fmt: skip
-        ranks = f"{t.throughput_ranks or ''} rank{'' if t.throughput_ranks == 1 else 's'}".lstrip()
+        ranks = f"{t.throughput_ranks or ''} {t.unit}{'' if t.throughput_ranks == 1 else 's'}".lstrip()
         self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), [
             ("gen throughput", f"tok/s, sum of {ranks}"), ("gen throughput", f"tok/s,\nsum of {ranks}"),
             ("gen tok/s", f"sum of {ranks}")])  # fmt: skip
@@ -204,26 +209,37 @@ class AcceptmonApp(App[None]):
         queued = f"{fmt(t.running)} running" if self.narrow else "requests"
         self.query_one("#queued", Tile).show(fmt(t.queued), [("queued req", queued)], "warn" if t.queued else "none")
         usage = None if t.token_usage is None else 100 * t.token_usage
-        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), [("token usage", "KV, fullest rank")])
+        self.query_one("#token_usage", Tile).show(fmt(usage, 0, "%"), [("token usage", f"KV, fullest {t.unit}")])
 
     def _plots(self, v: View) -> None:
         short = self.size.height < SHORT_BELOW_ROWS
         xlabel = "" if short else f"seconds into the {self.state.window:.0f} s window (log time)"
-        for plot_id, series, ref, ref_label, title in (
+        bars = self.query_one("#positions", PositionBars)
+        bars.display = bool(v.positions)
+        bars.show(v.positions)
+        for plot_id, series, ref, ref_label, title, brief in (
             ("#accept_plot", v.accept_series, v.accept_reference, v.accept_reference_label,
-             "accept len, mean of ranks"),
+             f"accept len, mean of {v.unit}s", "accept len"),
             ("#throughput_plot", v.throughput_series, v.throughput_reference, v.throughput_reference_label,
-             "gen tok/s per rank, mean of ranks"),
+             f"gen tok/s per {v.unit}, mean of {v.unit}s", f"gen tok/s per {v.unit}"),
         ):  # fmt: skip
-            if ref is not None:
-                title += f"  (--- {ref_label} {ref:.2f})"
+            refs = (f"  (--- {ref_label} {ref:.2f})", f"  (--- {ref:.2f})") if ref is not None else ("", "")
             x = (f"  x: s in the {self.state.window:.0f} s window", "  x: seconds") if short else ()
-            self.query_one(plot_id, WindowPlot).draw(series, [*(title + t for t in x), title], ref, xlabel)
+            titles = [*(title + refs[0] + t for t in x), title + refs[0], brief + refs[0], brief + refs[1], brief]
+            self.query_one(plot_id, WindowPlot).draw(series, titles, ref, xlabel)
+
+    def _rank_columns(self) -> None:
+        """The rank table's columns, the first named for what the rows are (its width fits the name)."""
+        table = self.query_one("#ranks", DataTable)
+        table.clear(columns=True)
+        for key, label in RANK_COLUMNS:
+            table.add_column(self._unit if key == "rank" else label, key=key)
+        table.border_title = f"{self._unit}s: accept len last, window mean (s sorts)"
 
     def _fill_ranks(self, rows: tuple[RankRow, ...]) -> None:
         table = self.query_one("#ranks", DataTable)
         column, reverse = self._sort
-        labels = dict(RANK_COLUMNS)
+        labels = dict(RANK_COLUMNS) | {"rank": self._unit}
         for ck, col in table.columns.items():  # the sorted column says so: ▲ ascending, ▼ descending
             col.label = Text(labels[str(ck.value)] + (("▼" if reverse else "▲") if ck.value == column else ""))
 

@@ -40,25 +40,32 @@ def history_rows(
     return rows
 
 
-def references(history: Sequence[RunSummary], file: str, current: int) -> References:
-    """Reference lines for run ``current`` of ``file``."""
+def references(history: Sequence[RunSummary], file: str, current: int, unit: str = "rank") -> References:
+    """Reference lines for run ``current`` of ``file``.
+
+    ``unit`` ``engine``: a vLLM run's gen throughput mean is its engines' means added up (the
+    server's rate); the plot shows one engine's, so the reference is that sum over the engines.
+    """
     earlier = [h for h in history if h.file == file and h.run < current and h.batches]
     prev = earlier[-1] if earlier else None
     accept = prev.accept_len_mean if prev else None
     accept_label = f"run {prev.run} mean" if prev and accept is not None else ""
     base = [h for h in earlier if h.spec_algorithm is None and h.gen_throughput_mean is not None]
-    if base:
-        return References(accept, accept_label, base[-1].gen_throughput_mean, f"no-spec run {base[-1].run} mean")
-    if prev and prev.gen_throughput_mean is not None:
-        return References(accept, accept_label, prev.gen_throughput_mean, f"run {prev.run} mean")
-    return References(accept, accept_label)
+    ref, label = (base[-1], "no-spec run") if base else (prev, "run")
+    tput = ref.gen_throughput_mean if ref else None
+    if ref is None or tput is None:
+        return References(accept, accept_label)
+    if unit == "engine" and ref.ranks > 1:
+        return References(accept, accept_label, tput / ref.ranks, f"{label} {ref.run} mean per engine")
+    return References(accept, accept_label, tput, f"{label} {ref.run} mean")
 
 
 def launch_text(c: LaunchConfig, same_as: int | None) -> str:
     """The event of a launch: model and speculative settings, and whether the previous run had the same config."""
     spec = "no speculation"
     if c.spec_algorithm:
-        spec = f"{c.spec_algorithm} steps {c.spec_num_steps} topk {c.spec_eagle_topk} draft {c.spec_num_draft_tokens}"
+        spec = " ".join((c.spec_algorithm, f"steps {number(c.spec_num_steps)}", f"topk {number(c.spec_eagle_topk)}",
+                         f"draft {number(c.spec_num_draft_tokens)}"))  # fmt: skip
     same = f" (same config as run {same_as})" if same_as is not None else ""
     return f"launch: {c.model_path or 'model ?'}, {spec}{same}"
 

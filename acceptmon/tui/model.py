@@ -9,7 +9,9 @@ events and the run history. Keeping it
 here, apart from Textual, means the numbers on screen are tested without a
 screen, and the UI only lays them out.
 
-The window is measured in log time (the timestamps SGLang wrote), so a back-filled
+Acceptance comes from SGLang decode lines or vLLM spec lines, load (throughput, running,
+queued, KV) from decode lines or vLLM throughput lines; rows are ranks or engines (see
+:mod:`acceptmon.tui.tiles`). The window is measured in log time (the timestamps the server wrote), so a back-filled
 or replayed log shows the same window as a live one. A new launch clears the
 window of its file: the plots and tiles describe the current run, and the previous
 run's mean becomes the reference line. Events carry the log time of the record
@@ -27,12 +29,13 @@ from datetime import datetime
 
 from acceptmon.kinds import KINDS
 from acceptmon.parse import Tally
-from acceptmon.records import DecodeStats, LaunchConfig, Record
+from acceptmon.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
 from acceptmon.sinks.livestate import FileInfo, LiveStats, RankSeries
 from acceptmon.stats import RunSummary, Stats
-from acceptmon.tui.filestate import FileState, epoch
+from acceptmon.tui.filestate import FileState
 from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
-from acceptmon.tui.tiles import rank_row, tiles
+from acceptmon.tui.positions import positions
+from acceptmon.tui.tiles import ACCEPT_KINDS, LOAD_KINDS, rank_rows, tiles, unit
 from acceptmon.tui.verdict import judge
 from acceptmon.tui.view import Event, Level, Tiles, View, finding_event
 from acceptmon.window import Window
@@ -86,8 +89,12 @@ class DashboardState:
                 kind = KINDS[r.kind]
                 if kind.starts_run:
                     self._launch(f, r)
-                elif isinstance(r, DecodeStats):
-                    self._decode(f, r, now)
+                elif isinstance(r, DecodeStats | SpecStats):
+                    self._last_file = f.file
+                    f.accept(r, now)
+                    self._judge(f, r.timestamp)
+                elif isinstance(r, ThroughputStats):
+                    f.throughput(r, now)
                 elif r.kind == "prefill":
                     f.pair.prefill(r.rank or "")
             if tally is not None:
@@ -134,15 +141,16 @@ class DashboardState:
         """Time-driven events: staleness (no decode line while requests are queued)."""
         now = self.clock()
         with self._lock:
-            ranks = self._current_ranks()
+            load = self._current(LOAD_KINDS)
             for f in self._files.values():
                 if f.last_seen is None or f.file in self._ended:
                     continue
-                queued = sum(getattr(r.last, "queue_req", None) or 0 for r in ranks if r.file == f.file)
+                queued = sum(getattr(r.last, "queue_req", None) or 0 for r in load if r.file == f.file)
                 stale = now - f.last_seen > self.stale_after and queued > 0
                 if stale and not f.stale:
                     last = f" (last logged {datetime.fromtimestamp(f.last_t):%H:%M:%S})" if f.last_t else ""
-                    text = f"no decode line for {now - f.last_seen:.0f} s{last} while {queued} requests are queued"
+                    kind = f.last.kind if f.last else "decode"
+                    text = f"no {kind} line for {now - f.last_seen:.0f} s{last} while {queued} requests are queued"
                     self._event("bad", f"{f.file}: {text}", f.file)
                     self.version += 1
                 f.stale = stale
@@ -155,10 +163,11 @@ class DashboardState:
             files = tuple(self._files)
             cur = self._files.get(self._last_file or "") if self._last_file else None
             info = self._info(cur.file) if cur else None
-            ranks = sorted(self._current_ranks(), key=lambda r: (r.file, r.rank))
-            rows = tuple(rank_row(r, self._files[r.file].window, now) for r in ranks if r.file in self._files)
+            current = self._current(ACCEPT_KINDS + LOAD_KINDS)
+            rows = tuple(rank_rows(current, {f: x.window for f, x in self._files.items()}, now))
+            mine = [s for s in current if cur is not None and s.file == cur.file]
             history = self._history_rows()
-            refs = self._references(cur, history)
+            refs = self._references(cur, history, unit(mine))
             last_ts = cur.last_t if cur else None
             run = (cur.runs_before + (info.run if info else 0)) if cur else 0
             infos = {i.file: i for i in self.live.snapshot().files}
@@ -170,7 +179,7 @@ class DashboardState:
                 run_start=cur.baseline.start if cur else None,
                 last_decode_ago=(now - cur.last_seen) if cur and cur.last_seen is not None else None,
                 last_decode_time=datetime.fromtimestamp(last_ts) if last_ts is not None else None,
-                tiles=self._tiles(cur, ranks),
+                tiles=self._tiles(cur, [s for s in mine if s.kind in LOAD_KINDS]),
                 accept_series=tuple(cur.window.series("accept")) if cur else (),
                 throughput_series=tuple(cur.window.series("tput")) if cur else (),
                 accept_reference=refs.accept,
@@ -178,6 +187,9 @@ class DashboardState:
                 throughput_reference=refs.throughput,
                 throughput_reference_label=refs.throughput_label,
                 ranks=rows,
+                unit=unit(mine),
+                positions=positions([s for s in mine if s.kind == "spec"]),
+                stats_kind=cur.last.kind if cur and cur.last else "decode",
                 history=tuple(history),
                 current_run_key=(cur.file, run) if cur else None,
                 events=tuple(self._events),
@@ -197,10 +209,11 @@ class DashboardState:
     def _info(self, file: str) -> FileInfo | None:
         return next((i for i in self.live.snapshot().files if i.file == file), None)
 
-    def _current_ranks(self) -> list[RankSeries]:
-        """The latest decode record of each rank in each file's current run."""
-        runs = {i.file: i.run for i in self.live.snapshot().files}
-        return [s for s in self.live.snapshot().series if s.kind == "decode" and s.run == runs.get(s.file)]
+    def _current(self, kinds: tuple[str, ...]) -> list[RankSeries]:
+        """The series of ``kinds`` (latest record per rank or engine) in each file's current run."""
+        snap = self.live.snapshot()
+        runs = {i.file: i.run for i in snap.files}
+        return [s for s in snap.series if s.kind in kinds and s.run == runs.get(s.file)]
 
     def compare_runs(self) -> None:
         """Judge each file's current run against its previous one (slow: call off the UI thread)."""
@@ -227,30 +240,12 @@ class DashboardState:
         self._events.append(Event(at, level, text, file))
 
     def _launch(self, f: FileState, r: Record) -> None:
-        f.baseline.restart(r.timestamp)
-        f.window.clear()
-        f.last = None
-        f.collapsed = False
-        c: LaunchConfig = getattr(r, "config", LaunchConfig())
-        f.launches += 1
-        f.pair.launch(f.runs_before + f.launches)
-        f.same_config = c == f.config
-        f.config = c
+        if not f.launch(r):
+            return
+        c: LaunchConfig = f.config or LaunchConfig()
         same_as = f.runs_before + f.launches - 1 if f.same_config else None
         self._event("info", launch_text(c, same_as), f.file, r.timestamp)
         self._last_file = f.file
-
-    def _decode(self, f: FileState, r: DecodeStats, now: float) -> None:
-        self._last_file = f.file
-        f.last_seen, f.last = now, r
-        t = epoch(r.timestamp, now)
-        if f.baseline.start is None:
-            f.baseline.start = r.timestamp  # decode lines before any launch: the run starts with them
-        f.last_t = t
-        f.window.add(t, r.rank or "", r.accept_len, r.draft_accept_rate, r.gen_throughput)
-        f.baseline.add(r.accept_len, r.timestamp)
-        f.pair.add(r, f.runs_before + f.launches)
-        self._judge(f, r.timestamp)
 
     def _judge(self, f: FileState, at: datetime | None) -> None:
         acc = f.window.accept
@@ -280,11 +275,10 @@ class DashboardState:
             self._event("warn", f"format drift: {n - f.unrecognized} unrecognized stats-like line(s){sample}", f.file)
             f.unrecognized = n
 
-    def _tiles(self, cur: FileState | None, ranks: list[RankSeries]) -> Tiles:
+    def _tiles(self, cur: FileState | None, load: list[RankSeries]) -> Tiles:
         if cur is None:
             return Tiles()
-        mine = [r.last for r in ranks if r.file == cur.file and isinstance(r.last, DecodeStats)]
-        return tiles(cur.window, cur.baseline.mean, cur.collapsed, cur.last, mine)
+        return tiles(cur.window, cur.baseline.mean, cur.collapsed, cur.last, load)
 
     def _history_rows(self) -> list[RunSummary]:
         return history_rows(
@@ -293,8 +287,8 @@ class DashboardState:
             self._stats.summaries(),
         )
 
-    def _references(self, cur: FileState | None, history: list[RunSummary]) -> References:
+    def _references(self, cur: FileState | None, history: list[RunSummary], rows: str) -> References:
         if cur is None:
             return References()
         info = self._info(cur.file)
-        return references(history, cur.file, cur.runs_before + (info.run if info else 0))
+        return references(history, cur.file, cur.runs_before + (info.run if info else 0), rows)

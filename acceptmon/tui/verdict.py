@@ -5,6 +5,12 @@ Each file keeps the decode batches of its last two runs read live (the most rece
 runs :func:`acceptmon.compare.compare` on them, so the dashboard says ``better``,
 ``worse`` or ``no difference`` exactly when ``acceptmon compare FILE#A FILE#B`` would
 on the same batches.
+
+A vLLM server logs no decode batches: each engine logs a throughput line and then a spec
+line per interval (5 or 10 s). One spec line is one batch here: its accept len and rate,
+with the gen throughput and running requests of its engine's latest throughput line (the
+same interval's), steady when that line shows no waiting request. vLLM has no prefill
+line to tell a decode-only stretch, so "steady" means only "nothing queued" for it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from acceptmon.compare import Batch, Side, compare
-from acceptmon.records import DecodeStats
+from acceptmon.records import DecodeStats, SpecStats, ThroughputStats
 
 KEEP = 2000
 """Batches kept per run (the latest): bounds memory and the cost of one judgement."""
@@ -47,10 +53,18 @@ class RunPair:
     def prefill(self, rank: str) -> None:
         self.after_prefill[rank] = True
 
-    def add(self, r: DecodeStats, run: int) -> None:
-        """A decode batch; steady as ``compare`` says: no queue, no prefill since the rank's last decode line."""
+    def add(self, r: DecodeStats | SpecStats, run: int, load: ThroughputStats | None = None) -> None:
+        """A decode batch; steady as ``compare`` says: no queue, no prefill since the rank's last decode line.
+
+        A spec line (vLLM) takes throughput, running and queue from ``load``, its engine's latest throughput line.
+        """
         if self.current is None:
             self.current = RunBatches(run)
+        if isinstance(r, SpecStats):
+            tput, running, queued = (load.gen_throughput, load.running_req, load.queue_req) if load else (None,) * 3
+            batch = Batch(r.accept_len, r.draft_accept_rate, tput, running, queued == 0)
+            self.current.batches.append(batch)
+            return
         rank = r.rank or ""
         steady = r.queue_req == 0 and not self.after_prefill.get(rank, True)
         self.after_prefill[rank] = False

@@ -46,6 +46,18 @@ class RankRow:
 
 
 @dataclass(frozen=True)
+class Position:
+    """One bar of the per-position acceptance chart (vLLM 0.9+ logs the rates per draft position)."""
+
+    position: int
+    """1 for the first draft token."""
+    mean: float | None
+    """The current run's fraction of drafts accepted up to this position, weighted by drafts (all engines)."""
+    last: float | None
+    """The same over each engine's latest interval."""
+
+
+@dataclass(frozen=True)
 class Tiles:
     accept_len_last: float | None = None
     accept_len_mean: float | None = None
@@ -54,6 +66,8 @@ class Tiles:
     throughput: float | None = None
     throughput_ranks: int = 0
     """Ranks whose latest gen throughput is in ``throughput`` (a sum)."""
+    unit: str = "rank"
+    """What the file's rows are: ``rank`` (SGLang ranks) or ``engine`` (vLLM engines)."""
     running: int | None = None
     queued: int | None = None
     token_usage: float | None = None
@@ -81,6 +95,12 @@ class View:
     throughput_reference: float | None
     throughput_reference_label: str
     ranks: tuple[RankRow, ...]
+    unit: str
+    """What the current file's rank rows are: ``rank`` or ``engine``."""
+    positions: tuple[Position, ...]
+    """Per draft position acceptance of the current file's run; empty when its server logs none."""
+    stats_kind: str
+    """The kind of the current file's acceptance lines (``decode``, ``spec``): the header's "last decode"."""
     history: tuple[RunSummary, ...]
     current_run_key: tuple[str, int] | None
     events: tuple[Event, ...]
@@ -120,9 +140,9 @@ def header_parts(v: View, label: str, *, paused: bool, narrow: bool) -> list[Par
                              f"draft{'' if narrow else ' tokens'} {number(cfg.spec_num_draft_tokens)}"))  # fmt: skip
         parts.append((spec, "bold"))
     if v.last_decode_time is None:
-        parts.append(("no decode line yet", ""))
+        parts.append((f"no {v.stats_kind} line yet", ""))
     else:
-        parts.append((f"last decode {v.last_decode_time:%H:%M:%S} (read {ago(v.last_decode_ago)})", ""))
+        parts.append((f"last {v.stats_kind} {v.last_decode_time:%H:%M:%S} (read {ago(v.last_decode_ago)})", ""))
     parts.append((f"{v.lines:,} lines", ""))
     if v.waiting:
         parts.append((f"waiting for {', '.join(v.waiting)} to appear", "bold yellow"))

@@ -1,4 +1,4 @@
-"""The dashboard's own widgets: a value tile, the window plot, header packing and the help screen.
+"""The dashboard's own widgets: a value tile, the window plot, the per-position bars, header packing, the help.
 
 Each shows whole words or nothing: a tile picks the longest of its wordings that fits
 its width, the header wraps between parts, never inside one, so a small terminal shows
@@ -8,7 +8,7 @@ less rather than everything cut.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -80,14 +80,23 @@ class Tile(Static):
 class WindowPlot(PlotextPlot):
     """One series over the window in log time, with the previous run's mean as a red reference line."""
 
+    _drawn: tuple[Sequence[tuple[float, float]], Sequence[str], float | None, str] | None = None
+    Y_LABELS = 10
+    """Columns a title leaves for the y tick labels: plotext centres it on the canvas right of them, or drops it."""
+
+    def on_resize(self) -> None:
+        if self._drawn is not None:
+            self.draw(*self._drawn)  # the title that fits depends on the width (the position bars come and go)
+
     def draw(
         self, series: Sequence[tuple[float, float]], titles: Sequence[str], ref: float | None, xlabel: str
     ) -> None:
         """``titles``: longest first; the first that fits is shown (plotext drops a title too long for its width)."""
+        self._drawn = (series, titles, ref, xlabel)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(fit(titles, (self.content_size.width or 10**6) - 2))
+        plt.title(fit(titles, (self.content_size.width or 10**6) - self.Y_LABELS))
         plt.xlabel(xlabel)
         plt.frame(False)  # no box: its top and bottom lines would cost two of a short screen's rows
         plt.yaxes(True, False)
@@ -104,6 +113,77 @@ class WindowPlot(PlotextPlot):
         if ref is not None:
             plt.hline(ref, color="red")
         self.refresh()
+
+
+class Position(Protocol):
+    """One bar (an ``acceptmon.tui.view.Position``): draft position, the run's acceptance, the latest interval's."""
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def mean(self) -> float | None: ...
+
+    @property
+    def last(self) -> float | None: ...
+
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+LEGENDS = ("█ run ┃ last", "█run ┃last", "")
+"""The bars' legend, longest first: the bar is this run's mean, the tick the latest interval."""
+
+
+class PositionBars(Static):
+    """Per draft position, a bar of the run's acceptance and a tick at the latest interval's, with both numbers.
+
+    Lines are whole: with too few rows the legend goes first, then the last positions (a line says how many).
+    """
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__("", id=id)
+        self.border_title = "accepted by position"
+        self._bars: Sequence[Position] = ()
+
+    def show(self, bars: Sequence[Position]) -> None:
+        self._bars = bars
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def lines(self) -> list[Text]:
+        """What the widget shows at its current size."""
+        width, rows = self.content_size.width or 30, self.content_size.height or 10**6
+        span = max(4, width - 13)  # "NN " + bar + " 0.00 0.00"
+        lines = [Text.assemble((" # ", "dim"), (fit(LEGENDS, span).ljust(span), "dim"), ("  run last", "dim"))]
+        lines += [_bar(b, span) for b in self._bars]
+        if len(lines) > rows:
+            lines = lines[1:]
+        if len(lines) > rows:
+            keep = max(0, rows - 1)
+            lines = [*lines[:keep], Text(f"+{len(lines) - keep} positions: a taller terminal shows them", "dim")]
+        return lines
+
+    def _draw(self) -> None:
+        self.update(Text("\n").join(self.lines()))
+
+
+def _bar(b: Position, span: int) -> Text:
+    """``NN ██████▌   ┃  0.87 0.86``: the bar is the run's mean, the tick the latest interval's."""
+    cells = [" "] * span
+    if b.mean is not None:
+        filled = max(0.0, min(1.0, b.mean)) * span
+        cells[: int(filled)] = ["█"] * int(filled)
+        if int(filled) < span:
+            cells[int(filled)] = EIGHTHS[int((filled - int(filled)) * 8)]
+    text = Text(f"{b.position:>2} ")
+    tick = None if b.last is None else min(span - 1, int(max(0.0, min(1.0, b.last)) * span))
+    for i, c in enumerate(cells):
+        text.append("┃" if i == tick else c, style="bold yellow" if i == tick else "cyan")
+    mean = "-" if b.mean is None else f"{b.mean:.2f}"
+    last = "-" if b.last is None else f"{b.last:.2f}"
+    text.append(f" {mean:>4} {last:>4}")
+    return text
 
 
 HELP = """\
@@ -124,6 +204,10 @@ Red: window mean below --alert-below, or 30% below the run's first 10 min.
 No stall alarm once the input has ended (a finished demo replay).
 "same config as run N": the launch repeats the previous run's server_args,
   so a change in accept len comes from elsewhere (draft model, workload).
+vLLM: acceptance from spec lines, load from throughput lines; the rows are
+  engines and the tiles sum them. "accepted by position": per draft
+  position, the share of drafts accepted up to it (bar: this run, weighted
+  by drafts; ┃ and "last": each engine's latest interval).
 Under 120 columns: no rank table, running or KV tile, or throughput plot."""
 
 
