@@ -26,9 +26,9 @@ from acceptmon.compare import (
     matched_load,
 )
 from acceptmon.errors import InputError
-from acceptmon.runref import parse_ref
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline import batch as pipeline
+from acceptmon.runref import parse_ref
 from tests.conftest import SAMPLES
 from tests.data.compare.make import GOLDEN, SCENARIOS, render, write_logs
 
@@ -289,7 +289,7 @@ def test_a_run_compared_with_itself_has_no_change(side_batches, seed):
 
 
 def test_compare_reads_vllm_spec_and_throughput_lines():
-    """vLLM: acceptance from spec lines, throughput from throughput lines, both through the same rule."""
+    """vLLM: a batch per spec line, with the load of the throughput line before it."""
     from tests.conftest import SAMPLES
 
     log = str(SAMPLES / "vllm_v1_0.10.2_dp.log")
@@ -297,8 +297,8 @@ def test_compare_reads_vllm_spec_and_throughput_lines():
     lines = open(log).read().splitlines()
     second = [i for i, line in enumerate(lines) if "non-default args" in line][1]  # run 2's first launch line
     run1 = lines[:second]
-    assert sum(x.accept_len is not None for x in a.batches) == sum("SpecDecoding metrics" in x for x in run1)
-    assert sum(x.gen_throughput is not None for x in a.batches) == sum("Avg prompt throughput" in x for x in run1)
+    assert len(a.batches) == sum("SpecDecoding metrics" in x for x in run1)  # a batch per spec line
+    assert all(x.accept_len is not None and x.gen_throughput is not None for x in a.batches)  # with its load
     result = compare(a, b)
     assert result.a.accept_len.mean is not None and result.b.gen_throughput.mean is not None
     assert result.verdict in ("better", "worse", "no difference")

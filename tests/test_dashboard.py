@@ -325,3 +325,18 @@ def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(gram
     run1 = next(h for h in v.history if h.run == 1)
     assert run1.ranks == 2 and v.throughput_reference == run1.gen_throughput_mean / 2
     assert v.throughput_reference_label == "run 1 mean per engine" and v.accept_reference == run1.accept_len_mean
+
+
+def test_tail_judges_vllm_runs_as_compare_does(grammars):
+    """The same batches (a spec line with its engine's latest load) give the same verdict and reason."""
+    from acceptmon.cli.compare import read_side
+    from acceptmon.compare import compare
+    from tests.conftest import SAMPLES
+
+    log = SAMPLES / "vllm_v1_0.10.2_dp.log"
+    state = DashboardState()
+    feed(state, Parser(grammars, str(log)), *log.read_text().splitlines())
+    state.compare_runs()
+    verdicts = [e.text for e in state.view().events if " vs run " in e.text]
+    expected = compare(read_side(str(log), 1, grammars), read_side(str(log), 2, grammars))
+    assert verdicts == [f"run 2 vs run 1: {expected.verdict}. {expected.reason.replace('B ', 'run 2 ', 1)}"]

@@ -86,32 +86,42 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 class _SideJob:
-    """Reduce records to compact tuples (in workers too); mark steady batches in file order."""
+    """Reduce records to compact tuples (in workers too); mark steady batches in file order.
+
+    A batch is an SGLang decode line (acceptance and throughput at once), or a vLLM spec line with
+    the throughput, running and waiting requests of the latest throughput line of the engine it
+    follows (vLLM logs no prefill lines: steady means no waiting request). ``tail`` judges runs with
+    the same batches.
+    """
 
     records_wanted = frozenset({"decode", "prefill", "spec", "throughput"})
-    """SGLang decode lines carry acceptance and throughput at once; vLLM's spec lines carry acceptance and its
-    throughput lines throughput, so each is a batch with the other's metrics empty."""
 
     def __init__(self, run_no: int | None) -> None:
         self.run_no = run_no
         self.batches: list[Batch] = []
         self.runs: dict[int, LaunchConfig | None] = {}
         self._after_prefill: dict[tuple[str, int, str], bool] = {}
+        self._engine: dict[str, str] = {}
+        """Per file: the engine of its latest throughput line (the engine the next spec line belongs to)."""
+        self._load: dict[tuple[str, str], tuple[Any, ...]] = {}
+        """Per (file, engine): (throughput, running, waiting) of its latest throughput line."""
 
     def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
         out: list[tuple[Any, ...]] = []
         other_runs: set[int] = set()
         for r in records:
             key = (r.file, r.run, r.rank or "")
+            v = r.__dict__.get
             if KINDS[r.kind].starts_run:
                 out.append(("launch", r.run, getattr(r, "config", None)))
             elif isinstance(r, PrefillStats):
                 out.append(("prefill", key))
+            elif r.kind == "throughput":
+                out.append(("load", r.file, v("engine"), (v("gen_throughput"), v("running_req"), v("queue_req"))))
             elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
-                v = r.__dict__.get
                 batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"),
-                         v("queue_req") == 0)  # fmt: skip
-                out.append(("decode", key, batch))
+                         v("queue_req"))  # fmt: skip
+                out.append(("spec" if r.kind == "spec" else "decode", key, batch))
             elif KINDS[r.kind].table and r.run not in other_runs:
                 other_runs.add(r.run)
                 out.append(("other", r.run))  # a run that exists, for the error naming them
@@ -126,12 +136,27 @@ class _SideJob:
                 self._after_prefill[item[1]] = True
             elif what == "other":
                 self.runs.setdefault(item[1], None)
+            elif what == "load":
+                self._take_load(*item[1:])
             else:
-                key, (length, rate, tput, running, idle_queue) = item[1], item[2]
-                self.runs.setdefault(key[1], None)
-                steady = idle_queue and not self._after_prefill.get(key, True)
-                self._after_prefill[key] = False
-                self.batches.append(Batch(length, rate, tput, running, steady))
+                self._batch(what, item[1], item[2])
+
+    def _take_load(self, file: str, engine: str | None, load: tuple[Any, ...]) -> None:
+        engine = engine or self._engine.get(file, "")
+        self._engine[file] = engine
+        old = self._load.get((file, engine), (None, None, None))
+        self._load[(file, engine)] = tuple(new if new is not None else was for new, was in zip(load, old, strict=True))
+
+    def _batch(self, what: str, key: tuple[str, int, str], values: tuple[Any, ...]) -> None:
+        length, rate, tput, running, queue = values
+        self.runs.setdefault(key[1], None)
+        if what == "spec":
+            tput, running, queue = self._load.get((key[0], self._engine.get(key[0], "")), (None, None, None))
+            self.batches.append(Batch(length, rate, tput, running, queue == 0))
+            return
+        steady = queue == 0 and not self._after_prefill.get(key, True)
+        self._after_prefill[key] = False
+        self.batches.append(Batch(length, rate, tput, running, steady))
 
 
 def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1) -> Side:
