@@ -171,6 +171,12 @@ class LaunchConfig(BaseModel):
     """Every other server_args key, with its value as logged (Python literals decoded)."""
 
     @property
+    def method(self) -> str | None:
+        """The speculative method for people: as logged, or ``draft model`` for a vLLM launch (it logs its
+        version) with a draft model and no method named (vLLM <= 0.7); None without speculation."""
+        return self.spec_algorithm or ("draft model" if self.spec_draft_model_path and self.version else None)
+
+    @property
     def draft_tokens(self) -> int | None:
         """Tokens proposed per verify step: num_draft_tokens, or steps + 1 for a chain."""
         if self.spec_algorithm is None:

@@ -49,3 +49,8 @@ class RunSummary(BaseModel):
     """Verify steps that carried a draft: drafted tokens / k."""
     position_accept_rates: list[float] | None = None
     """Per draft position, the fraction of drafts accepted up to it, weighted by drafts."""
+
+    @property
+    def method(self) -> str | None:
+        """The speculative method for people (``draft model``: a vLLM <= 0.7 draft model, no method named)."""
+        return self.spec_algorithm or ("draft model" if self.spec_draft_model and self.version else None)

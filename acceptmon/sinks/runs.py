@@ -56,7 +56,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
 def _spec(s: RunSummary) -> str:
     """The speculative method; ``draft`` for a draft model whose method the log does not name (vLLM <= 0.7),
     ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
-    return s.spec_algorithm or ("draft" if s.spec_draft_model else "none" if s.launch_seen else "unknown")
+    return (s.method or ("none" if s.launch_seen else "unknown")).replace(" ", "_")
 
 
 def _request_lengths(s: RunSummary) -> str:

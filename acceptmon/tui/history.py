@@ -50,7 +50,7 @@ def references(history: Sequence[RunSummary], file: str, current: int, unit: str
     prev = earlier[-1] if earlier else None
     accept = prev.accept_len_mean if prev else None
     accept_label = f"run {prev.run} mean" if prev and accept is not None else ""
-    base = [h for h in earlier if h.spec_algorithm is None and h.gen_throughput_mean is not None]
+    base = [h for h in earlier if h.method is None and h.launch_seen and h.gen_throughput_mean is not None]
     ref, label = (base[-1], "no-spec run") if base else (prev, "run")
     tput = ref.gen_throughput_mean if ref else None
     if ref is None or tput is None:
@@ -63,8 +63,8 @@ def references(history: Sequence[RunSummary], file: str, current: int, unit: str
 def launch_text(c: LaunchConfig, same_as: int | None) -> str:
     """The event of a launch: model and speculative settings, and whether the previous run had the same config."""
     spec = "no speculation"
-    if c.spec_algorithm:
-        spec = " ".join((c.spec_algorithm, f"steps {number(c.spec_num_steps)}", f"topk {number(c.spec_eagle_topk)}",
+    if c.method:
+        spec = " ".join((c.method, f"steps {number(c.spec_num_steps)}", f"topk {number(c.spec_eagle_topk)}",
                          f"draft {number(c.spec_num_draft_tokens)}"))  # fmt: skip
     same = f" (same config as run {same_as})" if same_as is not None else ""
     return f"launch: {c.model_path or 'model ?'}, {spec}{same}"
@@ -92,7 +92,7 @@ def history_cells(h: RunSummary, current: bool) -> dict[str, str]:
     return {
         "run": f"{h.run}{' *' if current else ''}",
         "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
-        "spec": h.spec_algorithm or "none",
+        "spec": h.method or ("none" if h.launch_seen else "unknown"),
         "steps": number(h.spec_num_steps),
         "topk": number(h.spec_eagle_topk),
         "draft": number(h.spec_num_draft_tokens),

@@ -134,8 +134,8 @@ def header_parts(v: View, label: str, *, paused: bool, narrow: bool) -> list[Par
     if cfg is not None:
         parts.append((short_model(cfg.model_path or "?"), ""))
         spec, gap = "no speculation", " " if narrow else "  "
-        if cfg.spec_algorithm:
-            spec = gap.join((cfg.spec_algorithm, f"steps {number(cfg.spec_num_steps)}",
+        if cfg.method:
+            spec = gap.join((cfg.method, f"steps {number(cfg.spec_num_steps)}",
                              f"topk {number(cfg.spec_eagle_topk)}",
                              f"draft{'' if narrow else ' tokens'} {number(cfg.spec_num_draft_tokens)}"))  # fmt: skip
         parts.append((spec, "bold"))
