@@ -297,4 +297,4 @@ def spec_text(run: RunState) -> str:
         return "no speculation"
     parts = [f"{name} {v}" for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk),
              ("draft", c.spec_num_draft_tokens)) if v is not None]  # fmt: skip
-    return f"{c.spec_algorithm or 'draft model'} {', '.join(parts)}".strip()
+    return f"{c.method} {', '.join(parts)}".strip()

@@ -102,8 +102,8 @@ class RunState:
         c = self.launch
         if c is None:
             return None
-        algo = c.spec_algorithm or ("draft_model" if c.spec_draft_model_path or c.spec_num_steps else None)
-        return algo.upper() if algo else None  # a draft model whose method the log does not name (vLLM <= 0.7)
+        algo = c.method  # a vLLM <= 0.7 draft model whose method the log does not name: "draft model"
+        return algo.upper().replace(" ", "_") if algo else None
 
     @property
     def speculative(self) -> bool:
