@@ -95,8 +95,9 @@ def r6(value: float) -> float:
 
 
 def val(r: Record, name: str) -> Any:
-    """A field of a record that may not have it (kinds differ)."""
-    return getattr(r, name, None)
+    """A field of a record that may not have it (kinds differ); the fields are the model's ``__dict__``
+    (``getattr`` with a default is slow on a pydantic model when the field is missing)."""
+    return r.__dict__.get(name)
 
 
 class Lines:

@@ -136,14 +136,14 @@ class RunState:
     def stats(self, r: Record, warmup: int = WARMUP_LINES) -> Step:
         """Fold in one stats line (a decode line, or any kind with decode-like fields); return its context."""
         rank = r.rank or ""
-        queue, running, tput, length = (getattr(r, n, None) for n in ("queue_req", "running_req", "gen_throughput",
-                                                                       "accept_len"))  # fmt: skip
+        v = r.__dict__.get
+        queue, running, tput, length = v("queue_req"), v("running_req"), v("gen_throughput"), v("accept_len")
         steady = queue == 0 and not self._after_prefill.get(rank, True)
         self._after_prefill[rank] = False
         warm = self.decode_lines >= warmup
         self.decode_lines += 1
         self._seen(r.line)
-        if length is not None or getattr(r, "accept_rate", None) is not None:
+        if length is not None or v("accept_rate") is not None:
             self.spec_lines += 1
         if length is not None and warm:
             self.accept_len.add(length)
@@ -155,7 +155,7 @@ class RunState:
             bucket.throughput += tput
             bucket.running += running
             bucket.accept_len.add(length)
-        tokens = getattr(r, "num_tokens", None)
+        tokens = v("num_tokens")
         seq = tokens / running if tokens is not None and running else None
         return Step(warm=warm, steady=steady, seq_len=seq)
 
