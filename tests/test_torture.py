@@ -46,7 +46,7 @@ class Writer:
             self.f = self.path.open("a")
 
 
-def settled(serve: Serve, expected: int, timeout: float = 15.0) -> float | None:
+def settled(serve: Serve, expected: int, timeout: float = 45.0) -> float | None:
     got = wait_for(lambda: (v := value(serve.metrics(), "acceptmon_decode_batches_total")) == expected and v,
                    timeout=timeout)  # fmt: skip
     time.sleep(0.3)  # nothing more may arrive: no double counting
