@@ -10,7 +10,6 @@ yield every expected value; a counter-sample must not match.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
 from acceptmon.redos import check_grammar
+from acceptmon.tomlfile import read_toml
 
 
 def builtin_grammar_dir() -> Path:
@@ -36,12 +36,7 @@ def builtin_grammar_dir() -> Path:
 
 def read_grammar_file(path: Path) -> GrammarFile:
     """Read and schema-check one file; raise GrammarError naming the file and key."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GrammarError(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise GrammarError(str(path), "-", f"not valid TOML: {exc}") from None
+    data = read_toml(path, GrammarError)
     try:
         return GrammarFile.model_validate(data)
     except ValidationError as exc:

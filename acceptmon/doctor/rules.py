@@ -9,7 +9,6 @@ type's parameter model. Errors name the file and the key, as grammar errors do.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from acceptmon.doctor.model import Rule, RuleEntry, RuleFile
 from acceptmon.doctor.signatures import SIGNATURES
 from acceptmon.errors import AcceptmonError
+from acceptmon.tomlfile import read_toml
 
 REQUIRED = ("title", "signature", "reads", "severity", "message", "fix")
 
@@ -40,12 +40,7 @@ def builtin_rules_dir() -> Path:
 
 def read_rule_file(path: Path) -> RuleFile:
     """Read and schema-check one file."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RuleError(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RuleError(str(path), "-", f"not valid TOML: {exc}") from None
+    data = read_toml(path, RuleError)
     try:
         return RuleFile.model_validate(data)
     except ValidationError as exc:

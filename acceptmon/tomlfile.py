@@ -1,0 +1,18 @@
+"""Reading a TOML data file (grammars, doctor rules), with one-line errors that name the file."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def read_toml(path: Path, error: Callable[[str, str, str], Exception]) -> dict[str, Any]:
+    """The file's table; ``error(file, key, reason)`` is raised when it cannot be read or is not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise error(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise error(str(path), "-", f"not valid TOML: {exc}") from None
