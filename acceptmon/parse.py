@@ -93,7 +93,7 @@ class Parser:
             raw = block[start:] if end < 0 else block[start:end]
             self.line = base + 1
             text = raw.decode("utf-8", "replace")
-            kind, record = self.classify(text)
+            kind, record = self.classify(text, starts[start])
             self.tally.kinds[kind] += 1
             if kind in self._stats_kinds:
                 self.launch_open, self.closed = None, True
@@ -127,8 +127,12 @@ class Parser:
         records = self.feed(text.encode("utf-8", "surrogateescape") + b"\n")
         return records[0] if records else None
 
-    def classify(self, text: str) -> tuple[LineKind, Record | None]:
-        """Match one line against the grammars whose anchor it contains."""
+    def classify(self, text: str, anchors: list[int] | None = None) -> tuple[LineKind, Record | None]:
+        """Match one line against the grammars whose anchor it contains.
+
+        ``anchors``: indexes (into the anchor list) of the anchors found in the raw line; only those
+        can be in the text, so the others are not looked for.
+        """
         if text.startswith('{"log":'):
             text = docker_json(text)
         if "\x1b" in text:
@@ -137,7 +141,9 @@ class Parser:
             # CRLF, or a progress bar (tqdm) that redrew itself with carriage returns before
             # another process's line: what a terminal shows is the text after the last one.
             text = text.rstrip("\r").rpartition("\r")[2]
-        candidates = [g for a, _, gs in self._anchors if a in text for g in gs]
+        table = self._anchors
+        pairs = table if anchors is None else [table[i] for i in anchors]
+        candidates = [g for a, _, gs in pairs if a in text for g in gs]
         try:
             return self._match(candidates, text)
         except TimeoutError:  # a pattern that backtracks without end on this line
@@ -163,14 +169,17 @@ class Parser:
                 return "unrecognized", None
         return "other", None
 
-    def _candidates(self, block: bytes) -> set[int]:
-        starts: set[int] = set()
+    def _candidates(self, block: bytes) -> dict[int, list[int]]:
+        """Start of every line holding an anchor -> the indexes of the anchors it holds, in anchor order."""
+        starts: dict[int, list[int]] = {}
         find, rfind = block.find, block.rfind
-        for _, anchor, _ in self._anchors:
+        for i, (_, anchor, _) in enumerate(self._anchors):
             pos = find(anchor)
             while pos >= 0:
                 start = rfind(b"\n", 0, pos) + 1
-                starts.add(start)
+                found = starts.setdefault(start, [])
+                if not found or found[-1] != i:
+                    found.append(i)
                 end = find(b"\n", pos)
                 if end < 0:
                     break
