@@ -1,7 +1,8 @@
-"""``FILE#N``: a file, or the N-th server launch in it (as ``acceptmon runs`` numbers them)."""
+"""File references on the command line: ``FILE#N`` (the N-th server launch in it), and files named twice."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -25,3 +26,15 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
         raise InputError(ref, f"{number!r} is not a run number: write FILE#N, N as listed by `acceptmon runs`")
     check_path(path)
     return path, int(number)
+
+
+def unique_paths(paths: list[str]) -> list[str]:
+    """``paths`` without repeats of the same file (named twice, or by another name): read once, counted once."""
+    seen: set[str] = set()
+    out = []
+    for p in paths:
+        key = p if p == "-" else os.path.realpath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out

@@ -152,16 +152,16 @@ class RunStats:
         self._seen(r)
 
     def _seen(self, r: Record) -> None:
-        if r.timestamp is not None:
-            self.start = self.start or r.timestamp
-            self.end = r.timestamp
+        """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""
+        t = r.timestamp
+        if t is not None:
+            self.start = t if self.start is None else min(self.start, t)
+            self.end = t if self.end is None else max(self.end, t)
 
     def add(self, r: DecodeStats) -> None:
         self.batches += 1
         self.ranks.add(r.rank or "")
-        if r.timestamp is not None:
-            self.start = self.start or r.timestamp
-            self.end = r.timestamp
+        self._seen(r)
         self.accept_len.add(r.accept_len)
         self.accept_rate.add(r.accept_rate)
         self.draft_accept_rate.add(r.draft_accept_rate)
@@ -170,8 +170,8 @@ class RunStats:
     def merge(self, other: RunStats) -> None:
         """Fold in the same run's aggregate from a later part of the file."""
         self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
-        self.start = self.start or other.start
-        self.end = other.end or self.end
+        self.start = min((t for t in (self.start, other.start) if t is not None), default=None)
+        self.end = max((t for t in (self.end, other.end) if t is not None), default=None)
         self.batches += other.batches
         self.ranks |= other.ranks
         self.requests += other.requests

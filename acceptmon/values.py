@@ -102,18 +102,28 @@ def _first_word(text: str) -> str:
 
 def to_count(text: str) -> int:
     """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
-    return int(_first_word(text).rstrip("."))
+    value = int(_first_word(text).rstrip("."))
+    if value < 0:
+        raise ValueError(f"a count cannot be negative: {text!r}")
+    return value
 
 
 def to_percent(text: str) -> float | None:
     """``65.7%`` as the fraction 0.657; ``nan%`` is empty."""
     value = float(text.strip().rstrip(".").removesuffix("%"))
-    return round(value / 100, 8) if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    if not 0 <= value <= 100:
+        raise ValueError(f"a percentage from 0 to 100: {text!r}")
+    return round(value / 100, 8)
 
 
 def to_float_list(text: str) -> list[float | None]:
     """``0.829, 0.654, 0.488`` as a list (``nan`` entries empty)."""
-    return [to_number(part) for part in text.split(",") if part.strip()]
+    parts = text.split(",")
+    if any(not part.strip() for part in parts):
+        raise ValueError(f"an empty entry in a list: {text!r}")  # dropping it would shift the positions
+    return [to_number(part) for part in parts]
 
 
 def to_engine(text: str) -> str:
@@ -177,9 +187,15 @@ def to_num_spec_tokens(text: str) -> Fields:
     return Fields(spec_num_steps=k, spec_num_draft_tokens=k + 1)
 
 
+def to_float(text: str) -> float | None:
+    """A number; ``nan`` and ``inf`` are empty (a server's 0/0), never a value that spoils every mean."""
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
 VALUE_KINDS: dict[str, Convert] = {
     "int": int,
-    "float": float,
+    "float": to_float,
     "bool": to_bool,
     "str": to_str,
     "timestamp": to_timestamp,

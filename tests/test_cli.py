@@ -223,7 +223,7 @@ def _bad_gzip(d):
         (["frobnicate"], "acceptmon: error: argument COMMAND: invalid choice: 'frobnicate'"),
         (["demo", "--sample", "nope.log"], "acceptmon: error: nope.log: names no bundled sample log (there are: "),
         (["serve", "acceptmon"], "acceptmon: error: acceptmon: is a directory, not a log file"),
-        (["demo", "--speed", "0"], "acceptmon demo: error: argument --speed: must be above zero: '0'"),
+        (["demo", "--speed", "0"], "acceptmon demo: error: argument --speed: must be a finite number above zero: '0'"),
         (["tail", "--plain", "tests"], "acceptmon: error: tests: is a directory, not a log file"),
         (
             ["serve", "x.log", "--state-file", "no/such/dir/state.json"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from datetime import datetime
 from pathlib import Path
@@ -41,8 +42,19 @@ def rules_option(p: argparse.ArgumentParser) -> None:
                    help="extra doctor rule file: change thresholds, disable or add rules (repeatable)")  # fmt: skip
 
 
+def year(text: str) -> int:
+    """A calendar year a server log can be from (1970-9999)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a year: {text!r}") from None
+    if not 1970 <= value <= 9999:
+        raise argparse.ArgumentTypeError(f"a year from 1970 to 9999: {text!r}")
+    return value
+
+
 def year_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--year", type=int, metavar="YYYY",
+    p.add_argument("--year", type=year, metavar="YYYY",
                    help="year of the first year-less timestamp (vLLM logs; default: from the file's modification "
                         "time, stdin: this year); later lines roll over at New Year")  # fmt: skip
 
@@ -119,8 +131,8 @@ def positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above zero: {text!r}")
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number above zero: {text!r}")
     return value
 
 

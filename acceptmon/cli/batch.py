@@ -15,7 +15,8 @@ from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
-from acceptmon.sinks.output import atomic_output
+from acceptmon.runref import unique_paths
+from acceptmon.sinks.output import atomic_output, check_output
 from acceptmon.sinks.runs import StatsJob, render_runs_table
 from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
@@ -71,8 +72,10 @@ def add_parsers(sub: Subcommands) -> None:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
+    args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
+    check_output(args.output, args.files)
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     started = time.monotonic()
@@ -94,6 +97,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
     grammars = grammars_for(args)

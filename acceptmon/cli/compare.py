@@ -104,6 +104,8 @@ class _SideJob:
         self._engine: dict[str, str] = {}
         """Per file: the engine of its latest throughput line (the engine the next spec line belongs to)."""
         self._load: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.load_batches: list[Batch] = []
+        """vLLM throughput lines as batches of their own, for a side with no spec line."""
         """Per (file, engine): (throughput, running, waiting) of its latest throughput line."""
 
     def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
@@ -117,7 +119,8 @@ class _SideJob:
             elif isinstance(r, PrefillStats):
                 out.append(("prefill", key))
             elif r.kind == "throughput":
-                out.append(("load", r.file, v("engine"), (v("gen_throughput"), v("running_req"), v("queue_req"))))
+                mine = self.run_no is None or r.run == self.run_no
+                out.append(("load", r.file, v("engine"), (v("gen_throughput"), v("running_req"), v("queue_req")), mine))
             elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
                 batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"),
                          v("queue_req"))  # fmt: skip
@@ -141,7 +144,9 @@ class _SideJob:
             else:
                 self._batch(what, item[1], item[2])
 
-    def _take_load(self, file: str, engine: str | None, load: tuple[Any, ...]) -> None:
+    def _take_load(self, file: str, engine: str | None, load: tuple[Any, ...], mine: bool) -> None:
+        if mine:  # a run without spec lines (no speculation) is compared on its throughput lines alone
+            self.load_batches.append(Batch(None, None, load[0], load[1], load[2] == 0))
         engine = engine or self._engine.get(file, "")
         self._engine[file] = engine
         old = self._load.get((file, engine), (None, None, None))
@@ -168,10 +173,11 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     if run_no is not None and run_no not in job.runs:
         there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
-    if not job.batches:
+    batches = job.batches or job.load_batches
+    if not batches:
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    return Side(label=label, batches=job.batches, spec=_spec(wanted))
+    return Side(label=label, batches=batches, spec=_spec(wanted))
 
 
 def _ranges(numbers: Sequence[int]) -> str:
@@ -194,11 +200,11 @@ def _spec(configs: Sequence[LaunchConfig | None]) -> str:
 def _spec_one(c: LaunchConfig | None) -> str:
     if c is None:
         return "config unknown: no launch line"
-    if c.spec_algorithm is None:
+    if c.method is None:
         return "no speculation"
     parts = [f"{name} {v}" for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk),
              ("draft", c.spec_num_draft_tokens)) if v is not None]  # fmt: skip
-    return f"{c.spec_algorithm} {', '.join(parts)}".strip()
+    return f"{c.method} {', '.join(parts)}".strip()
 
 
 def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamples: int, seed: int) -> str:

@@ -10,13 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from acceptmon.cli.args import Subcommands, grammar_option, positive
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, year_option
 from acceptmon.doctor.read import diagnose
 from acceptmon.doctor.report import to_json, to_text
 from acceptmon.doctor.rules import describe_signatures, load_rules
-from acceptmon.errors import InputError
-from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import default_jobs
+from acceptmon.runref import unique_paths
 from acceptmon.source import check_path
 
 HELP = """\
@@ -59,17 +58,17 @@ def add_parsers(sub: Subcommands) -> None:
     p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
                    help="extra rule file: new rules or changed thresholds (repeatable)")  # fmt: skip
     grammar_option(p)
+    year_option(p)
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     p.set_defaults(func=cmd_doctor)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    if args.files.count("-") > 1:
-        raise InputError("-", "stdin can be read once")
+    args.files = unique_paths(args.files)
     for path in args.files:
         check_path(path)
     rules = load_rules(args.rules)
-    grammars = load_grammars(args.grammar)
+    grammars = grammars_for(args)
     doctor = diagnose(args.files, grammars, rules, expected_accept_len=args.expected_accept_len,
                       baseline=args.baseline, jobs=max(1, args.jobs))  # fmt: skip
     findings, runs = doctor.findings(), doctor.reports()

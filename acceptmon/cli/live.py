@@ -130,6 +130,8 @@ def check_live_paths(patterns: Sequence[str]) -> None:
 def cmd_tail(args: argparse.Namespace) -> int:
     grammars = cli_args.grammars_for(args)
     check_live_paths(args.files)
+    if args.rules:
+        make_doctor(args)  # a bad rule file is an error now, whether or not this tail runs the doctor
     plain = args.plain or not sys.stdout.isatty()
     return _tail(args, args.files, grammars, plain=plain)
 

@@ -59,7 +59,7 @@ class Stuck(Detector[StuckParams]):
 
 
 class Tier(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
     below: float
     severity: Severity

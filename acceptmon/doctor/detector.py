@@ -25,9 +25,9 @@ MAX_LINES = 8
 
 
 class Params(BaseModel):
-    """Base of every signature type's parameters: unknown keys are errors."""
+    """Base of every signature type's parameters: unknown keys are errors, and so are nan and inf."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
 
 
 P = TypeVar("P", bound=Params)

@@ -24,7 +24,7 @@ class RuleEntry(BaseModel):
     ``params``; an entry whose ``id`` names a loaded rule changes only what it gives (its
     ``params`` are merged key by key), so a user file can move one threshold."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
 
     id: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     """The pattern id findings carry (``P1`` ... ``P18`` for the built-in rules)."""

@@ -44,3 +44,14 @@ def atomic_output(path: str | None) -> Iterator[Writer]:
         raw.close()
         os.unlink(tmp)
         raise
+
+
+def check_output(path: str | None, inputs: list[str]) -> None:
+    """An output path must not be a directory or one of the inputs (it would replace a log with its rows)."""
+    if path is None:
+        return
+    if os.path.isdir(path):
+        raise InputError(path, "is a directory; name an output file")
+    for f in inputs:
+        if f != "-" and os.path.exists(path) and os.path.samefile(f, path):
+            raise InputError(path, "is also an input: writing the rows there would replace the log")

@@ -1,0 +1,113 @@
+"""What a fault probe of compare, doctor, parse and the vLLM values found, each pinned by a test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from acceptmon.parse import Parser
+from tests.conftest import SAMPLES
+from tests.test_cli import DECODE, acceptmon
+
+SEED = SAMPLES / "seed_eagle3_moe.log"
+VLLM_DP = SAMPLES / "vllm_v1_0.10.2_dp.log"
+
+
+def test_parse_refuses_to_write_over_its_input(tmp_path):
+    log = tmp_path / "victim.log"
+    log.write_bytes(SEED.read_bytes())
+    p = acceptmon("parse", log, "-o", log, "--format", "csv")
+    assert p.returncode == 2 and "is also an input" in p.stderr.decode()
+    assert log.read_bytes() == SEED.read_bytes()
+
+
+def test_parse_to_a_directory_is_one_line(tmp_path):
+    p = acceptmon("parse", SEED, "-o", tmp_path, "--format", "csv")
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and err.endswith("is a directory; name an output file") and "\n" not in err
+
+
+def test_nan_and_inf_are_missing_values_never_aggregated(tmp_path, grammars):
+    odd = DECODE.replace(b"accept len: 2.85", b"accept len: nan").replace(b"94.12", b"inf")
+    (record,) = Parser(grammars, "x.log").feed(odd)
+    assert record.accept_len is None and record.gen_throughput is None
+    log = tmp_path / "odd.log"
+    log.write_bytes(DECODE + odd)
+    runs = acceptmon("runs", log, "--format", "json").stdout.decode()
+    assert "NaN" not in runs and "Infinity" not in runs
+    assert json.loads(runs)[0]["accept_len_mean"] == 2.85
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Accepted: 1696 tokens", "Accepted: -1696 tokens"),  # a count cannot be negative
+        ("0.888, 0.731, 0.548", "0.888,, 0.548"),  # an empty entry would shift the positions
+        ("Prefix cache hit rate: 35.9%", "Prefix cache hit rate: 250%"),  # a percentage above 100
+    ],
+)
+def test_impossible_vllm_values_make_the_line_unrecognized(grammars, old, new):
+    lines = [line for line in VLLM_DP.read_text().splitlines() if old in line]
+    assert lines, old
+    parser = Parser(grammars, "v.log")
+    assert parser.feed((lines[0].replace(old, new) + "\n").encode()) == []
+    assert parser.tally.kinds["unrecognized"] == 1
+
+
+@pytest.mark.parametrize("year", ["0", "-1", "99999", "1969"])
+def test_a_year_outside_what_a_log_can_have_is_refused(year):
+    p = acceptmon("parse", VLLM_DP, "--year", year)
+    assert p.returncode == 2 and "a year from 1970 to 9999" in p.stderr.decode()
+
+
+def test_compare_takes_a_vllm_run_without_speculation_as_a_side(tmp_path):
+    nospec = tmp_path / "nospec.log"
+    text = VLLM_DP.read_text().split("non-default args")[0:2]
+    first_run = "non-default args".join(text)
+    kept = [line for line in first_run.splitlines(keepends=True) if "SpecDecoding metrics" not in line]
+    nospec.write_text("".join(kept).replace("'speculative_config'", "'other_config'"))
+    p = acceptmon("compare", nospec, f"{VLLM_DP}#1", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout)
+    assert got["a"]["accept_len"]["mean"] is None and got["a"]["gen_throughput"]["mean"] > 0
+
+
+def test_compare_names_a_vllm_draft_model_run_as_speculation():
+    p = acceptmon("compare", SAMPLES / "vllm_v0_0.6.log", SEED, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["a"]["spec"].startswith("draft model")
+
+
+def test_a_file_named_twice_is_counted_once(tmp_path):
+    runs = json.loads(acceptmon("runs", SEED, SEED, "--format", "json").stdout)
+    assert [r["batches"] for r in runs] == [96, 96, 64, 64, 64]
+
+
+def test_a_clock_that_goes_back_gives_no_negative_duration(tmp_path):
+    log = tmp_path / "back.log"
+    later = DECODE.replace(b"14:09:45", b"14:19:45")
+    log.write_bytes(later + DECODE)
+    (run,) = json.loads(acceptmon("runs", log, "--format", "json").stdout)
+    assert run["duration_s"] == 600.0
+
+
+def test_tail_refuses_a_bad_rule_file_at_once(tmp_path):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[[rule]]\nid = "P2"\nenabled = "yes"\n')
+    p = acceptmon("tail", "--plain", SEED, "--rules", rules)
+    assert p.returncode == 2 and "rule.0.enabled" in p.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--expected-accept-len", "inf"], "must be a finite number above zero"),
+        (["--rules", "RULES"], "Input should be a finite number"),
+    ],
+)
+def test_doctor_refuses_values_that_cannot_be_thresholds(tmp_path, args, words):
+    rules = tmp_path / "r.toml"
+    rules.write_text('[[rule]]\nid = "P2"\n[rule.params]\ntiers = [{ below = nan, severity = "warning" }]\n')
+    p = acceptmon("doctor", SEED, *[str(rules) if a == "RULES" else a for a in args])
+    assert p.returncode == 2 and words in p.stderr.decode()
