@@ -17,7 +17,7 @@ class GrammarError(AcceptmonError):
 
     def __init__(self, file: str, key: str, reason: str) -> None:
         self.file, self.key, self.reason = file, key, reason
-        super().__init__(f"{file}: {key}: {reason}")
+        super().__init__(f"{file}: {reason}" if key == "-" else f"{file}: {key}: {reason}")  # "-": the whole file
 
 
 class InputError(AcceptmonError):

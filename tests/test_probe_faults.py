@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -61,12 +62,25 @@ def test_a_year_outside_what_a_log_can_have_is_refused(year):
     assert p.returncode == 2 and "a year from 1970 to 9999" in p.stderr.decode()
 
 
-def test_compare_takes_a_vllm_run_without_speculation_as_a_side(tmp_path):
+def _vllm_without_speculation(tmp_path):
+    """The first server start of the DP sample as if speculation were off: no spec lines, no spec config."""
     nospec = tmp_path / "nospec.log"
-    text = VLLM_DP.read_text().split("non-default args")[0:2]
-    first_run = "non-default args".join(text)
-    kept = [line for line in first_run.splitlines(keepends=True) if "SpecDecoding metrics" not in line]
-    nospec.write_text("".join(kept).replace("'speculative_config'", "'other_config'"))
+    first_run = "non-default args".join(VLLM_DP.read_text().split("non-default args")[0:2])
+    kept = "".join(line for line in first_run.splitlines(keepends=True) if "SpecDecoding metrics" not in line)
+    kept = re.sub(r"speculative_config=SpeculativeConfig\([^)]*\)", "speculative_config=None", kept)
+    nospec.write_text(kept.replace("'speculative_config'", "'other_config'"))
+    return nospec
+
+
+def test_doctor_takes_a_vllm_run_without_speculation_as_baseline(tmp_path):
+    p = acceptmon("doctor", VLLM_DP, "--baseline", _vllm_without_speculation(tmp_path), "--format", "json")
+    assert p.returncode == 0, p.stderr
+    runs = json.loads(p.stdout)["runs"]
+    assert all(r["break_even"]["verdict"] in ("pays", "marginal", "loses") for r in runs)
+
+
+def test_compare_takes_a_vllm_run_without_speculation_as_a_side(tmp_path):
+    nospec = _vllm_without_speculation(tmp_path)
     p = acceptmon("compare", nospec, f"{VLLM_DP}#1", "--format", "json")
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)

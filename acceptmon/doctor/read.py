@@ -20,7 +20,8 @@ from acceptmon.pipeline.batch import run
 from acceptmon.records import Record
 from acceptmon.runref import parse_ref
 
-BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning"})
+BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning", "spec", "throughput"})
+"""Read whatever the rules read: every server's stats lines (a vLLM baseline has only throughput lines)."""
 
 
 class DoctorJob:

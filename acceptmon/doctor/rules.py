@@ -17,18 +17,14 @@ from pydantic import ValidationError
 
 from acceptmon.doctor.model import Rule, RuleEntry, RuleFile
 from acceptmon.doctor.signatures import SIGNATURES
-from acceptmon.errors import AcceptmonError
+from acceptmon.errors import GrammarError
 from acceptmon.tomlfile import read_toml
 
 REQUIRED = ("title", "signature", "reads", "severity", "message", "fix")
 
 
-class RuleError(AcceptmonError):
-    """A rule file is wrong; names the file, the key and the reason."""
-
-    def __init__(self, file: str, key: str, reason: str) -> None:
-        self.file, self.key, self.reason = file, key, reason
-        super().__init__(f"{file}: {key}: {reason}")
+class RuleError(GrammarError):
+    """A rule file is wrong; names the file, the key and the reason (as for a grammar file)."""
 
 
 def builtin_rules_dir() -> Path:
