@@ -125,3 +125,19 @@ def test_doctor_refuses_values_that_cannot_be_thresholds(tmp_path, args, words):
     rules.write_text('[[rule]]\nid = "P2"\n[rule.params]\ntiers = [{ below = nan, severity = "warning" }]\n')
     p = acceptmon("doctor", SEED, *[str(rules) if a == "RULES" else a for a in args])
     assert p.returncode == 2 and words in p.stderr.decode()
+
+
+@pytest.mark.parametrize(("name", "words"), [("out.gz", "'.gz' alone"), ("out", "no suffix"), ("o.txt", "'.txt'")])
+def test_an_output_name_without_a_format_says_what_it_has(tmp_path, name, words):
+    p = acceptmon("parse", SEED, "-o", tmp_path / name)
+    assert p.returncode == 2 and f"cannot tell the format from {words}" in p.stderr.decode()
+
+
+def test_a_glob_matching_nothing_says_it_waits(tmp_path, grammars):
+    from acceptmon.pipeline.live import LiveSource
+
+    notes: list[str] = []
+    source = LiveSource([str(tmp_path / "*.log")], grammars, lambda *a: None, note=notes.append)
+    source.discover()
+    source.close()
+    assert notes == [f"{tmp_path / '*.log'}: no file matches yet; waiting for one"]

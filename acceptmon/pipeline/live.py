@@ -123,6 +123,8 @@ class LiveSource:
         for pattern in self.patterns:
             if glob.has_magic(pattern):
                 paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+                if first and not paths:
+                    self.note(f"{pattern}: no file matches yet; waiting for one")
             else:
                 check_path(pattern, may_be_missing=True)
                 paths = [pattern]

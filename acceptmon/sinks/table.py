@@ -54,9 +54,8 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     fmt = SUFFIXES.get(suffix.lower())
     if fmt is None:
         known = ", ".join(SUFFIXES)
-        raise InputError(
-            output, f"cannot tell the format from {suffix or 'no suffix'!r}: use {known} (+ .gz) or --format"
-        )
+        what = repr(suffix) if suffix else "'.gz' alone" if output.endswith(".gz") else "no suffix"
+        raise InputError(output, f"cannot tell the format from {what}: use {known} (+ .gz) or --format")
     return fmt
 
 
