@@ -24,14 +24,12 @@ from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
 from acceptmon.redos import check_grammar
-from acceptmon.tomlfile import read_toml
+from acceptmon.tomlfile import read_toml, shipped_dir
 
 
 def builtin_grammar_dir() -> Path:
-    """The grammars shipped with acceptmon (packaged copy first, then the source tree)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_data" / "grammars"
-    return packaged if packaged.is_dir() else here.parent / "grammars"
+    """The grammars shipped with acceptmon."""
+    return shipped_dir("grammars")
 
 
 def read_grammar_file(path: Path) -> GrammarFile:

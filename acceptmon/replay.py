@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from acceptmon.errors import InputError
+from acceptmon.tomlfile import shipped_dir
 
 _TS = re.compile(rb"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 _MD = re.compile(
@@ -24,9 +25,8 @@ MAX_GAP = 5.0
 
 
 def sample_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    packaged = here / "_data" / "sample_logs"
-    return packaged if packaged.is_dir() else here.parent / "sample_logs"
+    """The sample logs shipped with acceptmon."""
+    return shipped_dir("sample_logs")
 
 
 def sample_names() -> list[str]:

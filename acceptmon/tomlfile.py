@@ -1,4 +1,4 @@
-"""Reading a TOML data file (grammars, doctor rules), with one-line errors that name the file."""
+"""The data acceptmon ships (grammars, doctor rules, sample logs), and reading its TOML files with one-line errors."""
 
 from __future__ import annotations
 
@@ -16,3 +16,10 @@ def read_toml(path: Path, error: Callable[[str, str, str], Exception]) -> dict[s
         raise error(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise error(str(path), "-", f"not valid TOML: {exc}") from None
+
+
+def shipped_dir(name: str) -> Path:
+    """A folder of shipped data: the wheel's copy (``acceptmon/_data/NAME``) first, then the source tree's."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / name
+    return packaged if packaged.is_dir() else here.parent / name

@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     "body": 4, "request_body": 4, "window": 4, "compare": 4, "redos": 4,
     "parse": 5,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
-    "source": 1, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 1,
+    "source": 1, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 0,
     # one pipeline, batch and live; grammar files
     "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.live": 7,
     # the fast lane of `parse` (templates from grammar samples; rows straight from the text)

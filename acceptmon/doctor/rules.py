@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from acceptmon.doctor.model import Rule, RuleEntry, RuleFile
 from acceptmon.doctor.signatures import SIGNATURES
 from acceptmon.errors import GrammarError
-from acceptmon.tomlfile import read_toml
+from acceptmon.tomlfile import read_toml, shipped_dir
 
 REQUIRED = ("title", "signature", "reads", "severity", "message", "fix")
 
@@ -28,10 +28,8 @@ class RuleError(GrammarError):
 
 
 def builtin_rules_dir() -> Path:
-    """The rules shipped with acceptmon (packaged copy first, then the source tree)."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_data" / "rules"
-    return packaged if packaged.is_dir() else here.parent / "rules"
+    """The rules shipped with acceptmon."""
+    return shipped_dir("rules")
 
 
 def read_rule_file(path: Path) -> RuleFile:
