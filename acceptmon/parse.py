@@ -25,15 +25,13 @@ import regex
 from acceptmon.body import docker_json, literal, read_pairs, split_top_level
 from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
-from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally
+from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally, line_starts
 from acceptmon.records import LaunchConfig, LineKind, Record, build
 from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
 from acceptmon.values import Fields, Yearless
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
 __all__ = ["UNRECOGNIZED_KEPT", "ParseState", "Parser", "Tally"]
 
 
@@ -65,6 +63,9 @@ class Parser:
         """Kinds whose own lines say 'accept' (not grep bait)."""
         self._all_anchors = [(a, a.encode(), [g for g in grammars.records if g.anchor == a]) for a in grammars.anchors]
         self._anchors = self._all_anchors
+        self._stats_anchors = [
+            b for _, b, gs in self._all_anchors if any(g.spec.record in self._stats_kinds for g in gs)
+        ]
         self._launch_anchors = [
             (a, b, [g for g in gs if g.spec.record in runs])
             for a, b, gs in self._all_anchors
@@ -112,10 +113,32 @@ class Parser:
         """Advance over a block, parsing only launch lines (the parallel pre-scan)."""
         if not any(a in block for _, a, _ in self._launch_anchors):
             self.line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-            if any(a in block for _, a, gs in self._all_anchors if any(g.spec.record in self._stats_kinds for g in gs)):
+            if any(a in block for a in self._stats_anchors):
                 self.launch_open, self.closed = None, True  # a stats line (most likely) ends the launch group
             return
-        self.feed(block)  # every line: a stats line between launch lines splits their group
+        lines = sorted(set().union(*(line_starts(block, a) for _, a, _ in self._launch_anchors)))
+        pos = 0
+        for start in lines:
+            self._scan_gap(block[pos:start])
+            pos = block.find(b"\n", start) + 1 or len(block)
+            self.feed(block[start:pos])
+        self._scan_gap(block[pos:])
+
+    def _scan_gap(self, gap: bytes) -> None:
+        """Lines between launch lines, counted; the first stats line among them ends the launch group
+        (as :meth:`feed` would find it, without parsing the others)."""
+        base, pos = self.line, 0
+        while True:
+            hits = [p for p in (gap.find(a, pos) for a in self._stats_anchors) if p >= 0]
+            if not hits:
+                break
+            start = gap.rfind(b"\n", 0, min(hits)) + 1
+            pos = gap.find(b"\n", start) + 1 or len(gap)
+            self.line = base + gap.count(b"\n", 0, start) + 1
+            if self.classify(gap[start:pos].rstrip(b"\n").decode("utf-8", "replace"))[0] in self._stats_kinds:
+                self.launch_open, self.closed = None, True
+                break
+        self.line = base + gap.count(b"\n") + (1 if gap and not gap.endswith(b"\n") else 0)
 
     def skip_oversized(self) -> None:
         """Account for one line that the reader skipped for its length."""

@@ -61,3 +61,14 @@ class Tally:
         self.accept_noise += other.accept_noise
         room = UNRECOGNIZED_KEPT - len(self.unrecognized)
         self.unrecognized.extend(other.unrecognized[: max(room, 0)])
+
+
+def line_starts(block: bytes, word: bytes) -> set[int]:
+    """Offsets of the starts of the lines of ``block`` that hold ``word``."""
+    out: set[int] = set()
+    pos = block.find(word)
+    while pos >= 0:
+        out.add(block.rfind(b"\n", 0, pos) + 1)
+        end = block.find(b"\n", pos)
+        pos = block.find(word, end) if end >= 0 else -1
+    return out

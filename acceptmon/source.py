@@ -230,7 +230,8 @@ def _at_offset_zero(stream: BinaryIO) -> bool:
 
 def split_oversized(block: bytes, max_line: int = MAX_LINE) -> list[bytes | Oversized]:
     """Replace each complete line longer than ``max_line`` in ``block`` by OVERSIZED."""
-    if len(block) <= max_line:
+    half = max(max_line // 2, 1)  # a newline in every aligned window of `half` bytes: no line is longer
+    if len(block) <= max_line or all(block.find(b"\n", k, k + half) + 1 for k in range(0, len(block) - half + 1, half)):
         return [block]
     lines = block.split(b"\n")
     if max(map(len, lines)) <= max_line:

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acceptmon.fastlane import native
 from acceptmon.fastlane.lane import FastLane, table_columns
 from acceptmon.loader import load_grammars
 from acceptmon.parse import Parser
@@ -26,10 +27,16 @@ GRAMMARS = load_grammars()
 LOGS = sorted(SAMPLES.glob("*.log"))
 
 
-@pytest.fixture(autouse=True)
-def _fast_lane_on_small_inputs(monkeypatch):
-    """Small inputs skip the fast lane in normal use; here every input takes it."""
+@pytest.fixture(autouse=True, params=["compiled", "re"])
+def _fast_lane_on_small_inputs(monkeypatch, request):
+    """Small inputs skip the fast lane in normal use; here every input takes it, once with the
+    compiled matcher (``cmatch.c``) and once on ``re`` alone (its pure-Python fallback)."""
     monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+    if request.param == "re":
+        monkeypatch.setenv("ACCEPTMON_PURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
+        assert native.load() is not None
 
 
 def _run(path, fmt, fast, jobs=1):

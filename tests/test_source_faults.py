@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acceptmon import source
 from acceptmon.errors import InputError
@@ -348,3 +350,16 @@ def test_oversized_is_public_and_single() -> None:
     assert pickle.loads(pickle.dumps(OVERSIZED)) is OVERSIZED
     data = b"a\n" + b"x" * 50 + b"\nb\n"
     assert list(iter_blocks(io.BytesIO(data), max_line=10, block_size=8)) == [b"a\n", OVERSIZED, b"b\n"]
+
+
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=30), st.integers(1, 9))
+@settings(max_examples=300, deadline=None)
+def test_long_lines_are_found_whatever_the_block(lengths, max_line):
+    """The quick check (a newline in every window of max_line // 2 bytes) never misses a long line."""
+    from acceptmon.source import OVERSIZED, split_oversized
+
+    block = b"".join(b"x" * n + b"\n" for n in lengths)
+    got: list[Any] = []
+    for part in split_oversized(block, max_line):
+        got += ["long"] if part is OVERSIZED else part.split(b"\n")[:-1]  # type: ignore[union-attr]
+    assert got == ["long" if n > max_line else b"x" * n for n in lengths]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
+from acceptmon.fastlane import native
 from acceptmon.fastlane.bulk import csv_rows
 from acceptmon.fastlane.careful import Entry, accept_lines, careful_segment
 from acceptmon.fastlane.pieces import Format
@@ -23,11 +24,14 @@ from acceptmon.fastlane.templates import ACCEPT, Template, assemble, build_templ
 from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser
+from acceptmon.parsestate import line_starts
 from acceptmon.records import Record
 
 Part = tuple[int, bytes]
 """What the table job collects: (rows, their bytes)."""
 Chunk = Callable[[list[Record]], Part]
+Quick = tuple[Part, list[int], int, int]
+"""A segment every count of which the fast matches explain: rows, matches per template, lines, 'accept' lines."""
 NOISE_EXEMPT = "decode"
 """The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
 
@@ -80,8 +84,15 @@ class FastLane:
         """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
         self.plans: list[Plan | bool | None] = []
         self.context: tuple[str, int, Any] | None = None
+        self.native = None
+        if self.fmt == "csv":
+            self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
+        self.native_order = native.order(self.templates)
 
-    _STATE = ("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure")
+    _STATE = (
+        *("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure"),
+        *("native", "native_order"),
+    )
 
     def _swap(self, state: dict[str, Any]) -> dict[str, Any]:
         """Install a compiled state (and its plans); return the one it replaces."""
@@ -125,6 +136,8 @@ class FastLane:
             return [chunk(parser.feed(block))]
         parts: list[Part] = []
         buf = b"\n" + block
+        if self.native is not None and self._segment(parser, buf, 0, len(block), parts, chunk):
+            return parts  # no launch line in the block: one segment
         pos = 0
         for start, end in self._launch_lines(block):
             if start > pos:
@@ -138,14 +151,8 @@ class FastLane:
         return parts
 
     def _launch_lines(self, block: bytes) -> list[tuple[int, int]]:
-        lines: set[tuple[int, int]] = set()
-        for anchor in self.launch_anchors:
-            pos = block.find(anchor)
-            while pos >= 0:
-                end = block.find(b"\n", pos) + 1
-                lines.add((block.rfind(b"\n", 0, pos) + 1, end))
-                pos = block.find(anchor, end)
-        return sorted(lines)
+        starts = set().union(*(line_starts(block, a) for a in self.launch_anchors))
+        return [(s, block.find(b"\n", s) + 1) for s in sorted(starts)]
 
     def _plans(self, parser: Parser) -> list[Plan | bool | None]:
         """Per template: its row plan for the parser's file, run and launch; None for a kind
@@ -162,24 +169,29 @@ class FastLane:
                     self.plans.append(False)
         return self.plans
 
-    def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> None:
+    def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> bool:
+        """Rows and tallies of the lines between two launch lines; False (nothing done) if the
+        compiled matcher finds a launch line among them."""
         base = parser.line
-        rows, counts, clean = self._scan(parser, buf, s, e, base, None)
-        lines = buf.count(b"\n", s + 1, e + 1)
-        if clean and self._accounted(buf, s, e, counts):
-            if rows:
-                parts.append((len(rows), b"".join(rows)))
+        quick = self._quick(parser, buf, s, e, base) if self.native is not None else self._quick_re(parser, buf, s, e)
+        if quick is False:
+            return False
+        if quick is not None:
+            (nrows, rows), counts, lines, accepts = quick
+            if nrows:
+                parts.append((nrows, rows))
             kinds = parser.tally.kinds
             for i, n in enumerate(counts):
                 if n:
                     kinds[self.templates[i].kind] += n
             kinds["other"] += lines - sum(counts)
             exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
-            parser.tally.accept_noise += accept_lines(buf, s, e) - exempt
+            parser.tally.accept_noise += accepts - exempt
             parser.line = base + lines
-            return
+            return True
         entries: list[Entry] = []
         parser.line = base
+        lines = buf.count(b"\n", s + 1, e + 1)
         full = self._careful_state()
         active = self._swap(full) if full is not None else None
         try:
@@ -188,15 +200,44 @@ class FastLane:
         finally:
             if active is not None:
                 self.full = self._swap(active)
+        return True
 
-    def _accounted(self, buf: bytes, s: int, e: int, counts: list[int]) -> bool:
-        """Every anchor in the segment is one the fast matches' literal text holds, and every
-        exempt (decode) match says 'accept' in its literal text if its line says it at all."""
-        for j, anchor in enumerate(self.counted):
+    def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
+        """The segment through the compiled matcher (:mod:`acceptmon.fastlane.native`), or None;
+        False if a line holds a launch anchor."""
+        at = self.native_order
+        assert self.native is not None
+        got = self.native.scan(buf, s, e, base, native.plans(self._plans(parser), at))
+        if got is None:
+            return False
+        nrows, rows, hits, anchors, accepts, lines = got
+        counts = [0] * len(self.templates)
+        for i, n in zip(at, hits, strict=True):
+            counts[i] = n
+        if any(n and plan is False for n, plan in zip(counts, self.plans, strict=True)):
+            return None
+        if not self._accounted(anchors.__getitem__, counts, accepts > 0):
+            return None
+        return (nrows, rows), counts, lines, accepts
+
+    def _quick_re(self, parser: Parser, buf: bytes, s: int, e: int) -> Quick | None:
+        """The segment through the ``re`` pattern, or None."""
+        rows, counts, clean = self._scan(parser, buf, s, e, parser.line, None)
+        if not clean or not self._accounted(
+            lambda j: buf.count(self.counted[j], s + 1, e + 1), counts, ACCEPT in buf[s + 1 : e + 1]
+        ):
+            return None
+        return (len(rows), b"".join(rows)), counts, buf.count(b"\n", s + 1, e + 1), accept_lines(buf, s, e)
+
+    def _accounted(self, found: Callable[[int], int], counts: list[int], says_accept: bool) -> bool:
+        """Every anchor in the segment (``found(j)`` of ``counted[j]``) is one the fast matches'
+        literal text holds, and every exempt (decode) match says 'accept' in its literal text if
+        its line says it at all (``says_accept``: some line of the segment does)."""
+        for j in range(len(self.counted)):
             want = sum(n * self.anchor_counts[i][j] for i, n in enumerate(counts) if n)
-            if buf.count(anchor, s + 1, e + 1) != want:
+            if found(j) != want:
                 return False
-        return not any(n and self.unsure[i] for i, n in enumerate(counts)) or ACCEPT not in buf[s + 1 : e + 1]
+        return not any(n and self.unsure[i] for i, n in enumerate(counts)) or not says_accept
 
     def _scan(
         self, parser: Parser, buf: bytes, s: int, e: int, base: int, starts: list[Entry] | None

@@ -23,6 +23,8 @@ from acceptmon.records import LaunchConfig
 from acceptmon.values import VALUE_KINDS
 
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
+SLOT = 16
+"""In a :attr:`Plan.recipe`, the code of the template's first group."""
 
 
 class Unsupported(Exception):
@@ -82,6 +84,7 @@ class Plan:
         if reads - set(t.fields) - CONSTANT_FIELDS - set(written):
             raise Unsupported(t.kind)
         deps = sorted(set(t.fields) & reads)
+        self.dep_names = deps
         self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
@@ -100,26 +103,34 @@ class Plan:
         cells: list[int] = []
         parts: list[bytes] = []
         order: list[int] = []  # argument positions: 0 line, 1-3 date, time, fraction, 4 rank, 5.. cells, derived
+        steps: list[list[bytes | int]] = []  # the same per column, for the compiled matcher (see `recipe`)
         for c in columns:
             if c in written and deps:
                 order.append(-1 - self.derived.index(c))
+                steps.append([order[-1]])
             elif c in written or c == "run" or (c not in t.fields and c not in ("timestamp", "rank", "line")):
                 value = after[c] if c in written or c in base else None
                 if c not in written and c not in base and c in model:
                     value = model[c].get_default(call_default_factory=True)
                 parts.append(escape_format(cell(value, fmt)))
+                steps.append([cell(value, fmt)])
                 continue
             elif c in t.fields:
                 order.append(5 + len(cells))
                 cells.append(numbers[t.fields[c]])
                 self.kinds.append(t.groups[t.fields[c]][1])
+                steps.append([SLOT + t.fields[c]])
             elif c == "timestamp":
                 order += [1, 2, 3]
                 parts.append(b"%sT%s%s" if fmt == "csv" else b'"%sT%s%s"')
+                steps.append([1, b"T", 2, 3])
                 continue
             else:
                 order.append(0 if c == "line" else 4)
+                steps.append([order[-1]])
             parts.append(b"%d" if order[-1] == 0 else b"%s")
+        self.recipe = _recipe(steps) if fmt == "csv" else None
+        self.dep_slots = tuple(t.fields[f] for f in self.dep_names)
         self.idx = (1, 2, 3, 4, *cells)
         width = 1 + len(self.idx)
         order = [width + (-1 - o) if o < 0 else o for o in order]
@@ -165,6 +176,19 @@ class Plan:
         for k, v in self.extras:
             extra[match.group(k).decode("utf-8", "replace")] = match.group(v).decode("utf-8", "replace")
         return json.dumps(extra, separators=(",", ":")).encode()
+
+
+def _recipe(steps: list[list[bytes | int]]) -> tuple[bytes | int, ...]:
+    """A CSV row as literal bytes and argument codes (0 line, 1-3 date, time, fraction, 4 rank,
+    ``SLOT + i`` the template's group ``i``, ``-1 - k`` derived cell ``k``), adjacent literals merged."""
+    out: list[bytes | int] = []
+    for i, column in enumerate(steps):
+        for step in [b"," if i else b"", *column]:
+            if isinstance(step, bytes) and out and isinstance(out[-1], bytes):
+                out[-1] += step
+            elif step != b"":
+                out.append(step)
+    return (*out[:-1], out[-1] + b"\r\n") if isinstance(out[-1], bytes) else (*out, b"\r\n")
 
 
 def _picker(order: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:

@@ -24,9 +24,11 @@ from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
 
 ACCEPT = b"accept"
+"""The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
 INNER_GROUPS = 4
 """Groups of the envelope: date, time, fraction, rank."""
-"""The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
+Op = tuple[str, Any]
+"""One step of a template: see :attr:`Template.ops`."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,12 @@ class Template:
     """The sample's converted field values (to see what the kind's ``derive`` reads and writes)."""
     body: bytes = b""
     literal: bytes = b""
+    """Every fixed byte of the template (for counting anchors and 'accept')."""
     head_groups: int = 0
     """How many of ``groups`` belong to the head."""
-    """Every fixed byte of the template (for counting anchors and 'accept')."""
+    ops: list[Op] = field(default_factory=list)
+    """The head and body as steps, for the compiled matcher (:mod:`acceptmon.fastlane.native`):
+    ``("lit", text)``, ``("alt", texts)``, ``(value kind, group index)``, ``("extra", known keys)``."""
 
     @property
     def key(self) -> tuple[str, bytes, bytes]:
@@ -155,6 +160,7 @@ def _head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Template) -
         text = m.string[pos:s].encode()
         out += [re.escape(text), VALUE[kind]]
         literal.append(text)
+        t.ops += [("lit", text), (kind, len(t.groups))]
         t.fields[g.fields[name].field] = len(t.groups)
         t.values[g.fields[name].field] = g.fields[name](m.string[s:e])
         t.groups.append((g.fields[name].field, kind))
@@ -162,22 +168,26 @@ def _head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Template) -
     text = m.string[pos:stop].encode()
     out.append(re.escape(text))
     literal.append(text)
+    t.ops.append(("lit", text))
     return b"".join(out), b"\0".join(literal)
 
 
 def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
     """Add the body's keys to ``t`` as the parser's pair reader would read them."""
     patterns, literal, found = [], [], set()
+    ops: list[Op] = []
     for i, piece in enumerate(pieces):
         key, sep, value = piece.partition(": ")
         if not sep:
             return False  # a value holds ', ': the careful reader's case
         conv = g.keys.get(key)
+        ops += [("lit", b", ")] if i else []
         if conv is None:
             if not re.fullmatch(EXTRA_VALUE, value.encode()) or not re.fullmatch(EXTRA_KEY, key.encode()):
                 return False
             known = b"|".join(re.escape(k.encode()) for k in sorted(g.keys, key=len, reverse=True))
             patterns.append(rb"(?!(?:" + known + rb"): )" + EXTRA_KEY + rb": " + EXTRA_VALUE)
+            ops.append(("extra", tuple(k.encode() for k in g.keys)))
             t.extras.append((len(t.groups), len(t.groups) + 1))
             t.groups += [(None, "str"), (None, "str")]
             continue
@@ -186,6 +196,7 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
             return False
         names = _aliases(g, key) if i else [key]
         patterns.append(b"(?:" + b"|".join(re.escape(n.encode()) for n in names) + b"): " + VALUE[spec.kind])
+        ops += [("alt", tuple(n.encode() + b": " for n in names)), (spec.kind, len(t.groups))]
         literal.append(key.encode())
         if not (conv.fallback and conv.field in found):
             t.fields[conv.field] = len(t.groups)
@@ -193,6 +204,7 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
             found.add(conv.field)
         t.groups.append((conv.field, spec.kind))
     t.body = b", ".join(patterns)
+    t.ops += ops
     t.literal += b"\0" + b"\0".join(literal)
     return True
 

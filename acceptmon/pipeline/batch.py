@@ -200,7 +200,7 @@ def _run_parallel(
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
     with ctx.Pool(max(1, jobs - 1)) as pool:
-        scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
+        scans = _scan_all(pool, [(path, s, e) for s, e in ranges], jobs)
         states, state = [], ParseState()
         for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
             states.append(state)
@@ -218,6 +218,15 @@ def _run_parallel(
             _collect(task[2] - task[1], done, job, tally, progress, on_progress)
     _WORKER.clear()
     return tally
+
+
+def _scan_all(pool: Any, tasks: list[tuple[str, int, int]], jobs: int) -> list[ParseState]:
+    """Every range pre-scanned, on the workers and this process (every ``jobs``-th range here)."""
+    mine = [t for k, t in enumerate(tasks) if k % jobs == 0]
+    theirs = pool.map_async(_scan_range, [t for k, t in enumerate(tasks) if k % jobs], chunksize=1)
+    here = [_scan_range(t) for t in mine]
+    there = iter(theirs.get())
+    return [here[k // jobs] if k % jobs == 0 else next(there) for k in range(len(tasks))]
 
 
 def _collect(

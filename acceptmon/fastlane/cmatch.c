@@ -1,0 +1,258 @@
+/* The fast lane's compiled matcher: the templates of acceptmon/fastlane/templates.py, matched in C.
+ *
+ * A Program holds the envelope (literal prefix, timestamp, rank, literal suffix), the templates as
+ * steps (literal, one of several literals, a value of a kind, an unknown key), the anchors the lane
+ * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s+1:e+1]
+ * (buf is a newline plus a block of complete lines) and does in one call what the pure-Python lane
+ * does with re.finditer, %-formatting and bytes.count: it writes the CSV rows of the lines a template
+ * matches, counts the matches of each template, the non-overlapping occurrences of each anchor, and
+ * the lines that say 'accept'. Each step accepts exactly the text its regular expression in
+ * acceptmon/fastlane/pieces.py accepts and captures the same bytes (native.py
+ * refuses templates where a greedy step could differ from the expression's backtracking); the
+ * pure-Python lane is the fallback, and tests/test_fastlane.py holds both to the general parser.
+ */
+#include "cmatch.h"
+#include "cmatch_build.h"
+#include "cmatch_match.h"
+
+/* ---- output ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} Out;
+
+static int out_put(Out *o, const void *s, size_t n) {
+    if (o->len + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 1 << 16;
+        while (cap < o->len + n) cap *= 2;
+        char *b = PyMem_Realloc(o->buf, cap);
+        if (b == NULL) return PyErr_NoMemory(), -1;
+        o->buf = b, o->cap = cap;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+typedef struct {
+    PyObject *recipe; /* tuple of bytes | int, or NULL: the template is only counted */
+    PyObject *memo; /* derived cells by dependency text */
+    int dep[8];
+    int ndep;
+} Plan;
+
+static PyObject *derived(const Plan *pl, const Cap *caps) {
+    PyObject *key;
+    if (pl->ndep == 1) {
+        key = PyBytes_FromStringAndSize((const char *)caps[pl->dep[0]].p, caps[pl->dep[0]].n);
+    } else {
+        key = PyTuple_New(pl->ndep);
+        for (int i = 0; key != NULL && i < pl->ndep; i++) {
+            PyObject *b = PyBytes_FromStringAndSize((const char *)caps[pl->dep[i]].p, caps[pl->dep[i]].n);
+            if (b == NULL) Py_CLEAR(key);
+            else PyTuple_SET_ITEM(key, i, b);
+        }
+    }
+    if (key == NULL) return NULL;
+    PyObject *cells = PyObject_GetItem(pl->memo, key);
+    Py_DECREF(key);
+    if (cells != NULL && !PyTuple_Check(cells)) {
+        Py_DECREF(cells);
+        PyErr_SetString(PyExc_TypeError, "derived cells must be a tuple");
+        return NULL;
+    }
+    return cells;
+}
+
+static int cell(Out *o, PyObject *item, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
+    if (PyBytes_Check(item)) return out_put(o, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item));
+    long code = PyLong_AsLong(item);
+    if (code == -1 && PyErr_Occurred()) return -1;
+    if (code == 0) {
+        char num[24];
+        int n = snprintf(num, sizeof num, "%lld", line);
+        return out_put(o, num, (size_t)n);
+    }
+    if (code >= 1 && code <= 4) return out_put(o, env[code - 1].p, (size_t)env[code - 1].n);
+    if (code >= SLOT) return out_put(o, caps[code - SLOT].p, (size_t)caps[code - SLOT].n);
+    Py_ssize_t k = -1 - code;
+    if (cells == NULL || k >= PyTuple_GET_SIZE(cells) || !PyBytes_Check(PyTuple_GET_ITEM(cells, k))) {
+        PyErr_SetString(PyExc_ValueError, "a recipe asks for a derived cell that is not there");
+        return -1;
+    }
+    PyObject *b = PyTuple_GET_ITEM(cells, k);
+    return out_put(o, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+}
+
+static int row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps) {
+    PyObject *cells = pl->ndep ? derived(pl, caps) : NULL;
+    if (pl->ndep && cells == NULL) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(pl->recipe); i++)
+        rc = cell(o, PyTuple_GET_ITEM(pl->recipe, i), line, env, caps, cells);
+    Py_XDECREF(cells);
+    return rc;
+}
+
+/* plans[i]: None (counted only), False (counted; the general parser writes its rows), or
+ * (recipe tuple, dependency slots tuple, memo mapping). Returns the number of template slots
+ * checked, -1 on error. */
+static int plans_of(const Program *pg, PyObject *plans, Plan *out) {
+    if (!PyList_Check(plans) || PyList_GET_SIZE(plans) != pg->ntmpls) {
+        PyErr_SetString(PyExc_ValueError, "one plan per template");
+        return -1;
+    }
+    for (int i = 0; i < pg->ntmpls; i++) {
+        PyObject *p = PyList_GET_ITEM(plans, i), *deps;
+        Plan *pl = &out[i];
+        memset(pl, 0, sizeof *pl);
+        if (!PyTuple_Check(p)) continue;
+        if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &pl->recipe, &PyTuple_Type, &deps, &pl->memo)) return -1;
+        pl->ndep = (int)PyTuple_GET_SIZE(deps);
+        if (pl->ndep > 8) return PyErr_SetString(PyExc_ValueError, "too many dependencies"), -1;
+        for (int j = 0; j < pl->ndep; j++) {
+            pl->dep[j] = (int)PyLong_AsLong(PyTuple_GET_ITEM(deps, j));
+            if (pl->dep[j] < 0 || pl->dep[j] >= pg->tmpls[i].nslots)
+                return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- counting -------------------------------------------------------------------------------- */
+
+/* Non-overlapping occurrences of each needle in [p, end) (as bytes.count), and the lines holding
+ * the last needle ('accept'); one pass, a needle checked only where its first two bytes are. */
+static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *end, Py_ssize_t *counts,
+                          Py_ssize_t *accept_lines) {
+    const uint8_t *next[64];
+    int n = pg->nneedles, last = n - 1;
+    for (int i = 0; i < n; i++) next[i] = p, counts[i] = 0;
+    const uint8_t *line_end = p;
+    *accept_lines = 0;
+    for (const uint8_t *q = p; q + 1 < end; q++) {
+        uint16_t h = (uint16_t)(q[0] | q[1] << 8);
+        if (!(pg->bigram[h >> 3] & (1 << (h & 7)))) continue;
+        for (int i = 0; i < n; i++) {
+            const Text *t = &pg->needles[i];
+            if (pg->heads[i] != h || q < next[i] || end - q < t->n || memcmp(q, t->s, (size_t)t->n)) continue;
+            counts[i]++;
+            next[i] = q + t->n;
+            if (i == last && q >= line_end) {
+                const uint8_t *nl = memchr(q, '\n', (size_t)(end - q));
+                line_end = nl ? nl + 1 : end;
+                (*accept_lines)++;
+            }
+        }
+    }
+}
+
+/* ---- scan ------------------------------------------------------------------------------------ */
+
+static PyObject *scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base, Plan *plans,
+                            Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o) {
+    Cap env[4], caps[256];
+    const uint8_t *p = buf + s + 1, *stop = buf + e + 1;
+    long long line = base;
+    while (p < stop) {
+        const uint8_t *end = memchr(p, '\n', (size_t)(stop - p));
+        if (end == NULL) break;
+        line++;
+        const uint8_t *m = envelope(pg, p, end, env);
+        for (int i = 0; m != NULL && i < pg->ntmpls; i++) {
+            if (!match(&pg->tmpls[i], m, end, caps)) continue;
+            hits[i]++;
+            if (plans[i].recipe != NULL) {
+                if (row(o, &plans[i], line, env, caps) < 0) return NULL;
+                (*nrows)++;
+            }
+            break;
+        }
+        p = end + 1;
+    }
+    *nlines = line - base;
+    return Py_None;
+}
+
+static PyObject *Program_scan(Program *pg, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t s, e;
+    long long base;
+    PyObject *plans_obj;
+    if (!PyArg_ParseTuple(args, "y*nnLO", &view, &s, &e, &base, &plans_obj)) return NULL;
+    PyObject *result = NULL, *hits_list = NULL, *counts_list = NULL;
+    Plan *plans = PyMem_Calloc((size_t)(pg->ntmpls ? pg->ntmpls : 1), sizeof(Plan));
+    Py_ssize_t *hits = PyMem_Calloc((size_t)(pg->ntmpls ? pg->ntmpls : 1), sizeof(Py_ssize_t));
+    Py_ssize_t counts[64], accepts = 0, nrows = 0, nlines = 0;
+    Out o = {NULL, 0, 0};
+    if (plans == NULL || hits == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (s < 0 || e < s || e >= view.len || ((const uint8_t *)view.buf)[s] != '\n' || pg->maxslots > 256) {
+        PyErr_SetString(PyExc_ValueError, "scan: bad range or program");
+        goto done;
+    }
+    if (plans_of(pg, plans_obj, plans) < 0) goto done;
+    count_needles(pg, (const uint8_t *)view.buf + s + 1, (const uint8_t *)view.buf + e + 1, counts, &accepts);
+    int ncounted = pg->nneedles - 1 - pg->nlaunch;
+    for (int i = ncounted; i < ncounted + pg->nlaunch; i++) {
+        if (counts[i]) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if (scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o) == NULL) goto done;
+    hits_list = PyList_New(pg->ntmpls);
+    counts_list = PyList_New(ncounted);
+    if (hits_list == NULL || counts_list == NULL) goto done;
+    for (int i = 0; i < pg->ntmpls; i++) PyList_SET_ITEM(hits_list, i, PyLong_FromSsize_t(hits[i]));
+    for (int i = 0; i < ncounted; i++) PyList_SET_ITEM(counts_list, i, PyLong_FromSsize_t(counts[i]));
+    result = Py_BuildValue("nNOOnn", nrows, PyBytes_FromStringAndSize(o.buf ? o.buf : "", (Py_ssize_t)o.len),
+                           hits_list, counts_list, accepts, nlines);
+done:
+    Py_XDECREF(hits_list);
+    Py_XDECREF(counts_list);
+    PyMem_Free(o.buf);
+    PyMem_Free(plans);
+    PyMem_Free(hits);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef Program_methods[] = {
+    {"scan", (PyCFunction)Program_scan, METH_VARARGS,
+     "scan(buf, s, e, base, plans) -> (rows, row bytes, hits per template, count per counted anchor, accept lines,\n"
+     "lines), or None if a launch anchor is in the lines"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "acceptmon.fastlane.cmatch.Program",
+    .tp_basicsize = sizeof(Program),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The fast lane's templates, compiled: see acceptmon/fastlane/native.py.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Program_init,
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_methods = Program_methods,
+};
+
+static struct PyModuleDef scan_module = {
+    PyModuleDef_HEAD_INIT, "cmatch", "The fast lane's compiled matcher (see acceptmon/fastlane/native.py).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit_cmatch(void) {
+    if (PyType_Ready(&ProgramType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&scan_module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&ProgramType);
+    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0 ||
+        PyModule_AddIntConstant(m, "VERSION", CMATCH_VERSION) < 0) {
+        Py_DECREF(&ProgramType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,199 @@
+/* cmatch_match.h: one line against the envelope and a template's steps (included once, by cmatch.c).
+ *
+ * Each function accepts exactly the text its regular expression in pieces.py accepts, read greedily;
+ * native.py builds a Program only where greedy reading and the expression's backtracking agree.
+ */
+#ifndef ACCEPTMON_CMATCH_MATCH_H
+#define ACCEPTMON_CMATCH_MATCH_H
+#include "cmatch.h"
+
+/* ---- byte classes ---------------------------------------------------------------------------- */
+
+static inline int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+static inline int is_upper(uint8_t c) { return c >= 'A' && c <= 'Z'; }
+/* STR: [ !#-+\--\[\]-~] */
+static inline int in_str(uint8_t c) { return c >= 0x20 && c <= 0x7e && c != '"' && c != ',' && c != '\\'; }
+/* loose STR: [^,\r\n\x1b] */
+static inline int in_lstr(uint8_t c) { return c != ',' && c != '\r' && c != '\n' && c != 0x1b; }
+/* unknown key: [^:,\r\n\x1b] */
+static inline int in_key(uint8_t c) { return c != ':' && in_lstr(c); }
+/* unknown key's value: [^,\r\n\t\x1b] */
+static inline int in_value(uint8_t c) { return c != '\t' && in_lstr(c); }
+
+static inline int starts(const uint8_t *p, const uint8_t *end, const Text *t) {
+    return end - p >= t->n && memcmp(p, t->s, (size_t)t->n) == 0;
+}
+
+static inline const uint8_t *digits(const uint8_t *p, const uint8_t *end) {
+    while (p < end && is_digit(*p)) p++;
+    return p;
+}
+
+/* ---- the envelope ---------------------------------------------------------------------------- */
+
+static int two(const uint8_t *p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
+
+/* DATE [ T] TIME FRACTION of pieces.py; env[0..2] = date, time, fraction. */
+static const uint8_t *timestamp(const uint8_t *p, const uint8_t *end, Cap *env) {
+    if (end - p < 19) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (!is_digit(p[i])) return NULL;
+    if (memcmp(p, "0000", 4) == 0 || p[4] != '-' || p[7] != '-') return NULL;
+    if (!is_digit(p[5]) || !is_digit(p[6]) || !is_digit(p[8]) || !is_digit(p[9])) return NULL;
+    int month = two(p + 5), day = two(p + 8);
+    if (month < 1 || month > 12 || day < 1 || day > 31) return NULL;
+    if (day > 28 && month == 2) return NULL;
+    if (day == 31 && !(month == 1 || month == 3 || month == 5 || month == 7 || month == 8 || month == 10 || month == 12))
+        return NULL;
+    if (p[10] != ' ' && p[10] != 'T') return NULL;
+    const uint8_t *t = p + 11;
+    if (t[2] != ':' || t[5] != ':') return NULL;
+    if (!is_digit(t[0]) || !is_digit(t[1]) || two(t) > 23) return NULL;
+    if (!is_digit(t[3]) || !is_digit(t[4]) || t[3] > '5') return NULL;
+    if (!is_digit(t[6]) || !is_digit(t[7]) || t[6] > '5') return NULL;
+    env[0].p = p, env[0].n = 10;
+    env[1].p = t, env[1].n = 8;
+    const uint8_t *f = t + 8;
+    env[2].p = f, env[2].n = 0;
+    if (end - f >= 4 && f[0] == '.' && is_digit(f[1]) && is_digit(f[2]) && is_digit(f[3]) && memcmp(f + 1, "000", 3))
+        env[2].n = 4;
+    return f + env[2].n;
+}
+
+/* [A-Z][A-Z_]*[0-9]+ */
+static const uint8_t *rank_token(const uint8_t *p, const uint8_t *end) {
+    if (p >= end || !is_upper(*p)) return NULL;
+    p++;
+    while (p < end && (is_upper(*p) || *p == '_')) p++;
+    const uint8_t *d = digits(p, end);
+    return d > p ? d : NULL;
+}
+
+/* RANK of pieces.py: (?: (?=[A-Z]))?((?:TOKEN(?: TOKEN)*)?); env[3] = the rank. */
+static const uint8_t *rank(const uint8_t *p, const uint8_t *end, Cap *env) {
+    if (end - p >= 2 && p[0] == ' ' && is_upper(p[1])) p++;
+    env[3].p = p, env[3].n = 0;
+    const uint8_t *q = rank_token(p, end);
+    if (q == NULL) return p;
+    for (;;) {
+        const uint8_t *r = (q < end && *q == ' ') ? rank_token(q + 1, end) : NULL;
+        if (r == NULL) break;
+        q = r;
+    }
+    env[3].n = q - p;
+    return q;
+}
+
+static const uint8_t *envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env) {
+    if (!starts(p, end, &pg->prefix)) return NULL;
+    p = timestamp(p + pg->prefix.n, end, env);
+    if (p == NULL) return NULL;
+    p = rank(p, end, env);
+    if (!starts(p, end, &pg->suffix)) return NULL;
+    return p + pg->suffix.n;
+}
+
+/* ---- values ---------------------------------------------------------------------------------- */
+
+/* FLOAT of pieces.py: the capture is the shortest repr (trailing zeros dropped, ".0" kept). */
+static const uint8_t *float_value(const uint8_t *p, const uint8_t *end, Cap *cap) {
+    const uint8_t *d1 = digits(p, end);
+    Py_ssize_t n1 = d1 - p;
+    if (n1 == 0 || d1 >= end || *d1 != '.') return NULL;
+    const uint8_t *d2 = digits(d1 + 1, end);
+    Py_ssize_t n2 = d2 - (d1 + 1);
+    if (n2 == 0) return NULL;
+    int zero = n1 == 1 && p[0] == '0';
+    if (!zero && (p[0] == '0' || n1 > 9)) return NULL;
+    Py_ssize_t f = n2;
+    while (f > 0 && d1[f] == '0') f--;
+    if (f == 0) {
+        cap->p = p, cap->n = n1 + 2;
+    } else {
+        if (f > 6) return NULL;
+        if (zero && f >= 4 && memcmp(d1 + 1, "0000", 4) == 0) return NULL;
+        cap->p = p, cap->n = n1 + 1 + f;
+    }
+    return d2;
+}
+
+/* [0-9]{1,30}(?:\.[0-9]{1,30})? */
+static const uint8_t *loose_float(const uint8_t *p, const uint8_t *end) {
+    const uint8_t *d1 = digits(p, end);
+    if (d1 == p || d1 - p > 30) return NULL;
+    if (d1 + 1 < end && *d1 == '.' && is_digit(d1[1])) {
+        const uint8_t *d2 = digits(d1 + 1, end);
+        return d2 - (d1 + 1) > 30 ? NULL : d2;
+    }
+    return d1;
+}
+
+static const uint8_t *extra(const Step *st, const uint8_t *p, const uint8_t *end) {
+    for (int i = 0; i < st->ntexts; i++) {
+        const Text *k = &st->texts[i];
+        if (starts(p, end, k) && end - p >= k->n + 2 && p[k->n] == ':' && p[k->n + 1] == ' ') return NULL;
+    }
+    const uint8_t *q = p;
+    while (q < end && in_key(*q)) q++;
+    if (q == p || end - q < 2 || q[0] != ':' || q[1] != ' ') return NULL;
+    const uint8_t *v = q + 2, *w = v;
+    while (w < end && in_value(*w)) w++;
+    if (w == v || w[-1] == ' ') return NULL;
+    return w;
+}
+
+static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end, Cap *caps) {
+    const uint8_t *q = p;
+    switch (st->code) {
+    case OP_LIT:
+        return starts(p, end, &st->texts[0]) ? p + st->texts[0].n : NULL;
+    case OP_ALT:
+        for (int i = 0; i < st->ntexts; i++)
+            if (starts(p, end, &st->texts[i])) return p + st->texts[i].n;
+        return NULL;
+    case OP_INT:
+        q = digits(p, end);
+        if (q == p || q - p > 18 || (p[0] == '0' && q - p > 1)) return NULL;
+        break;
+    case OP_LINT:
+        q = digits(p, end);
+        if (q == p || q - p > 30) return NULL;
+        break;
+    case OP_FLOAT: {
+        Cap c;
+        q = float_value(p, end, &c);
+        if (q != NULL && st->slot >= 0) caps[st->slot] = c;
+        return q;
+    }
+    case OP_LFLOAT:
+        return loose_float(p, end);
+    case OP_BOOL:
+        if (end - p >= 4 && memcmp(p, "True", 4) == 0) q = p + 4;
+        else if (end - p >= 5 && memcmp(p, "False", 5) == 0) q = p + 5;
+        else return NULL;
+        break;
+    case OP_STR:
+        while (q < end && in_str(*q)) q++;
+        break;
+    case OP_LSTR:
+        while (q < end && in_lstr(*q)) q++;
+        break;
+    case OP_EXTRA:
+        return extra(st, p, end);
+    default:
+        return NULL;
+    }
+    if (st->slot >= 0) caps[st->slot].p = p, caps[st->slot].n = q - p;
+    return q;
+}
+
+/* A template's steps, then (?<![ \t])(?:, )?\r*(?=\n): true if the whole line matches. */
+static int match(const Tmpl *t, const uint8_t *p, const uint8_t *end, Cap *caps) {
+    for (int i = 0; i < t->nsteps && p != NULL; i++) p = step(&t->steps[i], p, end, caps);
+    if (p == NULL || p[-1] == ' ' || p[-1] == '\t') return 0;
+    if (end - p >= 2 && p[0] == ',' && p[1] == ' ') p += 2;
+    while (p < end && *p == '\r') p++;
+    return p == end;
+}
+
+#endif
