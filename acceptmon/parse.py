@@ -25,7 +25,7 @@ import regex
 from acceptmon.body import docker_json, literal, read_pairs, split_top_level
 from acceptmon.grammar import Grammar, GrammarSet
 from acceptmon.kinds import KINDS
-from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally, line_starts
+from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally
 from acceptmon.records import LaunchConfig, LineKind, Record, build
 from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
@@ -57,20 +57,20 @@ class Parser:
         self.launch = state.launch
         self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
         self.closed, self.lead = state.closed, state.lead
-        self._stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
+        self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
         self.tally = Tally()
         self._data_kinds = {k.name for k in KINDS.values() if k.series is not None}
         """Kinds whose own lines say 'accept' (not grep bait)."""
         self._all_anchors = [(a, a.encode(), [g for g in grammars.records if g.anchor == a]) for a in grammars.anchors]
         self._anchors = self._all_anchors
-        self._stats_anchors = [
-            b for _, b, gs in self._all_anchors if any(g.spec.record in self._stats_kinds for g in gs)
-        ]
+        self.stats_words = [b for _, b, gs in self._all_anchors if any(g.spec.record in self.stats_kinds for g in gs)]
+        """Anchors of stats lines (which end a launch group), for the parallel pre-scan (:mod:`acceptmon.prescan`)."""
         self._launch_anchors = [
             (a, b, [g for g in gs if g.spec.record in runs])
             for a, b, gs in self._all_anchors
             if any(g.spec.record in runs for g in gs)
         ]
+        self.launch_words = [b for _, b, _ in self._launch_anchors]
 
     @property
     def state(self) -> ParseState:
@@ -96,7 +96,7 @@ class Parser:
             text = raw.decode("utf-8", "replace")
             kind, record = self.classify(text, starts[start])
             self.tally.kinds[kind] += 1
-            if kind in self._stats_kinds:
+            if kind in self.stats_kinds:
                 self.launch_open, self.closed = None, True
             if kind in self._data_kinds:
                 accept_seen += raw.count(b"accept")
@@ -108,37 +108,6 @@ class Parser:
         if block.count(b"accept") != accept_seen:
             self._count_accept_noise(block, decoded)
         return records
-
-    def scan_launches(self, block: bytes) -> None:
-        """Advance over a block, parsing only launch lines (the parallel pre-scan)."""
-        if not any(a in block for _, a, _ in self._launch_anchors):
-            self.line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-            if any(a in block for a in self._stats_anchors):
-                self.launch_open, self.closed = None, True  # a stats line (most likely) ends the launch group
-            return
-        lines = sorted(set().union(*(line_starts(block, a) for _, a, _ in self._launch_anchors)))
-        pos = 0
-        for start in lines:
-            self._scan_gap(block[pos:start])
-            pos = block.find(b"\n", start) + 1 or len(block)
-            self.feed(block[start:pos])
-        self._scan_gap(block[pos:])
-
-    def _scan_gap(self, gap: bytes) -> None:
-        """Lines between launch lines, counted; the first stats line among them ends the launch group
-        (as :meth:`feed` would find it, without parsing the others)."""
-        base, pos = self.line, 0
-        while True:
-            hits = [p for p in (gap.find(a, pos) for a in self._stats_anchors) if p >= 0]
-            if not hits:
-                break
-            start = gap.rfind(b"\n", 0, min(hits)) + 1
-            pos = gap.find(b"\n", start) + 1 or len(gap)
-            self.line = base + gap.count(b"\n", 0, start) + 1
-            if self.classify(gap[start:pos].rstrip(b"\n").decode("utf-8", "replace"))[0] in self._stats_kinds:
-                self.launch_open, self.closed = None, True
-                break
-        self.line = base + gap.count(b"\n") + (1 if gap and not gap.endswith(b"\n") else 0)
 
     def skip_oversized(self) -> None:
         """Account for one line that the reader skipped for its length."""

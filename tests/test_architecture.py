@@ -24,25 +24,26 @@ LAYERS: dict[str, int] = {
     "kinds": 2,
     "grammar": 3, "stats": 3,
     "body": 4, "request_body": 4, "window": 4, "compare": 4, "redos": 4,
-    "parse": 5,
+    "parse": 5, "prescan": 6,
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
-    "source": 1, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 0,
+    "source": 1, "ranges": 2, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 0,
     # one pipeline, batch and live; grammar files
-    "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.live": 7,
+    "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.inplace": 7, "pipeline.live": 7,
     # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
     "fastlane": 6, "fastlane.pieces": 6, "fastlane.templates": 7, "fastlane.careful": 8, "fastlane.rows": 8,
-    "fastlane.bulk": 9, "fastlane.cmatch": 8, "fastlane.native": 9, "fastlane.lane": 10, "pipeline.batch": 11,
+    "fastlane.bulk": 9, "fastlane.cmatch": 8, "fastlane.native": 9, "fastlane.rescan": 10, "fastlane.lane": 11,
+    "pipeline.batch": 12,
     # sinks and the dashboard model, then the screen, then the command line
     "sinks": 8, "sinks.table": 8, "sinks.livestate": 8, "sinks.series": 7, "sinks.webconfig": 8,
     "sinks.httpserver": 9, "sinks.runs": 9, "sinks.prometheus": 9, "sinks.output": 9,
     "tui": 8, "tui.view": 8, "tui.verdict": 8, "tui.widgets": 8,
     "tui.history": 9, "tui.tiles": 9, "tui.filestate": 9, "tui.positions": 9, "tui.model": 10, "tui.app": 11,
-    "cli.args": 12, "cli.wiring": 12, "cli.batch": 13, "cli.compare": 13, "cli.live": 13, "cli.doctor": 13,
-    "cli": 14, "__main__": 15, "": 0,
+    "cli.args": 12, "cli.wiring": 12, "cli.batch": 13, "cli.compare": 13, "cli.live": 13, "cli.doctor": 14,
+    "cli": 15, "__main__": 16, "": 0,
     # doctor: rules and findings, run state, break-even, detectors, engine (pure); rule files, reading, rendering
     "doctor": 4, "doctor.model": 4, "doctor.state": 6, "doctor.breakeven": 7, "doctor.detector": 8,
     "doctor.detect_accept": 9, "doctor.detect_context": 9, "doctor.detect_serving": 9, "doctor.detect_load": 9,
-    "doctor.signatures": 10, "doctor.engine": 11, "doctor.rules": 11, "doctor.report": 12, "doctor.read": 12,
+    "doctor.signatures": 10, "doctor.engine": 11, "doctor.rules": 11, "doctor.report": 12, "doctor.read": 13,
 }  # fmt: skip
 """Layer of every module: a module may import only modules of a lower layer."""
 CORE = (
@@ -61,10 +62,11 @@ CORE = (
     "request_body",
     "window",
     "parse",
+    "prescan",
     "compare",
     "redos",
 )
-BYTES = ("source", "tail", "replay")
+BYTES = ("source", "ranges", "tail", "replay")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip
 FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "fdopen"}

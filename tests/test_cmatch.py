@@ -40,7 +40,7 @@ def _program(steps: list[tuple[int, int, tuple[bytes, ...]]]):
 def _c_row(program, line: bytes, captured: bool) -> tuple[bytes, int] | None:
     buf = b"\n" + line + b"\n"
     plan = (ROW, (), {}) if captured else None
-    got = program.scan(buf, 0, len(buf) - 1, 0, [plan])
+    got = program.scan(buf, 1, len(buf), 0, [plan])
     assert got is not None
     return got[1], got[2][0]
 
@@ -128,10 +128,10 @@ def test_real_stamps_and_ranks_match():
 def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
     program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
     block = b"\nzqzqzq accept accept\nzzq\n[2026-02-26 10:00:00] k: 3\naccept\n"
-    got = program.scan(block, 0, len(block) - 1, 10, [((0, b"\r\n"), (), {})])
+    got = program.scan(block, 1, len(block), 10, [((0, b"\r\n"), (), {})])
     assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4)
     launch = block + b"Launch! now\n"
-    assert program.scan(launch, 0, len(launch) - 1, 10, [None]) is None
+    assert program.scan(launch, 1, len(launch), 10, [None]) is None
 
 
 def test_a_greedy_reading_that_could_differ_is_refused():

@@ -20,6 +20,7 @@ from acceptmon.errors import InputError
 from acceptmon.grammar import GrammarSet
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
+from acceptmon.ranges import next_line_start, split_ranges
 from acceptmon.records import Record
 from acceptmon.source import (
     OVERSIZED,
@@ -27,10 +28,8 @@ from acceptmon.source import (
     Oversized,
     check_path,
     iter_blocks,
-    next_line_start,
     not_regular,
     open_log,
-    split_ranges,
 )
 
 BOM = b"\xef\xbb\xbf"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from acceptmon import prescan
 from acceptmon.cli.args import YearSource
 from acceptmon.parse import Parser, ParseState
 from acceptmon.pipeline import batch as pipeline
@@ -187,7 +188,7 @@ def test_states_chained_over_ranges_number_runs_like_one_reader(grammars):
         scans = []
         for part in (head, tail):
             scan = Parser(grammars, "dp.log", ParseState(year=2025))
-            scan.scan_launches(part)
+            prescan.scan_block(scan, part)
             scans.append(scan.state)
         state = ParseState().then(scans[0])
         assert state.line == scans[0].line == len(head.splitlines())

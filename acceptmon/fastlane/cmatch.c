@@ -2,8 +2,8 @@
  *
  * A Program holds the envelope (literal prefix, timestamp, rank, literal suffix), the templates as
  * steps (literal, one of several literals, a value of a kind, an unknown key), the anchors the lane
- * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s+1:e+1]
- * (buf is a newline plus a block of complete lines) and does in one call what the pure-Python lane
+ * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s:e]
+ * (complete lines: buf[e-1] is a newline; buf may be a memory map of the file) and does in one call what the pure-Python lane
  * does with re.finditer, %-formatting and bytes.count: it writes the CSV rows of the lines a template
  * matches, counts the matches of each template, the non-overlapping occurrences of each anchor, and
  * the lines that say 'accept'. Each step accepts exactly the text its regular expression in
@@ -14,6 +14,7 @@
 #include "cmatch.h"
 #include "cmatch_build.h"
 #include "cmatch_match.h"
+#include "cmatch_prescan.h"
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
@@ -70,9 +71,11 @@ static int cell(Out *o, PyObject *item, long long line, const Cap *env, const Ca
     long code = PyLong_AsLong(item);
     if (code == -1 && PyErr_Occurred()) return -1;
     if (code == 0) {
-        char num[24];
-        int n = snprintf(num, sizeof num, "%lld", line);
-        return out_put(o, num, (size_t)n);
+        char num[24], *q = num + sizeof num;
+        unsigned long long v = line < 0 ? 0ULL - (unsigned long long)line : (unsigned long long)line;
+        do *--q = (char)('0' + v % 10); while (v /= 10);
+        if (line < 0) *--q = '-';
+        return out_put(o, q, (size_t)(num + sizeof num - q));
     }
     if (code >= 1 && code <= 4) return out_put(o, env[code - 1].p, (size_t)env[code - 1].n);
     if (code >= SLOT) return out_put(o, caps[code - SLOT].p, (size_t)caps[code - SLOT].n);
@@ -136,7 +139,8 @@ static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *en
         if (!(pg->bigram[h >> 3] & (1 << (h & 7)))) continue;
         for (int i = 0; i < n; i++) {
             const Text *t = &pg->needles[i];
-            if (pg->heads[i] != h || q < next[i] || end - q < t->n || memcmp(q, t->s, (size_t)t->n)) continue;
+            if (pg->heads[i] != h || q < next[i] || end - q < t->n || memcmp(q + 2, t->s + 2, (size_t)t->n - 2))
+                continue;
             counts[i]++;
             next[i] = q + t->n;
             if (i == last && q >= line_end) {
@@ -153,12 +157,15 @@ static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *en
 static PyObject *scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base, Plan *plans,
                             Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o) {
     Cap env[4], caps[256];
-    const uint8_t *p = buf + s + 1, *stop = buf + e + 1;
+    const uint8_t *p = buf + s, *stop = buf + e;
     long long line = base;
     while (p < stop) {
         const uint8_t *end = memchr(p, '\n', (size_t)(stop - p));
         if (end == NULL) break;
-        line++;
+        if ((++line & 255) == 0) { /* let another thread (the pool's result reader) take the GIL */
+            Py_BEGIN_ALLOW_THREADS
+            Py_END_ALLOW_THREADS
+        }
         const uint8_t *m = envelope(pg, p, end, env);
         for (int i = 0; m != NULL && i < pg->ntmpls; i++) {
             if (!match(&pg->tmpls[i], m, end, caps)) continue;
@@ -190,12 +197,14 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (s < 0 || e < s || e >= view.len || ((const uint8_t *)view.buf)[s] != '\n' || pg->maxslots > 256) {
+    if (s < 0 || e < s || e > view.len || (e > s && ((const uint8_t *)view.buf)[e - 1] != '\n') || pg->maxslots > 256) {
         PyErr_SetString(PyExc_ValueError, "scan: bad range or program");
         goto done;
     }
     if (plans_of(pg, plans_obj, plans) < 0) goto done;
-    count_needles(pg, (const uint8_t *)view.buf + s + 1, (const uint8_t *)view.buf + e + 1, counts, &accepts);
+    Py_BEGIN_ALLOW_THREADS /* bytes only: the buffer is held by the view */
+    count_needles(pg, (const uint8_t *)view.buf + s, (const uint8_t *)view.buf + e, counts, &accepts);
+    Py_END_ALLOW_THREADS
     int ncounted = pg->nneedles - 1 - pg->nlaunch;
     for (int i = ncounted; i < ncounted + pg->nlaunch; i++) {
         if (counts[i]) {
@@ -240,7 +249,8 @@ static PyTypeObject ProgramType = {
 };
 
 static struct PyModuleDef scan_module = {
-    PyModuleDef_HEAD_INIT, "cmatch", "The fast lane's compiled matcher (see acceptmon/fastlane/native.py).", -1, NULL,
+    PyModuleDef_HEAD_INIT, "cmatch", "The fast lane's compiled matcher (see acceptmon/fastlane/native.py).", -1,
+    module_functions,
 };
 
 PyMODINIT_FUNC PyInit_cmatch(void) {

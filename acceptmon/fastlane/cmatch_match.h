@@ -21,7 +21,7 @@ static inline int in_key(uint8_t c) { return c != ':' && in_lstr(c); }
 static inline int in_value(uint8_t c) { return c != '\t' && in_lstr(c); }
 
 static inline int starts(const uint8_t *p, const uint8_t *end, const Text *t) {
-    return end - p >= t->n && memcmp(p, t->s, (size_t)t->n) == 0;
+    return end - p >= t->n && (t->n == 0 || (p[0] == t->s[0] && memcmp(p, t->s, (size_t)t->n) == 0));
 }
 
 static inline const uint8_t *digits(const uint8_t *p, const uint8_t *end) {

@@ -15,8 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from acceptmon.fastlane import native
-from acceptmon.fastlane.bulk import csv_rows
+from acceptmon.fastlane import native, rescan
 from acceptmon.fastlane.careful import Entry, accept_lines, careful_segment
 from acceptmon.fastlane.pieces import Format
 from acceptmon.fastlane.rows import Plan, Unsupported
@@ -154,7 +153,7 @@ class FastLane:
         starts = set().union(*(line_starts(block, a) for a in self.launch_anchors))
         return [(s, block.find(b"\n", s) + 1) for s in sorted(starts)]
 
-    def _plans(self, parser: Parser) -> list[Plan | bool | None]:
+    def plans_for(self, parser: Parser) -> list[Plan | bool | None]:
         """Per template: its row plan for the parser's file, run and launch; None for a kind
         that is only counted; False if its rows must come from the general parser."""
         context = (parser.file, parser.run, parser.launch)
@@ -177,17 +176,7 @@ class FastLane:
         if quick is False:
             return False
         if quick is not None:
-            (nrows, rows), counts, lines, accepts = quick
-            if nrows:
-                parts.append((nrows, rows))
-            kinds = parser.tally.kinds
-            for i, n in enumerate(counts):
-                if n:
-                    kinds[self.templates[i].kind] += n
-            kinds["other"] += lines - sum(counts)
-            exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
-            parser.tally.accept_noise += accepts - exempt
-            parser.line = base + lines
+            self._account(parser, quick, base, parts)
             return True
         entries: list[Entry] = []
         parser.line = base
@@ -195,19 +184,45 @@ class FastLane:
         full = self._careful_state()
         active = self._swap(full) if full is not None else None
         try:
-            self._scan(parser, buf, s, e, base, entries)
+            rescan.scan(self, parser, buf, (s, e, base), entries)
             careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
         finally:
             if active is not None:
                 self.full = self._swap(active)
         return True
 
+    def feed_mapped(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
+        """Rows of ``buf[start:end]`` (complete lines of a memory-mapped file) read in place by the
+        compiled matcher; None if it cannot say them all (a launch line, a careful segment: the
+        caller gives those bytes to :meth:`feed`)."""
+        base = parser.line
+        quick = self._quick(parser, buf, start - 1, end - 1, base) if self.native is not None else None
+        if not quick:
+            return None
+        parts: list[Part] = []
+        self._account(parser, quick, base, parts)
+        return parts
+
+    def _account(self, parser: Parser, quick: Quick, base: int, parts: list[Part]) -> None:
+        """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
+        (nrows, rows), counts, lines, accepts = quick
+        if nrows:
+            parts.append((nrows, rows))
+        kinds = parser.tally.kinds
+        for i, n in enumerate(counts):
+            if n:
+                kinds[self.templates[i].kind] += n
+        kinds["other"] += lines - sum(counts)
+        exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
+        parser.tally.accept_noise += accepts - exempt
+        parser.line = base + lines
+
     def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
         """The segment through the compiled matcher (:mod:`acceptmon.fastlane.native`), or None;
         False if a line holds a launch anchor."""
         at = self.native_order
         assert self.native is not None
-        got = self.native.scan(buf, s, e, base, native.plans(self._plans(parser), at))
+        got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at))
         if got is None:
             return False
         nrows, rows, hits, anchors, accepts, lines = got
@@ -222,7 +237,7 @@ class FastLane:
 
     def _quick_re(self, parser: Parser, buf: bytes, s: int, e: int) -> Quick | None:
         """The segment through the ``re`` pattern, or None."""
-        rows, counts, clean = self._scan(parser, buf, s, e, parser.line, None)
+        rows, counts, clean = rescan.scan(self, parser, buf, (s, e, parser.line), None)
         if not clean or not self._accounted(
             lambda j: buf.count(self.counted[j], s + 1, e + 1), counts, ACCEPT in buf[s + 1 : e + 1]
         ):
@@ -238,60 +253,3 @@ class FastLane:
             if found(j) != want:
                 return False
         return not any(n and self.unsure[i] for i, n in enumerate(counts)) or not says_accept
-
-    def _scan(
-        self, parser: Parser, buf: bytes, s: int, e: int, base: int, starts: list[Entry] | None
-    ) -> tuple[list[bytes], list[int], bool]:
-        """Rows and per-template match counts; ``clean`` is False if a match was refused.
-
-        ``starts``: if given, each kept match's (line start, template, row) is appended to it.
-        """
-        assert self.pattern is not None
-        if starts is None and self.fmt == "csv":
-            return self._scan_csv(parser, buf, s, e, base)
-        rows: list[bytes] = []
-        counts = [0] * len(self.templates)
-        clean = True
-        by_group, plans, count, json = self.by_group, self._plans(parser), buf.count, self.fmt == "jsonl"
-        line, prev = base, s + 1
-        for m in self.pattern.finditer(buf, s, e + 1):
-            i = by_group[m.lastindex or 0]
-            plan = plans[i]
-            if plan is None:
-                counts[i] += 1
-                if starts is not None:
-                    starts.append((m.start(), i, b""))
-                continue
-            if not isinstance(plan, Plan):
-                clean = False
-                continue
-            counts[i] += 1
-            p = m.start()
-            line += count(b"\n", prev, p + 1)
-            prev = p + 1
-            if json:
-                args = (line + 1, *plan.json_cells(m.group(*plan.idx)))
-            else:
-                args = (line + 1, *m.group(*plan.idx))
-            if plan.dep:
-                args += plan.derived_cells(m.group(*plan.dep))
-            if json and plan.extras:
-                args += (plan.json_extra(m),)
-            row = plan.fmt % plan.pick(args)
-            rows.append(row)
-            if starts is not None:
-                starts.append((p, i, row))
-        return rows, counts, clean
-
-    def _scan_csv(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[bytes], list[int], bool]:
-        """:meth:`_scan` for CSV without entries: no Python loop per row (:mod:`acceptmon.fastlane.bulk`)."""
-        assert self.pattern is not None
-        slots: list[Plan | bool | None] = [False] * (max(self.by_group) + 1)
-        for (outer, _), plan in zip(self.numbers, self._plans(parser), strict=True):
-            slots[outer] = plan
-        rows, hits = csv_rows(self.pattern, buf, (s, e, base), slots)
-        counts = [hits[outer] for outer, _ in self.numbers]
-        unsupported = any(
-            hits[outer] for (outer, _), plan in zip(self.numbers, self.plans, strict=True) if plan is False
-        )
-        return rows, counts, not unsupported

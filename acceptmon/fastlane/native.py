@@ -61,6 +61,19 @@ def load() -> ModuleType | None:
     return cmatch if getattr(cmatch, "VERSION", None) == VERSION else None
 
 
+class _Finder:
+    """The pre-scan's searches (:class:`acceptmon.prescan.Finder`) in C: ``memmem`` and ``memchr``."""
+
+    def __init__(self, module: Any) -> None:
+        self.find_any, self.newlines = module.find_any, module.newlines
+
+
+def finder() -> Any | None:
+    """The compiled :class:`acceptmon.prescan.Finder`, or None."""
+    module = load()
+    return None if module is None else _Finder(module)
+
+
 def order(templates: Sequence[Template]) -> list[int]:
     """Template indexes in the order the ``re`` pattern tries them (:func:`templates.assemble`)."""
     heads: dict[bytes, list[int]] = {}

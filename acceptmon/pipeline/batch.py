@@ -12,14 +12,18 @@ numbers, same run index and launch config, hence byte-identical output.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from acceptmon import prescan
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
+from acceptmon.pipeline import inplace
+from acceptmon.ranges import mapped, split_ranges
 from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, iter_blocks, open_log, split_ranges
+from acceptmon.source import MAX_LINE, OVERSIZED, iter_blocks, open_log
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
     from multiprocessing.pool import AsyncResult
@@ -119,18 +123,44 @@ def _run_sequential(
     lane: FastLane | None = None,
 ) -> Tally:
     parser = Parser(grammars, path, records=job.records_wanted)
+    in_place = lane is not None and path != "-" and not _is_gzip(path)
+    size = _size(path, limit) if in_place else limit
+    for nbytes, parts in _blocks(parser, path, (0, size), job, lane, in_place):
+        for part in parts:
+            job.collect(part)
+        progress.done += nbytes
+        if on_progress:
+            on_progress(progress)
+    return parser.tally
+
+
+def _blocks(
+    parser: Parser, path: str, span: tuple[int, int | None], job: Job[T], lane: FastLane | None, in_place: bool
+) -> Iterator[tuple[int, list[T]]]:
+    """(bytes, chunk results) per block of ``limit`` bytes from ``start`` (``span``; a None limit:
+    to the end of the stream :func:`open_log` opens). ``in_place``: a plain file, whose blocks
+    are read from a memory map where the compiled matcher can (:mod:`acceptmon.pipeline.inplace`)."""
+    start, limit = span
+    end = None if limit is None else start + limit
+    if in_place and lane is not None and end is not None:
+        feed = partial(_parts, parser, job=job, lane=lane)
+        for s, e, parts in inplace.regions(parser, path, (start, end), lane, feed, FAST_BLOCK):
+            start = e
+            yield e - s, parts
+        if start >= end:
+            return
     with open_log(path) as stream:
-        for block in iter_blocks(stream, limit=limit, **({"block_size": FAST_BLOCK} if lane else {})):
+        if start:
+            stream.seek(start)
+        for block in iter_blocks(
+            stream, limit=None if end is None else end - start, **({"block_size": FAST_BLOCK} if lane else {})
+        ):
             if block is OVERSIZED:
                 parser.skip_oversized()
+                yield 0, []
                 continue
             assert isinstance(block, bytes)
-            for part in _parts(parser, block, job, lane):
-                job.collect(part)
-            progress.done += len(block)
-            if on_progress:
-                on_progress(progress)
-    return parser.tally
+            yield len(block), _parts(parser, block, job, lane)
 
 
 def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> list[T]:
@@ -149,6 +179,11 @@ _WORKER: dict[str, Any] = {}
 def _scan_range(task: tuple[str, int, int]) -> ParseState:
     path, start, end = task
     parser = Parser(_WORKER["grammars"], path)
+    finder = _WORKER.get("finder")
+    if finder is not None:  # searched in place, in C
+        with mapped(path) as m:
+            prescan.scan(parser, m, (start, end), finder, MAX_LINE)
+        return parser.state
     with open(path, "rb") as f:
         f.seek(start)
         for block in iter_blocks(f, limit=end - start):
@@ -156,24 +191,17 @@ def _scan_range(task: tuple[str, int, int]) -> ParseState:
                 parser.skip_oversized()
             else:
                 assert isinstance(block, bytes)
-                parser.scan_launches(block)
+                prescan.scan_block(parser, block)
     return parser.state
 
 
 def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
     path, start, end, state = task
     job: Job[Any] = _WORKER["job"]
-    lane: FastLane | None = _WORKER["lane"]
     parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
     parts = []
-    with open(path, "rb") as f:
-        f.seek(start)
-        for block in iter_blocks(f, limit=end - start, block_size=FAST_BLOCK):
-            if block is OVERSIZED:
-                parser.skip_oversized()
-            else:
-                assert isinstance(block, bytes)
-                parts += _parts(parser, block, job, lane)
+    for _, got in _blocks(parser, path, (start, end - start), job, _WORKER["lane"], True):
+        parts += got
     return parts, parser.tally
 
 
@@ -196,7 +224,9 @@ def _run_parallel(
         lane.learn(head[: head.rfind(b"\n") + 1])
     import multiprocessing
 
-    _WORKER.update(grammars=grammars, job=job, lane=lane)
+    from acceptmon.fastlane.native import finder
+
+    _WORKER.update(grammars=grammars, job=job, lane=lane, finder=finder())
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
     with ctx.Pool(max(1, jobs - 1)) as pool:

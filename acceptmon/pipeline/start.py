@@ -14,8 +14,9 @@ from typing import BinaryIO
 from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser, ParseState
+from acceptmon.ranges import next_line_start
 from acceptmon.records import Record
-from acceptmon.source import MAX_LINE, next_line_start
+from acceptmon.source import MAX_LINE
 
 
 def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, Record] | None:
