@@ -7,13 +7,17 @@ The record of passed sets lives in the user's cache folder; every test here poin
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from acceptmon import checkcache, loader
+from acceptmon.cli import main
 from acceptmon.errors import GrammarError
 from acceptmon.loader import builtin_grammar_dir, load_grammars
+from tests.conftest import ROOT
 
 MINE = """
 name = "custom_decode"
@@ -103,6 +107,15 @@ def test_without_the_cache_the_checks_run(cache, checks):
     assert len(checks) == 2 * count
 
 
+def test_grammars_check_always_checks(tmp_path, checks, capsys):
+    mine = _mine(tmp_path)
+    for _ in range(2):
+        checks.clear()
+        assert main(["grammars", "check", str(mine)]) == 0
+        assert "samples custom_decode" in checks
+    assert capsys.readouterr().out == f"{mine}: ok\n{mine}: ok\n"
+
+
 def test_an_unwritable_cache_folder_only_costs_the_checks(tmp_path, monkeypatch, checks):
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("a file where the cache folder would go\n")
@@ -179,3 +192,21 @@ def test_the_first_bad_file_is_named_whatever_is_wrong_with_the_next(tmp_path):
     with pytest.raises(GrammarError) as info:
         load_grammars([not_toml, off_schema])
     assert (info.value.file, info.value.key) == (str(not_toml), "-")
+
+
+def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
+    log = tmp_path / "two.log"
+    log.write_text(DECODE + "hello\n")
+    code = (
+        "import sys\n"
+        "from acceptmon.cli import main\n"
+        f"assert main(['parse', {str(log)!r}, '-o', {str(tmp_path / 'two.csv')!r}]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'prometheus_client', 'watchfiles')\n"
+        "    or m.startswith(('acceptmon.doctor', 'acceptmon.tui', 'acceptmon.cli.live', 'acceptmon.pipeline.live'))\n"
+        "    or m in ('acceptmon.stats', 'acceptmon.sinks.runs')))\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert done.stdout == "[]\n"
+    assert (tmp_path / "two.csv").read_text().count("\n") == 2
+    assert cache.read_text().startswith(checkcache.FORMAT)  # and it remembered the shipped set
