@@ -6,6 +6,10 @@ TOML and the schema, the declared fields against the pattern's named groups and 
 record kind's model, then every sample through the real parser. A sample must be
 matched *by its own grammar* (not by another one that happens to come first) and
 yield every expected value; a counter-sample must not match.
+
+Those pattern checks give the same answer for the same files under the same code, so
+a set that passed them is remembered (:mod:`acceptmon.checkcache`) and, loaded again
+unchanged, is only read and schema-checked.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
 from acceptmon.redos import check_grammar
 from acceptmon.tomlfile import read_toml, shipped_dir
+from acceptmon.values import VALUE_KINDS
 
 
 def builtin_grammar_dir() -> Path:
@@ -40,8 +45,8 @@ def read_grammar_file(path: Path) -> GrammarFile:
 
 def _validate(path: Path, data: dict[str, Any] | GrammarError, *, passed: bool = False) -> GrammarFile:
     """Schema-check one file's table (``data``: or the error reading the file, raised now).
-    ``passed``: the set it is part of passed every check before, so the schema's own pattern
-    compile may be skipped (the joined patterns are compiled when first used)."""
+    ``passed``: the set the file belongs to passed every check before; the schema's validators
+    see it as the context ``passed_before`` (one may skip work that those checks repeat)."""
     if isinstance(data, GrammarError):
         raise data
     try:
@@ -68,7 +73,7 @@ def load_grammars(
     files = _read_tables([*own, *map(Path, extra)])
     skip = sorted(set(replace))
     digest = None
-    if all(isinstance(data, dict) for _, data in files):
+    if all(isinstance(data, dict) for _, data in files) and _own_kinds():
         digest = checkcache.set_digest([repr(data).encode() for _, data in files] + [repr(skip).encode()])
     passed = cached and digest is not None and checkcache.passed(digest)
     grammars = [Grammar(_validate(p, data, passed=passed), str(p)) for p, data in files]
@@ -87,6 +92,12 @@ def load_grammars(
         if digest is not None:
             checkcache.remember(digest)
     return gset
+
+
+def _own_kinds() -> bool:
+    """Whether every record and value kind is acceptmon's own, whose code the cache's digest covers."""
+    kinds = [c for k in KINDS.values() for c in (k.model, k.derive) if c is not None]
+    return checkcache.covers(*kinds, *VALUE_KINDS.values())
 
 
 def _read_tables(paths: list[Path]) -> list[tuple[Path, dict[str, Any] | GrammarError]]:

@@ -17,6 +17,7 @@ from acceptmon import checkcache, loader
 from acceptmon.cli import main
 from acceptmon.errors import GrammarError
 from acceptmon.loader import builtin_grammar_dir, load_grammars
+from acceptmon.values import VALUE_KINDS
 from tests.conftest import ROOT
 
 MINE = """
@@ -144,6 +145,20 @@ def test_a_damaged_cache_file_is_ignored_and_replaced(cache, checks, damage):
     lines = cache.read_text().splitlines()
     assert lines[0] == checkcache.FORMAT and len(lines) == 2
     assert sorted(os.listdir(cache.parent)) == ["checked-grammars"]  # no temporary file left behind
+    checks.clear()
+    load_grammars()
+    assert checks == []
+
+
+def test_a_kind_registered_by_other_code_turns_the_cache_off(cache, checks, monkeypatch):
+    monkeypatch.setitem(VALUE_KINDS, "tenths", lambda text: float(text) / 10)
+    for _ in range(2):
+        checks.clear()
+        load_grammars()
+        assert "probe sglang_envelope" in checks
+    assert not cache.exists()
+    monkeypatch.delitem(VALUE_KINDS, "tenths")
+    load_grammars()
     checks.clear()
     load_grammars()
     assert checks == []
