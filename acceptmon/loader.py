@@ -6,6 +6,10 @@ TOML and the schema, the declared fields against the pattern's named groups and 
 record kind's model, then every sample through the real parser. A sample must be
 matched *by its own grammar* (not by another one that happens to come first) and
 yield every expected value; a counter-sample must not match.
+
+Those pattern checks give the same answer for the same files under the same code, so
+a set that passed them is remembered (:mod:`acceptmon.checkcache`) and, loaded again
+unchanged, is only read and schema-checked.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import regex
 from pydantic import ValidationError
 
+from acceptmon import checkcache
 from acceptmon.errors import GrammarError
 from acceptmon.grammar import ENVELOPE_FIELDS, Grammar, GrammarFile, GrammarSet
 from acceptmon.kinds import KINDS
@@ -25,6 +30,7 @@ from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
 from acceptmon.redos import check_grammar
 from acceptmon.tomlfile import read_toml, shipped_dir
+from acceptmon.values import VALUE_KINDS
 
 
 def builtin_grammar_dir() -> Path:
@@ -34,43 +40,86 @@ def builtin_grammar_dir() -> Path:
 
 def read_grammar_file(path: Path) -> GrammarFile:
     """Read and schema-check one file; raise GrammarError naming the file and key."""
-    data = read_toml(path, GrammarError)
+    return _validate(path, read_toml(path, GrammarError))
+
+
+def _validate(path: Path, data: dict[str, Any] | GrammarError, *, passed: bool = False) -> GrammarFile:
+    """Schema-check one file's table (``data``: or the error reading the file, raised now).
+    ``passed``: the set the file belongs to passed every check before; the schema's validators
+    see it as the context ``passed_before`` (one may skip work that those checks repeat)."""
+    if isinstance(data, GrammarError):
+        raise data
     try:
-        return GrammarFile.model_validate(data)
+        return GrammarFile.model_validate(data, context={"passed_before": passed})
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "-"
         raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
 
 
-def load_grammars(extra: Iterable[Path] = (), *, builtin: bool = True, replace: Iterable[str] = ()) -> GrammarSet:
+def load_grammars(
+    extra: Iterable[Path] = (), *, builtin: bool = True, replace: Iterable[str] = (), cached: bool = True
+) -> GrammarSet:
     """Load the built-in grammars plus ``extra`` files, checking each completely.
 
     ``replace``: names of built-in grammars left out because an ``extra`` file stands in for them.
+    ``cached``: when the same files (and ``replace``) passed every check before, under the same
+    code (:mod:`acceptmon.checkcache`), check only their schema and names, not their patterns again.
 
     Raises:
         GrammarError: a file is unreadable, off-schema, or one of its samples fails.
     """
-    paths = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
-    grammars = [Grammar(read_grammar_file(p), str(p)) for p in paths]
-    skip = set(replace)
-    grammars = [g for g in grammars if g.name not in skip]
-    grammars += [Grammar(read_grammar_file(Path(p)), str(p)) for p in extra]
+    own = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
+    files = _read_tables([*own, *map(Path, extra)])
+    skip = sorted(set(replace))
+    digest = None
+    if all(isinstance(data, dict) for _, data in files) and _own_kinds():
+        digest = checkcache.set_digest([repr(data).encode() for _, data in files] + [repr(skip).encode()])
+    passed = cached and digest is not None and checkcache.passed(digest)
+    grammars = [Grammar(_validate(p, data, passed=passed), str(p)) for p, data in files]
+    grammars = [g for g in grammars[: len(own)] if g.name not in skip] + grammars[len(own) :]
     grammars.sort(key=lambda g: (g.spec.priority, g.name))
     names: dict[str, str] = {}
     for g in grammars:
         if g.name in names:
             raise GrammarError(g.source, "name", f"{g.name!r} is already loaded from {names[g.name]}")
         names[g.name] = g.source
-        _check_declarations(g)
+        if not passed:
+            _check_declarations(g)
     gset = GrammarSet(grammars)
+    if not passed:
+        check_set(gset)
+        if digest is not None:
+            checkcache.remember(digest)
+    return gset
+
+
+def _own_kinds() -> bool:
+    """Whether every record and value kind is acceptmon's own, whose code the cache's digest covers."""
+    kinds = [c for k in KINDS.values() for c in (k.model, k.derive) if c is not None]
+    return checkcache.covers(*kinds, *VALUE_KINDS.values())
+
+
+def _read_tables(paths: list[Path]) -> list[tuple[Path, dict[str, Any] | GrammarError]]:
+    """Each file's TOML table, or the error reading it, raised when its turn to be checked comes
+    (so that, as when each file was read and checked in turn, the first bad file is the one named)."""
+    out: list[tuple[Path, dict[str, Any] | GrammarError]] = []
+    for path in paths:
+        try:
+            out.append((path, read_toml(path, GrammarError)))
+        except GrammarError as exc:
+            out.append((path, exc))
+    return out
+
+
+def check_set(gset: GrammarSet) -> None:
+    """The checks that run every pattern: the ReDoS probe of each, then the samples of each."""
     for g in gset.all:  # envelopes first; before the samples run, so that none can hang
         problem = check_grammar(g)
         if problem is not None:
             raise GrammarError(g.source, *problem)
     for g in gset.all:
         check_samples(g, gset)
-    return gset
 
 
 def _check_declarations(g: Grammar) -> None:

@@ -11,6 +11,8 @@ ended by a bad character). Nothing here reads files.
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -122,10 +124,14 @@ def _sample_probes(label: str, sample: str, start: int) -> Iterator[_Probe]:
     pumped in at a few points from ``start`` on (see :func:`_cuts`), followed by a bad character,
     then either nothing or the rest of the sample (which holds the literals the pattern requires)."""
     yield f"{label} (repeated)", "", sample, BAD_CHAR, ""
-    alphabet = "".join(dict.fromkeys(sample))
-    for cut in _cuts(sample, max(start, 0)):
+    kinds = {ord(c): _kind(c) for c in dict.fromkeys(sample)}  # each character's kind, in order of appearance
+    same: dict[str, str] = {}  # a kind's first four characters
+    for char, kind in kinds.items():
+        if len(same.get(kind, "")) < 4:
+            same[kind] = same.get(kind, "") + chr(char)
+    for cut in _cuts(sample[max(start, 0) :].translate(kinds), max(start, 0)):
         head, rest = sample[:cut], sample[cut:]
-        for run in _runs(head, alphabet):
+        for run in _runs(head, same[kinds[ord(head[-1])]]):
             at = f"after character {cut}" if rest else "at its end"
             where = f"{label} ({run!r} repeated {at}, then a bad character"
             yield f"{where})", head, run, BAD_CHAR, ""
@@ -133,26 +139,23 @@ def _sample_probes(label: str, sample: str, start: int) -> Iterator[_Probe]:
                 yield f"{where} and the rest)", head, run, BAD_CHAR, rest
 
 
-def _cuts(sample: str, start: int) -> list[int]:
-    """From ``start`` on: its end, the ends of the first and of the last run of digits and of
-    letters, and of the first three and the last run of white space (a prefix's separators):
-    a repeat is pumped best with what it consumes, where it consumes it."""
-    kinds = "".join(_kind(c) for c in sample[start:])
+def _cuts(kinds: str, start: int) -> list[int]:
+    """``kinds``: the kind of each character of a sample from ``start`` on. The cuts from ``start``
+    on: its end, the ends of the first and of the last run of digits and of letters, and of the
+    first three and the last run of white space (a prefix's separators): a repeat is pumped best
+    with what it consumes, where it consumes it."""
     cuts = {len(kinds)}
     for kind, first_runs in (("0", 1), ("a", 1), (" ", 3)):
         cuts.add(kinds.rfind(kind) + 1)
-        ends = [i + 1 for i, k in enumerate(kinds) if k == kind and kinds[i + 1 : i + 2] != kind]
-        cuts.update(ends[:first_runs])
+        cuts.update(m.end() for m in itertools.islice(re.finditer(f"{kind}+", kinds), first_runs))
     return sorted((start + cut for cut in cuts if cut), reverse=True)
 
 
-def _runs(head: str, alphabet: str) -> list[str]:
+def _runs(head: str, same: str) -> list[str]:
     """What to repeat after ``head``: its last character, its last word with the separator
-    before it, and a few of the sample's characters of the last one's kind (digits, letters,
-    white space): ``regex`` takes a run of one repeated character faster than a mixed one."""
+    before it, and ``same``, a few of the sample's characters of the last one's kind (digits,
+    letters, white space): ``regex`` takes a run of one repeated character faster than a mixed one."""
     start = max(head.rstrip().rfind(" "), len(head) - 16) + 1
-    kind = _kind(head[-1])
-    same = "".join(c for c in alphabet if _kind(c) == kind)[:4]
     return list(dict.fromkeys(r for r in (head[-1:], head[start:], same) if r))
 
 

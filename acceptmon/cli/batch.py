@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from acceptmon.cli.args import Subcommands, YearSource, grammar_option, grammars_for, size, year_option
 from acceptmon.errors import InputError
@@ -17,10 +17,11 @@ from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.runref import unique_paths
 from acceptmon.sinks.output import atomic_output, check_output
-from acceptmon.sinks.runs import StatsJob, render_runs_table
 from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
-from acceptmon.stats import RunSummary
+
+if TYPE_CHECKING:
+    from acceptmon.summary import RunSummary
 
 PARSE_HELP = """\
 One row per decode-batch line (other record kinds are counted, not written).
@@ -97,6 +98,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from acceptmon.sinks.runs import StatsJob  # the run statistics: not on `parse`'s path
+
     args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
@@ -109,18 +112,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
     _year_note(result.tally, grammars.year_for)
     if not job.records:
         _no_rows_hint(args.files)
-    if args.format == "json":
-        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
-    elif args.format == "csv":
-        import csv
+    _print_runs(summaries, args.format)
+    return 0
 
+
+def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
+    import csv
+    import json
+
+    from acceptmon.sinks.runs import render_runs_table
+    from acceptmon.summary import RunSummary
+
+    if fmt == "json":
+        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+    elif fmt == "csv":
         w = csv.writer(sys.stdout)
         w.writerow(RunSummary.model_fields)
         for s in summaries:
             w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
     else:
         print(render_runs_table(summaries))
-    return 0
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -132,7 +143,8 @@ def cmd_grammars(args: argparse.Namespace) -> int:
             check_path(f)
             checked.append(read_grammar_file(Path(f)).name)
         # A checked file stands in for a built-in grammar of the same name (a bundled file, or an edited copy).
-        load_grammars([*args.grammar, *map(Path, args.files)], replace=checked)
+        # Always the full checks: checking is what was asked for.
+        load_grammars([*args.grammar, *map(Path, args.files)], replace=checked, cached=False)
         for f in args.files:
             print(f"{f}: ok")
         return 0
