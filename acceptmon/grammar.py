@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, Literal, TypeAlias
 
 import regex
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from acceptmon.errors import GrammarError
 from acceptmon.kinds import KINDS
@@ -77,7 +77,9 @@ class Sample(BaseModel):
 class GrammarFile(BaseModel):
     """Schema of one ``grammars/*.toml`` file."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # The attribute docstrings are the schema's descriptions: grammar_schema() reads them (pydantic's
+    # use_attribute_docstrings would read this file's source at every start-up).
 
     name: str
     """Unique name, shown by ``acceptmon grammars``."""
@@ -128,8 +130,10 @@ class GrammarFile(BaseModel):
 
     @field_validator("pattern", "starts_like")
     @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
+    def _compiles(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """The pattern compiles; not tried again for a file of a set that passed every check before
+        (the loader says so in the context): its patterns are compiled, joined, when first used."""
+        if value is not None and not (info.context or {}).get("passed_before"):
             try:
                 regex.compile(value)
             except regex.error as exc:
@@ -179,22 +183,37 @@ class Grammar:
         self.key_table = {key: (c.field, c.convert, c.fallback, c) for key, c in self.keys.items()}
         """The same converters as plain tuples, for the parser's hot loop."""
         self.regex: regex.Pattern[str] | None = None
+        """This grammar's pattern behind its envelopes; compiled on first use (see :meth:`__getattr__`)."""
         self.starts_like: regex.Pattern[str] | None = None
+        self._joined: dict[str, str] = {}
+        """The joined patterns of :meth:`compile` not compiled yet, by attribute."""
         self.envelope_fields: dict[str, Converter] = {}
         """Named groups of this grammar's envelopes that fill record fields (timestamp, rank)."""
 
     def compile(self, envelopes: Sequence[Grammar]) -> None:
         """Join this server's envelope alternatives with this grammar's message pattern."""
-        envelope = _alternatives(envelopes)
-        self.regex = regex.compile(f"(?:{envelope})(?:{self.spec.pattern})")
+        self._joined = {"regex": f"(?:{_alternatives(envelopes)})(?:{self.spec.pattern})"}
         if self.spec.starts_like:
             drift = _alternatives([e for e in envelopes if e.spec.drift])
-            self.starts_like = regex.compile(f"(?:{drift})(?:{self.spec.starts_like})")
+            self._joined["starts_like"] = f"(?:{drift})(?:{self.spec.starts_like})"
+        self.__dict__.pop("regex", None)  # from now on read through __getattr__, until compiled
+        self.__dict__.pop("starts_like", None)
         self.envelope_fields = {}
         for env in envelopes:
             for name, conv in env.fields.items():
                 if conv.field in RECORD_FIELDS:
                     self.envelope_fields.setdefault(name, conv)
+
+    def __getattr__(self, name: str) -> Any:
+        """``regex`` or ``starts_like`` on first use after :meth:`compile`: compiled then, and
+        kept as a plain attribute (later reads cost nothing), so that a command compiles only the
+        patterns its lines need; compiling them all is most of loading the grammars."""
+        if name not in ("regex", "starts_like") or "_joined" not in self.__dict__:
+            raise AttributeError(name)
+        text = self._joined.get(name)
+        compiled = None if text is None else regex.compile(text)
+        setattr(self, name, compiled)
+        return compiled
 
 
 def _alternatives(grammars: Sequence[Grammar]) -> str:
@@ -253,6 +272,24 @@ def _check_envelope_kinds(envelopes: Sequence[Grammar]) -> None:
 def grammar_schema() -> dict[str, Any]:
     """JSON Schema of a grammar file (``grammars/schema.json``, for editors; a test keeps it current)."""
     schema = GrammarFile.model_json_schema()
+    for name, doc in _attribute_docstrings(GrammarFile).items():
+        schema["properties"][name]["description"] = doc
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "acceptmon grammar file"
     return schema
+
+
+def _attribute_docstrings(cls: type) -> dict[str, str]:
+    """The docstring under each annotated attribute of a class, by attribute name."""
+    import ast
+    import inspect
+    import textwrap
+
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0]
+    assert isinstance(body, ast.ClassDef)
+    docs = {}
+    for node, after in zip(body.body, body.body[1:], strict=False):
+        text = after.value.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(text, str):
+            docs[node.target.id] = inspect.cleandoc(text)
+    return docs
