@@ -299,3 +299,20 @@ def test_a_template_is_matched_only_behind_its_own_servers_envelope(fmt, tmp_pat
     fast = b"".join(part[1] for part in lane.feed(got, block, lambda r: (len(r), format_records(r, fmt))))
     assert fast == slow and slow.count(b"\n") == 6
     assert (got.tally.kinds, got.tally.accept_noise) == (want.tally.kinds, want.tally.accept_noise)
+
+
+def test_a_fast_stats_line_ends_a_launch_group(tmp_path):
+    """Two launch lines of one merging server with a stats line between them are two runs, as the
+    parser counts them, when the fast lane reads that stats line (found by Hypothesis)."""
+    launch = (
+        "INFO 06-14 10:56:26 llm_engine.py:161] Initializing an LLM engine (v0.5.0) with config: model='m', "
+        "speculative_config=SpeculativeConfig(draft_model='[ngram]', num_spec_tokens=5), tensor_parallel_size=1, seed=0)"
+    )
+    decode = (
+        "[2026-02-26 10:00:00] Decode batch. #running-req: 8, #token: 3180, token usage: 0.01, accept len: 3.42, "
+        "gen throughput (token/s): 655.31, #queue-req: 0"
+    )
+    log = tmp_path / "runs.log"
+    log.write_text("\n".join([decode, launch, decode, launch, decode]) + "\n")
+    rows, _ = _same(log, "csv")
+    assert [row.split(b",")[15] for row in rows.splitlines()[1:]] == [b"0", b"1", b"2"]

@@ -77,6 +77,8 @@ def careful_segment(
         fast = kept.get(start)
         if fast is not None:
             kinds[templates[fast[1]].kind] += 1
+            if templates[fast[1]].kind in parser.stats_kinds:
+                parser.launch_open, parser.closed = None, True  # as Parser.feed does
             exempt += lane.exempt[fast[1]] and ACCEPT in buf[start + 1 : end]
             if fast[2]:
                 rows.append(fast[2])

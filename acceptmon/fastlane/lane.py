@@ -213,6 +213,8 @@ class FastLane:
             if n:
                 kinds[self.templates[i].kind] += n
         kinds["other"] += lines - sum(counts)
+        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
+            parser.launch_open, parser.closed = None, True  # a stats line ends a launch group, as in Parser.feed
         exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
         parser.tally.accept_noise += accepts - exempt
         parser.line = base + lines

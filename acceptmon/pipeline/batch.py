@@ -21,7 +21,7 @@ from acceptmon import prescan
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.pipeline import inplace
-from acceptmon.ranges import mapped, split_ranges
+from acceptmon.ranges import mapped, populate, split_ranges
 from acceptmon.records import Record
 from acceptmon.source import MAX_LINE, OVERSIZED, iter_blocks, open_log
 
@@ -182,6 +182,7 @@ def _scan_range(task: tuple[str, int, int]) -> ParseState:
     finder = _WORKER.get("finder")
     if finder is not None:  # searched in place, in C
         with mapped(path) as m:
+            populate(m, start, end)
             prescan.scan(parser, m, (start, end), finder, MAX_LINE)
         return parser.state
     with open(path, "rb") as f:
@@ -215,7 +216,7 @@ def _run_parallel(
     limit: int | None = None,
     lane: FastLane | None = None,
 ) -> Tally:
-    """Ranges of the file on ``jobs - 1`` worker processes and this one, collected in order."""
+    """Ranges of the file on ``jobs`` worker processes, collected in order by this one."""
     size = _size(path, limit)
     ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(FAST_BLOCK, RANGE_BYTES))
     if lane is not None and not lane.learned:
@@ -229,34 +230,22 @@ def _run_parallel(
     _WORKER.update(grammars=grammars, job=job, lane=lane, finder=finder())
     ctx = multiprocessing.get_context("fork")
     tally = Tally()
-    with ctx.Pool(max(1, jobs - 1)) as pool:
-        scans = _scan_all(pool, [(path, s, e) for s, e in ranges], jobs)
+    with ctx.Pool(jobs) as pool:
+        scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
         states, state = [], ParseState()
         for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
             states.append(state)
             state = state.then(scan)
         tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
-        # This process takes every jobs-th range itself; the workers run at most 2 ranges ahead each.
+        # The workers parse, at most 2 ranges ahead each; this process takes their results in order and
+        # writes them (parsing here too made the workers wait on it to take their results).
         pending: dict[int, AsyncResult[tuple[list[Any], Tally]]] = {}
-        ahead = 0
         for k, task in enumerate(tasks):
-            while ahead < len(tasks) and ahead <= k + 2 * jobs:
-                if ahead % jobs:
-                    pending[ahead] = pool.apply_async(_parse_range, (tasks[ahead],))
-                ahead += 1
-            done = pending.pop(k).get() if k in pending else _parse_range(task)
-            _collect(task[2] - task[1], done, job, tally, progress, on_progress)
+            for ahead in range(len(pending) + k, min(len(tasks), k + 2 * jobs + 1)):
+                pending[ahead] = pool.apply_async(_parse_range, (tasks[ahead],))
+            _collect(task[2] - task[1], pending.pop(k).get(), job, tally, progress, on_progress)
     _WORKER.clear()
     return tally
-
-
-def _scan_all(pool: Any, tasks: list[tuple[str, int, int]], jobs: int) -> list[ParseState]:
-    """Every range pre-scanned, on the workers and this process (every ``jobs``-th range here)."""
-    mine = [t for k, t in enumerate(tasks) if k % jobs == 0]
-    theirs = pool.map_async(_scan_range, [t for k, t in enumerate(tasks) if k % jobs], chunksize=1)
-    here = [_scan_range(t) for t in mine]
-    there = iter(theirs.get())
-    return [here[k // jobs] if k % jobs == 0 else next(there) for k in range(len(tasks))]
 
 
 def _collect(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from acceptmon.parse import Parser
-from acceptmon.ranges import mapped
+from acceptmon.ranges import mapped, populate, release
 
 
 class Lane(Protocol):
@@ -41,15 +41,13 @@ def regions(
     with mapped(path) as m:
         if start == 0 and m[: len(BOM)] == BOM:
             return
-        done = start - start % mmap.PAGESIZE
         pos = start
         while pos < end:
+            populate(m, pos, min(end, pos + size))
             stop = end if end - pos <= size else m.rfind(b"\n", pos, pos + size) + 1
             if stop <= pos or m[stop - 1 : stop] != b"\n":
                 return
             parts = lane.feed_mapped(parser, m, pos, stop)
             yield pos, stop, parts if parts is not None else feed(m[pos:stop])
-            pos, cut = stop, stop - stop % mmap.PAGESIZE
-            if cut > done and hasattr(m, "madvise"):  # the pages read so far leave this process's memory
-                m.madvise(mmap.MADV_DONTNEED, done, cut - done)
-                done = cut
+            release(m, pos - pos % mmap.PAGESIZE, stop)  # the pages read so far leave this process's memory
+            pos = stop
