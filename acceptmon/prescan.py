@@ -44,10 +44,18 @@ class _BytesFinder:
 BYTES: Finder = _BytesFinder()
 
 
-def scan(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder = BYTES, max_line: int | None = None) -> None:
+def scan(
+    parser: Parser,
+    buf: Any,
+    span: tuple[int, int],
+    finder: Finder = BYTES,
+    max_line: int | None = None,
+    *,
+    at_start: bool = True,
+) -> None:
     """Advance ``parser`` over the whole lines of ``buf[start:end]`` (``span``), parsing only launch lines.
 
-    ``buf`` starts at the file's offset 0 (a byte-order mark there is not part of the first line).
+    ``at_start``: ``buf`` starts at the file's offset 0 (a byte-order mark there is not part of the first line).
     ``max_line``: lines longer than this are skipped (the reader's limit; None if the caller's
     reader already removed them). A last line without its newline counts as a line.
     """
@@ -56,25 +64,27 @@ def scan(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder = BYTES
     while pos < end:
         hit = finder.find_any(buf, pos, end, parser.launch_words)
         stop = end if hit < 0 else buf.rfind(b"\n", pos, hit) + 1 or pos
-        _gap(parser, buf, (pos, stop), finder, max_line)
+        _gap(parser, buf, (pos, stop), finder, (max_line, at_start))
         if hit < 0:
             break
         pos = buf.find(b"\n", hit, end) + 1 or end
-        line = _line(buf, stop, pos)
+        line = _line(buf, stop, pos, at_start)
         if max_line is not None and len(line) > max_line:
             parser.skip_oversized()
         else:
             parser.feed(line + b"\n")
 
 
-def scan_block(parser: Parser, block: bytes) -> None:
-    """:func:`scan` of one block of complete lines from the reader (which dropped any byte-order mark)."""
-    scan(parser, b"\n" + block, (1, len(block) + 1))
+def scan_block(parser: Parser, block: bytes, finder: Finder = BYTES) -> None:
+    """:func:`scan` of one block of complete lines from the reader (which dropped any byte-order mark
+    and skipped the lines over its limit)."""
+    scan(parser, block, (0, len(block)), finder, at_start=False)
 
 
-def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, max_line: int | None) -> None:
+def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, how: tuple[int | None, bool]) -> None:
     """Lines without a launch line: counted; the first stats line among them ends the launch group."""
     start, end = span
+    max_line, at_start = how
     base, pos = parser.line, start
     while True:
         hit = finder.find_any(buf, pos, end, parser.stats_words)
@@ -82,7 +92,7 @@ def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, max_li
             break
         first = buf.rfind(b"\n", start, hit) + 1 or start
         pos = buf.find(b"\n", hit, end) + 1 or end
-        line = _line(buf, first, pos)
+        line = _line(buf, first, pos, at_start)
         if max_line is not None and len(line) > max_line:
             continue
         parser.line = base + finder.newlines(buf, start, first) + 1
@@ -93,7 +103,7 @@ def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, max_li
     parser.line = base + finder.newlines(buf, start, end) + tail
 
 
-def _line(buf: Any, start: int, end: int) -> bytes:
-    """The line at ``buf[start:end]`` without its newline (and without a byte-order mark at offset 0)."""
+def _line(buf: Any, start: int, end: int, at_start: bool) -> bytes:
+    """The line at ``buf[start:end]`` without its newline (nor a byte-order mark at the file's offset 0)."""
     line = bytes(buf[start:end]).rstrip(b"\n")
-    return line[len(BOM) :] if start == 0 and line.startswith(BOM) else line
+    return line[len(BOM) :] if at_start and start == 0 and line.startswith(BOM) else line

@@ -1,48 +1,17 @@
 """Byte ranges of a regular file, for the parallel readers of ``acceptmon parse -j N``.
 
 The file is cut into ranges that each start a line (:func:`split_ranges`), found without
-reading it twice; :func:`mapped` gives the pre-scan the file's bytes without copying them.
+reading it twice.
 Bytes only: nothing here parses.
 """
 
 from __future__ import annotations
 
 import itertools
-import mmap
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from acceptmon.source import BLOCK_SIZE, WINDOW
-
-
-@contextmanager
-def mapped(path: str) -> Iterator[Any]:
-    """The file's bytes as a read-only memory map (the parallel pre-scan searches it without copying)."""
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        yield m
-
-
-MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-"""Linux 5.14+: map a range's pages at once (one call, where faulting them in one by one cost
-more than reading the file); older kernels refuse it, and the pages fault in as usual."""
-
-
-def populate(m: Any, start: int, end: int) -> None:
-    """Map the pages of ``m[start:end]`` now (a hint: nothing happens where the kernel cannot)."""
-    first = start - start % mmap.PAGESIZE
-    try:
-        m.madvise(MADV_POPULATE_READ, first, max(end - first, 1))
-    except (OSError, ValueError, AttributeError):
-        return
-
-
-def release(m: Any, start: int, end: int) -> None:
-    """Unmap the whole pages of ``m[start:end]`` from this process (they stay in the page cache)."""
-    first, last = start + (-start) % mmap.PAGESIZE, end - end % mmap.PAGESIZE
-    if last > first and hasattr(m, "madvise"):
-        m.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def next_line_start(f: BinaryIO, offset: int) -> int:

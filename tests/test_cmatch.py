@@ -147,3 +147,12 @@ def test_a_greedy_reading_that_could_differ_is_refused():
     assert native._steps(template([("alt", (b"a: ", b"a: b")), ("int", 0)])) is None
     assert native._steps(template([("lit", b"k: "), ("str", 0), ("lit", b" x")])) is None
     assert native._steps(template([("lit", b"k: "), ("int", 0), ("lit", b", ")])) is not None
+
+
+def test_a_recipe_that_names_an_uncaptured_group_is_refused():
+    """The C side never reads a capture the template does not make (a ValueError, not a stray read)."""
+    program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
+    buf = b"\n" + STAMP + b"k: 1\n"
+    for recipe, deps in [((SLOT + 1, b"\r\n"), ()), ((7, b"\r\n"), ()), ((0, b"\r\n"), (3,))]:
+        with pytest.raises(ValueError):
+            program.scan(buf, 1, len(buf), 0, [(recipe, deps, {})])

@@ -2,9 +2,9 @@
 
 Launch groups split by stats lines, a stats-like line that does not parse (it must not end the
 group), launch and stats lines longer than the reader's limit (skipped, as the reader skips
-them), a byte-order mark, a last line without its newline: for every cut, the pre-scan of the
-bytes (``bytes`` methods) and of a memory map (the compiled searches) agree with the parser fed
-the whole range. ``acceptmon parse -j 2`` on such a file writes what ``-j 1`` writes.
+them), a byte-order mark, a last line without its newline: for every cut, the pre-scan (with
+``bytes`` methods or the compiled searches, of the whole range or of the reader's blocks) ends in
+the state of the parser fed the whole range. ``acceptmon parse -j 2`` on such a file writes what ``-j 1`` writes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from acceptmon import prescan
 from acceptmon.fastlane import native
 from acceptmon.parse import Parser, ParseState
 from acceptmon.pipeline import batch
-from acceptmon.ranges import mapped
 from acceptmon.sinks.table import TableJob
 from acceptmon.source import MAX_LINE, OVERSIZED, iter_blocks
 from tests.conftest import SAMPLES
@@ -60,22 +59,28 @@ def _cuts(data: bytes) -> list[int]:
     return sorted(set(starts[::7] + starts[-12:] + [len(data)]))
 
 
-@pytest.mark.parametrize("how", ["bytes", "map"])
-def test_a_range_ends_in_the_state_a_full_parse_ends_in(grammars, tmp_path, how):
+@pytest.mark.parametrize("finder", ["python", "compiled"])
+@pytest.mark.parametrize("how", ["whole", "blocks"])
+def test_a_range_ends_in_the_state_a_full_parse_ends_in(grammars, finder, how):
+    """``whole``: the range as one buffer (lines over the limit skipped by the scan); ``blocks``: as the
+    pipeline reads it, the reader's blocks (which skip those lines themselves)."""
     data = _log()
-    path = tmp_path / "t.log"
-    path.write_bytes(data)
-    finder = native.finder() if how == "map" else prescan.BYTES
-    assert finder is not None
+    find = native.finder() if finder == "compiled" else prescan.BYTES
+    assert find is not None
     cuts = _cuts(data)
-    with mapped(str(path)) as m:
-        buf = m if how == "map" else data
-        for start, end in [(0, c) for c in cuts] + [(c, len(data)) for c in cuts]:
-            if start >= len(data):
-                continue
-            parser = Parser(grammars, "t.log", ParseState())
-            prescan.scan(parser, buf, (start, end), finder, MAX_LINE)
-            assert _key(parser.state) == _truth(grammars, data, start, end), (start, end)
+    for start, end in [(0, c) for c in cuts] + [(c, len(data)) for c in cuts]:
+        if start >= len(data):
+            continue
+        parser = Parser(grammars, "t.log", ParseState())
+        if how == "whole":
+            prescan.scan(parser, data[start:end], (0, end - start), find, MAX_LINE, at_start=start == 0)
+        else:
+            for block in iter_blocks(io.BytesIO(data[start:end])):
+                if block is OVERSIZED:
+                    parser.skip_oversized()
+                else:
+                    prescan.scan_block(parser, block, find)  # type: ignore[arg-type]
+        assert _key(parser.state) == _truth(grammars, data, start, end), (start, end)
 
 
 def test_the_cases_are_there(grammars):

@@ -98,6 +98,13 @@ static int row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap
     return rc;
 }
 
+/* True if a step of the template captures group ``slot`` (a recipe may print only those). */
+static int captured(const Tmpl *t, long slot) {
+    for (int i = 0; i < t->nsteps; i++)
+        if (t->steps[i].slot == slot && slot >= 0) return 1;
+    return 0;
+}
+
 /* plans[i]: None (counted only), False (counted; the general parser writes its rows), or
  * (recipe tuple, dependency slots tuple, memo mapping). Returns the number of template slots
  * checked, -1 on error. */
@@ -114,9 +121,16 @@ static int plans_of(const Program *pg, PyObject *plans, Plan *out) {
         if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &pl->recipe, &PyTuple_Type, &deps, &pl->memo)) return -1;
         pl->ndep = (int)PyTuple_GET_SIZE(deps);
         if (pl->ndep > 8) return PyErr_SetString(PyExc_ValueError, "too many dependencies"), -1;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(pl->recipe); j++) {
+            PyObject *item = PyTuple_GET_ITEM(pl->recipe, j);
+            long code = PyBytes_Check(item) ? 0 : PyLong_AsLong(item);
+            if ((code == -1 && PyErr_Occurred()) || (code >= SLOT && !captured(&pg->tmpls[i], code - SLOT)) ||
+                (code > 4 && code < SLOT))
+                return PyErr_SetString(PyExc_ValueError, "a recipe names a group the template does not capture"), -1;
+        }
         for (int j = 0; j < pl->ndep; j++) {
             pl->dep[j] = (int)PyLong_AsLong(PyTuple_GET_ITEM(deps, j));
-            if (pl->dep[j] < 0 || pl->dep[j] >= pg->tmpls[i].nslots)
+            if (!captured(&pg->tmpls[i], pl->dep[j]))
                 return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
         }
     }

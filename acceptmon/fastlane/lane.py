@@ -191,8 +191,8 @@ class FastLane:
                 self.full = self._swap(active)
         return True
 
-    def feed_mapped(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
-        """Rows of ``buf[start:end]`` (complete lines of a memory-mapped file) read in place by the
+    def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
+        """Rows of ``buf[start:end]`` (complete lines, in any buffer) read in place by the
         compiled matcher; None if it cannot say them all (a launch line, a careful segment: the
         caller gives those bytes to :meth:`feed`)."""
         base = parser.line

@@ -21,9 +21,9 @@ from acceptmon import prescan
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.pipeline import inplace
-from acceptmon.ranges import mapped, populate, split_ranges
+from acceptmon.ranges import split_ranges
 from acceptmon.records import Record
-from acceptmon.source import MAX_LINE, OVERSIZED, iter_blocks, open_log
+from acceptmon.source import OVERSIZED, iter_blocks, open_log
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
     from multiprocessing.pool import AsyncResult
@@ -179,12 +179,7 @@ _WORKER: dict[str, Any] = {}
 def _scan_range(task: tuple[str, int, int]) -> ParseState:
     path, start, end = task
     parser = Parser(_WORKER["grammars"], path)
-    finder = _WORKER.get("finder")
-    if finder is not None:  # searched in place, in C
-        with mapped(path) as m:
-            populate(m, start, end)
-            prescan.scan(parser, m, (start, end), finder, MAX_LINE)
-        return parser.state
+    finder = _WORKER.get("finder") or prescan.BYTES
     with open(path, "rb") as f:
         f.seek(start)
         for block in iter_blocks(f, limit=end - start):
@@ -192,7 +187,7 @@ def _scan_range(task: tuple[str, int, int]) -> ParseState:
                 parser.skip_oversized()
             else:
                 assert isinstance(block, bytes)
-                prescan.scan_block(parser, block)
+                prescan.scan_block(parser, block, finder)
     return parser.state
 
 
