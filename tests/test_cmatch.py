@@ -156,3 +156,23 @@ def test_a_recipe_that_names_an_uncaptured_group_is_refused():
     for recipe, deps in [((SLOT + 1, b"\r\n"), ()), ((7, b"\r\n"), ()), ((0, b"\r\n"), (3,))]:
         with pytest.raises(ValueError):
             program.scan(buf, 1, len(buf), 0, [(recipe, deps, {})])
+
+
+@given(
+    lines=st.lists(st.text(alphabet="abcaccept zq\r", max_size=40), max_size=12),
+    needles=st.lists(st.text(alphabet="abcz q", min_size=2, max_size=5), min_size=1, max_size=5, unique=True),
+)
+@settings(max_examples=400, deadline=None)
+def test_anchor_counts_are_bytes_count(lines, needles):
+    """Non-overlapping counts per anchor, and lines that say 'accept', as bytes.count and the lane's
+    own line count give them, whatever the text (anchors that overlap themselves included)."""
+    assert CMATCH is not None
+    words = [n.encode() for n in needles]
+    parts = (SHAPE.prefix, SHAPE.suffix, [[(native.LIT, -1, (b"never",))]], [*words, b"Launch!", b"accept"], 1)
+    program = CMATCH.Program(*parts, parts)
+    block = b"".join(line.encode() + b"\n" for line in lines)
+    got = program.scan(b"\n" + block, 1, len(block) + 1, 0, [None])
+    assert got is not None
+    assert got[3] == [block.count(w) for w in words]
+    assert got[4] == sum(1 for line in block.split(b"\n") if b"accept" in line)
+    assert got[5] == len(lines)

@@ -140,7 +140,8 @@ static int plans_of(const Program *pg, PyObject *plans, Plan *out) {
 /* ---- counting -------------------------------------------------------------------------------- */
 
 /* Non-overlapping occurrences of each needle in [p, end) (as bytes.count), and the lines holding
- * the last needle ('accept'); one pass, a needle checked only where its first two bytes are. */
+ * the last needle ('accept'); one pass over every stride-th pair of bytes, a needle checked only
+ * where one of its probes' pairs is (an occurrence is met once, in order of its start). */
 static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *end, Py_ssize_t *counts,
                           Py_ssize_t *accept_lines) {
     const uint8_t *next[64];
@@ -148,17 +149,19 @@ static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *en
     for (int i = 0; i < n; i++) next[i] = p, counts[i] = 0;
     const uint8_t *line_end = p;
     *accept_lines = 0;
-    for (const uint8_t *q = p; q + 1 < end; q++) {
+    for (const uint8_t *q = p; q + 1 < end; q += pg->stride) {
         uint16_t h = (uint16_t)(q[0] | q[1] << 8);
         if (!(pg->bigram[h >> 3] & (1 << (h & 7)))) continue;
-        for (int i = 0; i < n; i++) {
-            const Text *t = &pg->needles[i];
-            if (pg->heads[i] != h || q < next[i] || end - q < t->n || memcmp(q + 2, t->s + 2, (size_t)t->n - 2))
+        for (int k = pg->by_first[q[0]]; k < pg->by_first[q[0] + 1]; k++) {
+            const Probe *pr = &pg->probes[k];
+            const uint8_t *s0 = q - pr->off;
+            const Text *t = &pg->needles[pr->needle];
+            if (pr->pair != h || s0 < p || s0 < next[pr->needle] || end - s0 < t->n || memcmp(s0, t->s, (size_t)t->n))
                 continue;
-            counts[i]++;
-            next[i] = q + t->n;
-            if (i == last && q >= line_end) {
-                const uint8_t *nl = memchr(q, '\n', (size_t)(end - q));
+            counts[pr->needle]++;
+            next[pr->needle] = s0 + t->n;
+            if (pr->needle == last && s0 >= line_end) {
+                const uint8_t *nl = memchr(s0, '\n', (size_t)(end - s0));
                 line_end = nl ? nl + 1 : end;
                 (*accept_lines)++;
             }

@@ -30,6 +30,11 @@ typedef struct {
 } Tmpl;
 
 typedef struct {
+    uint16_t pair; /* two bytes of a needle, the first in the low byte */
+    uint8_t needle, off; /* which needle, and where in it the pair is */
+} Probe;
+
+typedef struct {
     PyObject_HEAD
     PyObject *keep; /* the bytes objects that Text pointers point into */
     Text prefix, suffix;
@@ -37,9 +42,12 @@ typedef struct {
     int ntmpls;
     int maxslots;
     Text *needles; /* the counted anchors, then the launch anchors, then 'accept' last */
-    uint16_t *heads; /* first two bytes of each needle */
     int nneedles, nlaunch;
-    uint8_t bigram[8192];
+    int stride; /* the needle pass looks at every stride-th pair of bytes (stride < every needle's length) */
+    Probe probes[256]; /* each needle's pairs at offsets 0 .. stride-1, by first byte, then second, then offset down */
+    int nprobes;
+    uint16_t by_first[257]; /* probes[by_first[b] .. by_first[b + 1]] begin with byte b */
+    uint8_t bigram[8192]; /* the pairs of all probes */
 } Program;
 
 typedef struct {

@@ -43,6 +43,39 @@ static int steps_of(PyObject *seq, Tmpl *t) {
     return rc;
 }
 
+static int probe_order(const void *a, const void *b) {
+    const Probe *x = a, *y = b;
+    int kx = (x->pair & 0xff) << 16 | (x->pair >> 8) << 8 | (255 - x->off);
+    int ky = (y->pair & 0xff) << 16 | (y->pair >> 8) << 8 | (255 - y->off);
+    return kx - ky;
+}
+
+/* The needle pass's probes: every needle's pairs at offsets 0 .. stride-1, so that a pass looking at
+ * every stride-th position still meets each occurrence at exactly one of its pairs. */
+static int probes_of(Program *pg) {
+    int shortest = 1 << 30;
+    for (int i = 0; i < pg->nneedles; i++) {
+        if (pg->needles[i].n < 2) return PyErr_SetString(PyExc_ValueError, "a needle is under 2 bytes"), -1;
+        if (pg->needles[i].n < shortest) shortest = (int)pg->needles[i].n;
+    }
+    pg->stride = shortest - 1 < 4 ? shortest - 1 : 4;
+    pg->nprobes = 0;
+    memset(pg->bigram, 0, sizeof pg->bigram);
+    for (int i = 0; i < pg->nneedles; i++) {
+        for (int j = 0; j < pg->stride; j++) {
+            uint16_t pair = (uint16_t)(pg->needles[i].s[j] | pg->needles[i].s[j + 1] << 8);
+            pg->probes[pg->nprobes++] = (Probe){pair, (uint8_t)i, (uint8_t)j};
+            pg->bigram[pair >> 3] |= (uint8_t)(1 << (pair & 7));
+        }
+    }
+    qsort(pg->probes, (size_t)pg->nprobes, sizeof(Probe), probe_order);
+    for (int b = 0, k = 0; b <= 256; b++) {
+        while (k < pg->nprobes && (pg->probes[k].pair & 0xff) < b) k++;
+        pg->by_first[b] = (uint16_t)k;
+    }
+    return 0;
+}
+
 static void program_free(Program *pg) {
     for (int i = 0; pg->tmpls != NULL && i < pg->ntmpls; i++) {
         for (int j = 0; pg->tmpls[i].steps != NULL && j < pg->tmpls[i].nsteps; j++) PyMem_Free(pg->tmpls[i].steps[j].texts);
@@ -50,8 +83,7 @@ static void program_free(Program *pg) {
     }
     PyMem_Free(pg->tmpls);
     PyMem_Free(pg->needles);
-    PyMem_Free(pg->heads);
-    pg->tmpls = NULL, pg->needles = NULL, pg->heads = NULL;
+    pg->tmpls = NULL, pg->needles = NULL;
     Py_CLEAR(pg->keep);
 }
 
@@ -84,16 +116,7 @@ static int Program_init(Program *pg, PyObject *args, PyObject *kw) {
     if (rc < 0 || texts_of(needles, &pg->needles, &pg->nneedles) < 0) return -1;
     if (pg->nlaunch < 0 || pg->nlaunch >= pg->nneedles || pg->nneedles > 64)
         return PyErr_SetString(PyExc_ValueError, "bad needles"), -1;
-    pg->heads = PyMem_Calloc((size_t)(pg->nneedles ? pg->nneedles : 1), sizeof(uint16_t));
-    if (pg->heads == NULL) return PyErr_NoMemory(), -1;
-    memset(pg->bigram, 0, sizeof pg->bigram);
-    for (int i = 0; i < pg->nneedles; i++) {
-        if (pg->needles[i].n < 2) return PyErr_SetString(PyExc_ValueError, "a needle is under 2 bytes"), -1;
-        uint16_t h = (uint16_t)(pg->needles[i].s[0] | pg->needles[i].s[1] << 8);
-        pg->heads[i] = h;
-        pg->bigram[h >> 3] |= (uint8_t)(1 << (h & 7));
-    }
-    return 0;
+    return probes_of(pg);
 }
 
 #endif
