@@ -12,22 +12,19 @@ numbers, same run index and launch config, hence byte-identical output.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from acceptmon import prescan
 from acceptmon.grammar import GrammarSet
-from acceptmon.parse import Parser, ParseState, Tally
-from acceptmon.pipeline import inplace
+from acceptmon.parse import Parser, Tally
+from acceptmon.pipeline import inplace, workers
 from acceptmon.ranges import split_ranges
 from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, iter_blocks, open_log
+from acceptmon.source import check_path
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
-    from multiprocessing.pool import AsyncResult
-
     from acceptmon.fastlane.lane import FastLane
     from acceptmon.fastlane.pieces import Format
 
@@ -123,44 +120,18 @@ def _run_sequential(
     lane: FastLane | None = None,
 ) -> Tally:
     parser = Parser(grammars, path, records=job.records_wanted)
+    if path != "-":
+        check_path(path)
     in_place = lane is not None and path != "-" and not _is_gzip(path)
     size = _size(path, limit) if in_place else limit
-    for nbytes, parts in _blocks(parser, path, (0, size), job, lane, in_place):
+    parts_of = partial(_parts, parser, job=job, lane=lane)
+    for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, (lane, in_place, FAST_BLOCK)):
         for part in parts:
             job.collect(part)
         progress.done += nbytes
         if on_progress:
             on_progress(progress)
     return parser.tally
-
-
-def _blocks(
-    parser: Parser, path: str, span: tuple[int, int | None], job: Job[T], lane: FastLane | None, in_place: bool
-) -> Iterator[tuple[int, list[T]]]:
-    """(bytes, chunk results) per block of ``limit`` bytes from ``start`` (``span``; a None limit:
-    to the end of the stream :func:`open_log` opens). ``in_place``: a plain file, whose blocks
-    are read from a memory map where the compiled matcher can (:mod:`acceptmon.pipeline.inplace`)."""
-    start, limit = span
-    end = None if limit is None else start + limit
-    if in_place and lane is not None and end is not None:
-        feed = partial(_parts, parser, job=job, lane=lane)
-        for s, e, parts in inplace.regions(parser, path, (start, end), lane, feed, FAST_BLOCK):
-            start = e
-            yield e - s, parts
-        if start >= end:
-            return
-    with open_log(path) as stream:
-        if start:
-            stream.seek(start)
-        for block in iter_blocks(
-            stream, limit=None if end is None else end - start, **({"block_size": FAST_BLOCK} if lane else {})
-        ):
-            if block is OVERSIZED:
-                parser.skip_oversized()
-                yield 0, []
-                continue
-            assert isinstance(block, bytes)
-            yield len(block), _parts(parser, block, job, lane)
 
 
 def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> list[T]:
@@ -170,35 +141,6 @@ def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> 
     if not lane.learned:
         lane.learn(block[: block.rfind(b"\n", 0, LEARN_BYTES) + 1])
     return lane.feed(parser, block, job.chunk)  # type: ignore[arg-type, return-value]
-
-
-# Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task).
-_WORKER: dict[str, Any] = {}
-
-
-def _scan_range(task: tuple[str, int, int]) -> ParseState:
-    path, start, end = task
-    parser = Parser(_WORKER["grammars"], path)
-    finder = _WORKER.get("finder") or prescan.BYTES
-    with open(path, "rb") as f:
-        f.seek(start)
-        for block in iter_blocks(f, limit=end - start):
-            if block is OVERSIZED:
-                parser.skip_oversized()
-            else:
-                assert isinstance(block, bytes)
-                prescan.scan_block(parser, block, finder)
-    return parser.state
-
-
-def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally]:
-    path, start, end, state = task
-    job: Job[Any] = _WORKER["job"]
-    parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
-    parts = []
-    for _, got in _blocks(parser, path, (start, end - start), job, _WORKER["lane"], True):
-        parts += got
-    return parts, parser.tally
 
 
 def _run_parallel(
@@ -211,53 +153,37 @@ def _run_parallel(
     limit: int | None = None,
     lane: FastLane | None = None,
 ) -> Tally:
-    """Ranges of the file on ``jobs`` worker processes, collected in order by this one."""
+    """Ranges of the file on ``jobs`` worker processes (:mod:`acceptmon.pipeline.workers`), in order."""
     size = _size(path, limit)
     ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(FAST_BLOCK, RANGE_BYTES))
     if lane is not None and not lane.learned:
         with open(path, "rb") as f:
             head = f.read(LEARN_BYTES)
         lane.learn(head[: head.rfind(b"\n") + 1])
-    import multiprocessing
-
     from acceptmon.fastlane.native import finder
 
-    _WORKER.update(grammars=grammars, job=job, lane=lane, finder=finder())
-    ctx = multiprocessing.get_context("fork")
     tally = Tally()
-    with ctx.Pool(jobs) as pool:
-        scans = pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1)
-        states, state = [], ParseState()
-        for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
-            states.append(state)
-            state = state.then(scan)
-        tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
-        # The workers parse, at most 2 ranges ahead each; this process takes their results in order and
-        # writes them (parsing here too made the workers wait on it to take their results).
-        pending: dict[int, AsyncResult[tuple[list[Any], Tally]]] = {}
-        for k, task in enumerate(tasks):
-            for ahead in range(len(pending) + k, min(len(tasks), k + 2 * jobs + 1)):
-                pending[ahead] = pool.apply_async(_parse_range, (tasks[ahead],))
-            _collect(task[2] - task[1], pending.pop(k).get(), job, tally, progress, on_progress)
-    _WORKER.clear()
+    setup = {"grammars": grammars, "job": job, "lane": lane, "finder": finder(), "parts": _parts, "block": FAST_BLOCK}
+    workers.run(path, ranges, jobs, setup, partial(_collect, job=job, tally=tally, progress=(progress, on_progress)))
     return tally
 
 
 def _collect(
     nbytes: int,
     done: tuple[list[Any], Tally],
+    *,
     job: Job[Any],
     tally: Tally,
-    progress: Progress,
-    on_progress: Callable[[Progress], None] | None,
+    progress: tuple[Progress, Callable[[Progress], None] | None],
 ) -> None:
     parts, part_tally = done
+    counter, on_progress = progress
     for part in parts:
         job.collect(part)
     tally.merge(part_tally)
-    progress.done += nbytes
+    counter.done += nbytes
     if on_progress:
-        on_progress(progress)
+        on_progress(counter)
 
 
 def _size(path: str, limit: int | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Reading a regular file's lines for the compiled matcher without building a bytes object per block.
+"""Reading a file's blocks, and a regular file's lines for the compiled matcher without a bytes object per block.
 
 ``acceptmon parse`` of a large plain file spent as much time cutting and copying blocks as the
 compiled matcher (:mod:`acceptmon.fastlane.native`) spends reading them. Here the file is read
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from acceptmon.parse import Parser
+from acceptmon.source import OVERSIZED, iter_blocks, open_log
 
 BOM = b"\xef\xbb\xbf"
 
@@ -56,3 +57,40 @@ def regions(
             held = filled - cut
             buf[:held] = buf[cut:filled]
             pos += cut
+
+
+def blocks(
+    parser: Parser,
+    path: str,
+    span: tuple[int, int | None],
+    parts_of: Callable[[bytes], list[Any]],
+    how: tuple[Lane | None, bool, int],
+) -> Iterator[tuple[int, list[Any]]]:
+    """(bytes, chunk results) per block of ``limit`` bytes from ``start`` (``span``; a None limit: to
+    the end of the stream :func:`open_log` opens), each block's results from ``parts_of``.
+
+    ``how`` = (lane, in place, block size): with the compiled matcher and ``in place`` (a plain file the
+    caller checked), blocks are read as :func:`regions`; the rest, or all, by the reader (which skips
+    lines over its limit).
+    """
+    lane, in_place, size = how
+    start, limit = span
+    end = None if limit is None else start + limit
+    if in_place and lane is not None and end is not None:
+        for s, e, parts in regions(parser, path, (start, end), lane, parts_of, size):
+            start = e
+            yield e - s, parts
+        if start >= end:
+            return
+    with open(path, "rb") if in_place else open_log(path) as stream:
+        if start:
+            stream.seek(start)
+        for block in iter_blocks(
+            stream, limit=None if end is None else end - start, **({"block_size": size} if lane else {})
+        ):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+                yield 0, []
+                continue
+            assert isinstance(block, bytes)
+            yield len(block), parts_of(block)

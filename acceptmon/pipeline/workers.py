@@ -1,0 +1,113 @@
+"""``-j N``: byte ranges of one file parsed on worker processes, collected in order by this one.
+
+Each range is first pre-scanned (:mod:`acceptmon.prescan`) for the parser state at its end; the
+states, chained, are where every worker's parser starts, so the output is what one reader writes.
+The workers read the file through a descriptor this process holds: a log renamed, replaced or
+deleted meanwhile is still read whole. They ignore Ctrl-C (this process answers it), and a worker
+that dies ends the run with one line instead of a wait without end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
+from typing import Any
+
+from acceptmon import prescan
+from acceptmon.errors import InputError
+from acceptmon.parse import Parser, ParseState, Tally
+from acceptmon.pipeline import inplace
+from acceptmon.source import OVERSIZED, iter_blocks
+
+_WORKER: dict[str, Any] = {}
+"""Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
+Collect = Callable[[int, tuple[list[Any], Tally]], None]
+
+
+def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:
+    """Parse ``ranges`` of ``path`` on ``jobs`` workers; ``collect(bytes, (parts, tally))`` each in order.
+
+    ``setup``: grammars, job, lane, finder, parts (``(parser, block, job, lane) -> parts``), block size.
+    """
+    import multiprocessing
+
+    with open(path, "rb") as held:
+        _WORKER.update(setup, source=_reopenable(path, held.fileno()))
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
+        try:
+            _run(path, ranges, jobs, pool, collect)
+        except BrokenProcessPool:
+            raise InputError(
+                path, "a worker process died (out of memory, or killed); try again, or with -j 1"
+            ) from None
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            _WORKER.clear()
+
+
+def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolExecutor, collect: Collect) -> None:
+    scans = list(pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1))
+    states, state = [], ParseState()
+    for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
+        states.append(state)
+        state = state.then(scan)
+    tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
+    # The workers parse, at most 2 ranges ahead each; this process takes their results in order and
+    # writes them (parsing here too made the workers wait on it to take their results).
+    pending: dict[int, Future[tuple[list[Any], Tally, dict[str, int]]]] = {}
+    for k, task in enumerate(tasks):
+        for ahead in range(len(pending) + k, min(len(tasks), k + 2 * jobs + 1)):
+            pending[ahead] = pool.submit(_parse_range, tasks[ahead])
+        parts, tally, years = pending.pop(k).result()
+        _note_years(years)
+        collect(task[2] - task[1], (parts, tally))
+
+
+def _quiet() -> None:
+    """A worker leaves Ctrl-C to this process (a worker interrupted mid-result hung the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _reopenable(path: str, fd: int) -> str:
+    """A name under which a worker opens the file this process holds (its own offset, same file)."""
+    alias = f"/proc/self/fd/{fd}"
+    return alias if os.path.exists(alias) else path
+
+
+def _note_years(years: dict[str, int]) -> None:
+    """The years a worker gave year-less timestamps, kept where this process reports them (first range first)."""
+    used = getattr(_WORKER["grammars"].year_for, "used", None)
+    if isinstance(used, dict):
+        for file, year in years.items():
+            used.setdefault(file, year)
+
+
+def _scan_range(task: tuple[str, int, int]) -> ParseState:
+    path, start, end = task
+    parser = Parser(_WORKER["grammars"], path)
+    finder = _WORKER.get("finder") or prescan.BYTES
+    with open(_WORKER["source"], "rb") as f:
+        f.seek(start)
+        for block in iter_blocks(f, limit=end - start):
+            if block is OVERSIZED:
+                parser.skip_oversized()
+            else:
+                assert isinstance(block, bytes)
+                prescan.scan_block(parser, block, finder)
+    return parser.state
+
+
+def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally, dict[str, int]]:
+    path, start, end, state = task
+    job, lane = _WORKER["job"], _WORKER["lane"]
+    parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
+    parts: list[Any] = []
+    parts_of = partial(_WORKER["parts"], parser, job=job, lane=lane)
+    how = (lane, True, _WORKER["block"])
+    for _, got in inplace.blocks(parser, _WORKER["source"], (start, end - start), parts_of, how):
+        parts += got
+    return parts, parser.tally, dict(getattr(_WORKER["grammars"].year_for, "used", {}))

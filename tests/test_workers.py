@@ -1,0 +1,105 @@
+"""``parse -j N`` when things go wrong: a worker dies, the log is replaced, Ctrl-C, year notes.
+
+A dead worker ends the run with one line (it used to wait for ever); the workers read the file
+this process holds, so a log replaced under its name is still read whole; Ctrl-C to the whole
+process group exits 130 with one line and leaves no temporary output; the note saying where a
+year-less timestamp's year came from is the same with workers as without.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acceptmon.cli import main
+from acceptmon.errors import InputError
+from acceptmon.pipeline import batch, workers
+from acceptmon.sinks.table import TableJob
+from tests.conftest import ROOT, SAMPLES
+
+SEED = SAMPLES / "seed_eagle3_moe.log"
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
+    monkeypatch.setattr(batch, "FAST_BLOCK", 4 << 10)
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+
+
+def _parse(grammars, path: Path, jobs: int) -> bytes:
+    out = io.BytesIO()
+    batch.run([str(path)], grammars, TableJob("csv", out), jobs=jobs, fast="csv")
+    return out.getvalue()
+
+
+def test_a_dead_worker_ends_the_run_with_one_line(grammars, small_ranges, monkeypatch):
+    def die(*args, **kwargs):  # in a worker: as the kernel's OOM killer would end it
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(batch, "_parts", die)
+    with pytest.raises(InputError, match="a worker process died"):
+        _parse(grammars, SEED, 2)
+
+
+def test_a_log_replaced_under_its_name_is_still_read_whole(grammars, small_ranges, tmp_path, monkeypatch):
+    log, other = tmp_path / "server.log", tmp_path / "new.log"
+    log.write_bytes(SEED.read_bytes())
+    other.write_bytes(SEED.read_bytes()[:5000])
+    want = _parse(grammars, log, 1)
+    held = workers._reopenable
+
+    def replace_after_opening(path: str, fd: int) -> str:
+        os.replace(other, path)  # rotation by rename, as the run starts its workers
+        return held(path, fd)
+
+    monkeypatch.setattr(workers, "_reopenable", replace_after_opening)
+    assert _parse(grammars, log, 2) == want and want.count(b"\n") > 100
+
+
+def test_the_year_note_is_the_same_with_workers(small_ranges, tmp_path, capsys):
+    log = tmp_path / "vllm.log"
+    log.write_bytes((SAMPLES / "vllm_v1_0.8.5.log").read_bytes())
+    notes = []
+    for jobs in ("1", "2"):
+        assert main(["parse", str(log), "-o", str(tmp_path / f"out{jobs}.csv"), "-j", jobs]) == 0
+        notes.append([line for line in capsys.readouterr().err.splitlines() if "year of" in line])
+    assert notes[0] == notes[1] and "file modification time" in notes[0][0]
+
+
+def test_ctrl_c_during_a_parallel_parse_is_one_line_and_exit_130(tmp_path):
+    """SIGINT to the process group, as a terminal sends it, while the workers parse (pure-Python lane,
+    so that the run is still going when the signal comes)."""
+    log = tmp_path / "big.log"
+    block = SEED.read_bytes()
+    with log.open("wb") as f:
+        for _ in range((48 << 20) // len(block)):
+            f.write(block)
+    out = tmp_path / "out.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ACCEPTMON_PURE_PYTHON": "1"}
+    cmd = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out), "-j", "2"]
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not _children(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"Traceback" not in err and len(err.decode().strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.log"]
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
