@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +30,60 @@ def _run(*args, stdout, **kwargs):
 def _errors(p: subprocess.CompletedProcess[bytes]) -> list[str]:
     """stderr lines other than parse's summary and notes."""
     return [line for line in p.stderr.decode().splitlines() if "error" in line or not line.startswith("acceptmon: ")]
+
+
+# --- -o onto what is not a regular file ----------------------------------------------------------
+
+
+def _refusal(path: Path | str, kind: str) -> str:
+    return f"{path}: not a regular file ({kind}); -o names a file, and without -o the rows go to stdout"
+
+
+def test_a_fifo_as_output_is_refused_and_stays_a_fifo(tmp_path):
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    p = acceptmon("parse", SEED, "-o", fifo, "--format", "csv")
+    assert p.returncode == 2 and p.stderr.decode().strip() == f"acceptmon: error: {_refusal(fifo, 'a FIFO')}"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["rows.csv"]
+
+
+def test_a_device_or_socket_as_output_is_refused(tmp_path):
+    p = acceptmon("parse", SEED, "-o", "/dev/null", "--format", "csv")
+    assert p.returncode == 2 and p.stderr.decode().strip().endswith(_refusal("/dev/null", "a character device"))
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    path = tmp_path / "s.csv"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        p = acceptmon("parse", SEED, "-o", path)
+    assert p.returncode == 2 and p.stderr.decode().strip().endswith(_refusal(path, "a socket"))
+
+
+def test_an_output_link_stays_a_link_to_the_new_rows(tmp_path):
+    (tmp_path / "real.csv").write_bytes(b"old\n")
+    link = tmp_path / "rows.csv"
+    link.symlink_to("real.csv")
+    p = acceptmon("parse", SEED, "-o", link)
+    assert p.returncode == 0, p.stderr
+    assert os.readlink(link) == "real.csv"
+    assert len((tmp_path / "real.csv").read_text().splitlines()) == 385  # header and 384 decode rows
+    assert sorted(os.listdir(tmp_path)) == ["real.csv", "rows.csv"]
+
+
+def test_a_link_to_an_input_is_refused_as_the_input(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(SEED.read_bytes())
+    (tmp_path / "rows.csv").symlink_to("server.log")
+    p = acceptmon("parse", log, "-o", tmp_path / "rows.csv")
+    assert p.returncode == 2 and "is also an input" in p.stderr.decode()
+    assert log.read_bytes() == SEED.read_bytes()
+
+
+def test_output_dash_is_stdout(tmp_path):
+    to_file = acceptmon("parse", SEED, "-o", tmp_path / "rows.csv")
+    p = acceptmon("parse", SEED, "-o", "-", cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == (tmp_path / "rows.csv").read_bytes() and to_file.returncode == 0
+    assert os.listdir(tmp_path) == ["rows.csv"]  # no file named '-'
+    assert "->" not in p.stderr.decode()
 
 
 # --- kernel files as input -----------------------------------------------------------------------

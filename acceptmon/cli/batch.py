@@ -16,7 +16,7 @@ from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.runref import unique_paths
-from acceptmon.sinks.output import atomic_output, check_output
+from acceptmon.sinks.output import atomic_output, check_output, output_path
 from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
 
@@ -43,7 +43,8 @@ def add_parsers(sub: Subcommands) -> None:
                            description=PARSE_HELP.format(columns=", ".join(columns())),
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
-    parse.add_argument("-o", "--output", help="output file: .csv or .jsonl, either with .gz (default: CSV on stdout)")
+    parse.add_argument("-o", "--output",
+                       help="output file: .csv or .jsonl, either with .gz (default, or -: CSV on stdout)")  # fmt: skip
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
     rows = sorted(k for k, v in KINDS.items() if not v.starts_run)
     parse.add_argument("--kind", choices=rows, metavar="KIND",
@@ -76,6 +77,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
+    args.output = output_path(args.output)
     check_output(args.output, args.files)
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
