@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import socket
 import stat
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from acceptmon.errors import InputError
+from acceptmon.sinks.output import GuardedWriter
 from acceptmon.source import check_path
 from tests.conftest import ROOT, SAMPLES
 from tests.test_cli import acceptmon
@@ -30,6 +33,83 @@ def _run(*args, stdout, **kwargs):
 def _errors(p: subprocess.CompletedProcess[bytes]) -> list[str]:
     """stderr lines other than parse's summary and notes."""
     return [line for line in p.stderr.decode().splitlines() if "error" in line or not line.startswith("acceptmon: ")]
+
+
+# --- standard output on a full disk ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("parse", SEED),
+        ("parse", "--format", "jsonl", SEED, "-o", "-"),
+        ("runs", "--format", "csv", SEED),
+        ("doctor", SEED),
+        ("compare", SEED, BASE, "--format", "json"),
+        ("grammars",),
+    ],
+    ids=["parse", "parse-jsonl", "runs-csv", "doctor", "compare-json", "grammars"],
+)
+def test_a_full_disk_under_stdout_is_one_line_and_exit_2(args):
+    with open("/dev/full", "wb") as full:
+        p = _run(*args, stdout=full.fileno())
+    assert p.returncode == 2
+    assert _errors(p) == [FULL]
+
+
+@pytest.mark.parametrize("args", [("parse", SEED), ("runs", "--format", "csv", SEED)], ids=["parse", "runs"])
+def test_a_reader_that_went_away_is_not_an_error(args):
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = _run(*args, stdout=write)
+    finally:
+        os.close(write)
+    assert p.returncode == 0 and _errors(p) == []
+
+
+@pytest.mark.parametrize("args", [("parse", SEED), ("doctor", SEED)], ids=["parse", "doctor"])
+def test_a_closed_stdout_is_one_line_and_exit_2(args):
+    p = _run(*args, stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    assert p.returncode == 2
+    assert _errors(p) == ["acceptmon: error: stdout: cannot write: it is closed"]
+
+
+def test_a_failed_write_names_where_it_went_and_a_broken_pipe_passes():
+    class Failing:
+        def __init__(self, exc: OSError) -> None:
+            self.exc = exc
+
+        def write(self, data: bytes, /) -> int:
+            raise self.exc
+
+    with pytest.raises(InputError) as caught:
+        GuardedWriter(Failing(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))), "rows.csv").write(b"x")
+    assert str(caught.value) == "rows.csv: cannot write: No space left on device"
+    with pytest.raises(BrokenPipeError):
+        GuardedWriter(Failing(BrokenPipeError(errno.EPIPE, "Broken pipe")), "rows.csv").write(b"x")
+
+
+# --- an output file that cannot be written whole -----------------------------------------------
+
+
+def _small_files() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a write past 4 KiB fails (File too large)
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows.jsonl", "rows.jsonl.gz"])
+def test_a_failed_write_to_the_output_leaves_no_file(tmp_path, name):
+    p = _run("parse", SEED, "-o", tmp_path / name, stdout=subprocess.DEVNULL, preexec_fn=_small_files)
+    assert p.returncode == 2
+    assert _errors(p) == [f"acceptmon: error: {tmp_path / name}: cannot write: File too large"]
+    assert os.listdir(tmp_path) == []  # neither the file nor its temporary
+
+
+def test_a_failed_write_keeps_the_old_output(tmp_path):
+    out = tmp_path / "rows.csv"
+    out.write_bytes(b"old\n")
+    p = _run("parse", SEED, "-o", out, stdout=subprocess.DEVNULL, preexec_fn=_small_files)
+    assert p.returncode == 2 and out.read_bytes() == b"old\n" and os.listdir(tmp_path) == ["rows.csv"]
 
 
 # --- -o onto what is not a regular file ----------------------------------------------------------

@@ -16,7 +16,7 @@ from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.runref import unique_paths
-from acceptmon.sinks.output import atomic_output, check_output, output_path
+from acceptmon.sinks.output import atomic_output, check_output, output_path, stdout_writes
 from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
 
@@ -125,15 +125,16 @@ def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
     from acceptmon.sinks.runs import render_runs_table
     from acceptmon.summary import RunSummary
 
-    if fmt == "json":
-        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(RunSummary.model_fields)
-        for s in summaries:
-            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
-    else:
-        print(render_runs_table(summaries))
+    with stdout_writes():
+        if fmt == "json":
+            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+        elif fmt == "csv":
+            w = csv.writer(sys.stdout)
+            w.writerow(RunSummary.model_fields)
+            for s in summaries:
+                w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
+        else:
+            print(render_runs_table(summaries))
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -147,14 +148,16 @@ def cmd_grammars(args: argparse.Namespace) -> int:
         # A checked file stands in for a built-in grammar of the same name (a bundled file, or an edited copy).
         # Always the full checks: checking is what was asked for.
         load_grammars([*args.grammar, *map(Path, args.files)], replace=checked, cached=False)
-        for f in args.files:
-            print(f"{f}: ok")
+        with stdout_writes():
+            for f in args.files:
+                print(f"{f}: ok")
         return 0
     gset = load_grammars(args.grammar)
-    for g in gset.all:
-        spec = g.spec
-        what = spec.kind if spec.kind == "envelope" else f"{spec.record} ({spec.server})"
-        print(f"{spec.name:28} {what:18} {len(spec.samples):3} samples  {g.source}")
+    with stdout_writes():
+        for g in gset.all:
+            spec = g.spec
+            what = spec.kind if spec.kind == "envelope" else f"{spec.record} ({spec.server})"
+            print(f"{spec.name:28} {what:18} {len(spec.samples):3} samples  {g.source}")
     return 0
 
 
