@@ -89,11 +89,16 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
 
 
 def _check_not_kernel(path: str) -> None:
-    """Refuse a path under /proc or /sys (links followed): its files stat as regular and empty, yet some never end."""
-    real = os.path.realpath(path)
-    top = next((t for t in KERNEL_DIRS if real == t or real.startswith(t + "/")), None)
+    """Refuse a path under /proc or /sys: its files stat as regular and empty, yet some never end."""
+    top = kernel_dir(path)
     if top is not None:
         raise InputError(path, f"is under {top}: a kernel interface, not a log file")
+
+
+def kernel_dir(path: str) -> str | None:
+    """``/proc`` or ``/sys`` if ``path`` (links followed) is under it, else None."""
+    real = os.path.realpath(path)
+    return next((t for t in KERNEL_DIRS if real == t or real.startswith(t + "/")), None)
 
 
 def not_regular(mode: int) -> str | None:

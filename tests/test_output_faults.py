@@ -15,7 +15,7 @@ import pytest
 
 from acceptmon.errors import InputError
 from acceptmon.sinks.output import GuardedWriter
-from acceptmon.source import check_path
+from acceptmon.source import check_path, kernel_dir
 from tests.conftest import ROOT, SAMPLES
 from tests.test_cli import acceptmon
 
@@ -184,6 +184,13 @@ def test_a_link_into_proc_and_a_live_path_under_sys_are_refused(tmp_path):
         check_path(str(tmp_path / "server.log"))
     with pytest.raises(InputError, match=f"is under /sys: {KERNEL}"):
         check_path("/sys/acceptmon-not-there.log", may_be_missing=True)  # a live log waited for
+
+
+def test_kernel_dir_follows_links(tmp_path):
+    (tmp_path / "a.log").symlink_to("/sys")
+    (tmp_path / "b.log").write_bytes(b"")
+    assert [kernel_dir(str(tmp_path / n)) for n in ("a.log", "b.log")] == ["/sys", None]
+    assert kernel_dir("/proc") == "/proc" and kernel_dir("/process.log") is None
 
 
 @pytest.mark.parametrize("args", [("parse",), ("runs",), ("doctor",), ("tail", "--plain")], ids=lambda a: a[0])
