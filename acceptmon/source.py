@@ -4,7 +4,8 @@ The reader never holds more than one block plus one line: a line longer than
 ``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
 A UTF-8 byte-order mark at the very start of a file or stream is dropped (it would
 glue onto the first line's envelope). Only regular files (and ``-``, stdin) are
-accepted: a FIFO or a device would block or never end.
+accepted: a FIFO or a device would block or never end; so would some files under /proc
+and /sys, which stat as regular and empty, so those are refused too.
 It does no parsing; :class:`acceptmon.parse.Parser` consumes what it yields.
 """
 
@@ -30,6 +31,8 @@ WINDOW: Final = 1 << 16
 GZIP_MAGIC: Final = b"\x1f\x8b"
 BOM: Final = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark, dropped at offset 0."""
+KERNEL_DIRS: Final = ("/proc", "/sys")
+"""Where the kernel's own files live: never read as logs."""
 
 
 class Oversized:
@@ -72,6 +75,7 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         if may_be_missing:
+            _check_not_kernel(path)
             return
         raise InputError(path, "no such file") from None
     except OSError as exc:
@@ -79,8 +83,22 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
     problem = not_regular(mode)
     if problem is not None:
         raise InputError(path, problem)
+    _check_not_kernel(path)
     if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied")
+
+
+def _check_not_kernel(path: str) -> None:
+    """Refuse a path under /proc or /sys: its files stat as regular and empty, yet some never end."""
+    top = kernel_dir(path)
+    if top is not None:
+        raise InputError(path, f"is under {top}: a kernel interface, not a log file")
+
+
+def kernel_dir(path: str) -> str | None:
+    """``/proc`` or ``/sys`` if ``path`` (links followed) is under it, else None."""
+    real = os.path.realpath(path)
+    return next((t for t in KERNEL_DIRS if real == t or real.startswith(t + "/")), None)
 
 
 def not_regular(mode: int) -> str | None:
@@ -89,8 +107,12 @@ def not_regular(mode: int) -> str | None:
         return None
     if stat.S_ISDIR(mode):
         return "is a directory, not a log file"
-    kind = next((name for test, name in _KINDS if test(mode)), "an unknown kind")
-    return f"not a regular file ({kind}); acceptmon reads regular files or - for stdin"
+    return f"not a regular file ({file_kind(mode)}); acceptmon reads regular files or - for stdin"
+
+
+def file_kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, when not a regular file or a directory: "a FIFO", "a socket", ..."""
+    return next((name for test, name in _KINDS if test(mode)), "an unknown kind")
 
 
 @contextmanager

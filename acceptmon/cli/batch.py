@@ -16,7 +16,7 @@ from acceptmon.loader import load_grammars, read_grammar_file
 from acceptmon.parse import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.runref import unique_paths
-from acceptmon.sinks.output import atomic_output, check_output
+from acceptmon.sinks.output import atomic_output, check_output, output_path, stdout_writes
 from acceptmon.sinks.table import TableJob, columns, infer_format
 from acceptmon.source import check_path
 
@@ -43,7 +43,8 @@ def add_parsers(sub: Subcommands) -> None:
                            description=PARSE_HELP.format(columns=", ".join(columns())),
                            formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
-    parse.add_argument("-o", "--output", help="output file: .csv or .jsonl, either with .gz (default: CSV on stdout)")
+    parse.add_argument("-o", "--output",
+                       help="output file: .csv or .jsonl, either with .gz (default, or -: CSV on stdout)")  # fmt: skip
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
     rows = sorted(k for k, v in KINDS.items() if not v.starts_run)
     parse.add_argument("--kind", choices=rows, metavar="KIND",
@@ -76,6 +77,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
+    args.output = output_path(args.output)
     check_output(args.output, args.files)
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
@@ -123,15 +125,16 @@ def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
     from acceptmon.sinks.runs import render_runs_table
     from acceptmon.summary import RunSummary
 
-    if fmt == "json":
-        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow(RunSummary.model_fields)
-        for s in summaries:
-            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
-    else:
-        print(render_runs_table(summaries))
+    with stdout_writes():
+        if fmt == "json":
+            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+        elif fmt == "csv":
+            w = csv.writer(sys.stdout)
+            w.writerow(RunSummary.model_fields)
+            for s in summaries:
+                w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
+        else:
+            print(render_runs_table(summaries))
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -145,14 +148,16 @@ def cmd_grammars(args: argparse.Namespace) -> int:
         # A checked file stands in for a built-in grammar of the same name (a bundled file, or an edited copy).
         # Always the full checks: checking is what was asked for.
         load_grammars([*args.grammar, *map(Path, args.files)], replace=checked, cached=False)
-        for f in args.files:
-            print(f"{f}: ok")
+        with stdout_writes():
+            for f in args.files:
+                print(f"{f}: ok")
         return 0
     gset = load_grammars(args.grammar)
-    for g in gset.all:
-        spec = g.spec
-        what = spec.kind if spec.kind == "envelope" else f"{spec.record} ({spec.server})"
-        print(f"{spec.name:28} {what:18} {len(spec.samples):3} samples  {g.source}")
+    with stdout_writes():
+        for g in gset.all:
+            spec = g.spec
+            what = spec.kind if spec.kind == "envelope" else f"{spec.record} ({spec.server})"
+            print(f"{spec.name:28} {what:18} {len(spec.samples):3} samples  {g.source}")
     return 0
 
 

@@ -23,6 +23,7 @@ from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import default_jobs, run
 from acceptmon.records import LaunchConfig, PrefillStats, Record
 from acceptmon.runref import parse_ref
+from acceptmon.sinks.output import stdout_writes
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
 HELP = """\
@@ -79,9 +80,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     a, b = (read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs)
     result = compare(a, b, resamples=args.resamples, seed=args.seed)
     if args.format == "json":
-        print(json.dumps(result.model_dump(mode="json"), indent=2))
+        text = json.dumps(result.model_dump(mode="json"), indent=2)
     else:
-        print(render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed))
+        text = render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed)
+    with stdout_writes():
+        print(text)
     return 0
 
 

@@ -16,6 +16,7 @@ from acceptmon.doctor.report import to_json, to_text
 from acceptmon.doctor.rules import describe_signatures, load_rules
 from acceptmon.pipeline.batch import default_jobs
 from acceptmon.runref import unique_paths
+from acceptmon.sinks.output import stdout_writes
 from acceptmon.source import check_path
 
 HELP = """\
@@ -72,8 +73,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     doctor = diagnose(args.files, grammars, rules, expected_accept_len=args.expected_accept_len,
                       baseline=args.baseline, jobs=max(1, args.jobs))  # fmt: skip
     findings, runs = doctor.findings(), doctor.reports()
-    if args.format == "json":
-        print(to_json(findings, runs))
-    else:
-        print(to_text(findings, runs, colour=sys.stdout.isatty()))
+    with stdout_writes():  # first: a closed stdout has no isatty()
+        print(to_json(findings, runs) if args.format == "json" else to_text(findings, runs, colour=sys.stdout.isatty()))
     return 0
