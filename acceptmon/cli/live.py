@@ -25,6 +25,7 @@ from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
 from acceptmon.grammar import GrammarSet
 from acceptmon.loader import load_grammars
 from acceptmon.replay import sample_names
+from acceptmon.sinks.output import stdout_writes
 from acceptmon.source import check_path
 
 if TYPE_CHECKING:
@@ -133,7 +134,10 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.rules:
         make_doctor(args)  # a bad rule file is an error now, whether or not this tail runs the doctor
     plain = args.plain or not sys.stdout.isatty()
-    return _tail(args, args.files, grammars, plain=plain)
+    if not plain:
+        return _tail(args, args.files, grammars, plain=plain)
+    with stdout_writes():  # plain lines: a full disk is one line, not a traceback
+        return _tail(args, args.files, grammars, plain=plain)
 
 
 def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
@@ -243,8 +247,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if plain:
             say(f"replaying {sample.name} at {args.speed:g}x (log time); one line per decode batch")
         label = f"{sample.name} (demo, {args.speed:g}x)"
-        code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
-        if plain:
+        if not plain:
+            return _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
+        with stdout_writes():  # plain lines: a full disk is one line, not a traceback
+            code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
             from acceptmon.pipeline.batch import run
             from acceptmon.sinks.runs import StatsJob, render_runs_table
 

@@ -23,7 +23,7 @@ from acceptmon.parse import Parser, ParseState, Tally
 from acceptmon.pipeline import positions as statefile
 from acceptmon.pipeline.start import current_run_start
 from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, Oversized, check_path
+from acceptmon.source import OVERSIZED, Oversized, check_path, kernel_dir
 from acceptmon.tail import Follower, watch_loop
 
 FORGET_SECONDS = 30.0
@@ -122,7 +122,7 @@ class LiveSource:
         explicit: set[str] = set()
         for pattern in self.patterns:
             if glob.has_magic(pattern):
-                paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+                paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p) and kernel_dir(p) is None)
                 if first and not paths:
                     self.note(f"{pattern}: no file matches yet; waiting for one")
             else:
