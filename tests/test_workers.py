@@ -42,8 +42,12 @@ def _parse(grammars, path: Path, jobs: int) -> bytes:
 
 
 def test_a_dead_worker_ends_the_run_with_one_line(grammars, small_ranges, monkeypatch):
+    main, parts = os.getpid(), batch._parts
+
     def die(*args, **kwargs):  # in a worker: as the kernel's OOM killer would end it
-        os.kill(os.getpid(), signal.SIGKILL)
+        if os.getpid() != main:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return parts(*args, **kwargs)
 
     monkeypatch.setattr(batch, "_parts", die)
     with pytest.raises(InputError, match="a worker process died"):
@@ -75,22 +79,45 @@ def test_the_year_note_is_the_same_with_workers(small_ranges, tmp_path, capsys):
     assert notes[0] == notes[1] and "file modification time" in notes[0][0]
 
 
-def test_ctrl_c_during_a_parallel_parse_is_one_line_and_exit_130(tmp_path):
-    """SIGINT to the process group, as a terminal sends it, while the workers parse (pure-Python lane,
-    so that the run is still going when the signal comes)."""
+def _start(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """A parse -j 2 of a 48 MiB log (pure-Python lane: still going when a signal comes), its workers up."""
     log = tmp_path / "big.log"
     block = SEED.read_bytes()
     with log.open("wb") as f:
         for _ in range((48 << 20) // len(block)):
             f.write(block)
-    out = tmp_path / "out.csv"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ACCEPTMON_PURE_PYTHON": "1"}
-    cmd = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out), "-j", "2"]
+    cmd = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(tmp_path / "out.csv"), "-j", "2"]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 20
     while not _children(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
+    return proc
+
+
+def test_workers_end_with_the_main_process_however_it_ends(tmp_path):
+    proc = _start(tmp_path)
+    children = _children(proc.pid)
+    assert children
+    proc.kill()
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{c}").exists() for c in children) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [c for c in children if Path(f"/proc/{c}/status").exists() and "zombie" not in _state(c)]
+
+
+def _state(pid: str) -> str:
+    try:
+        return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State"))
+    except (OSError, StopIteration):
+        return "zombie"
+
+
+def test_ctrl_c_during_a_parallel_parse_is_one_line_and_exit_130(tmp_path):
+    """SIGINT to the process group, as a terminal sends it, while the workers parse."""
+    proc = _start(tmp_path)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err.decode()

@@ -153,7 +153,7 @@ def _run_parallel(
     limit: int | None = None,
     lane: FastLane | None = None,
 ) -> Tally:
-    """Ranges of the file on ``jobs`` worker processes (:mod:`acceptmon.pipeline.workers`), in order."""
+    """Ranges of the file on ``jobs`` processes (:mod:`acceptmon.pipeline.workers`), in order."""
     size = _size(path, limit)
     ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(FAST_BLOCK, RANGE_BYTES))
     if lane is not None and not lane.learned:

@@ -1,4 +1,4 @@
-"""``-j N``: byte ranges of one file parsed on worker processes, collected in order by this one.
+"""``-j N``: byte ranges of one file parsed on N - 1 worker processes and this one, collected in order.
 
 Each range is first pre-scanned (:mod:`acceptmon.prescan`) for the parser state at its end; the
 states, chained, are where every worker's parser starts, so the output is what one reader writes.
@@ -26,10 +26,13 @@ from acceptmon.source import OVERSIZED, iter_blocks
 _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
 Collect = Callable[[int, tuple[list[Any], Tally]], None]
+Result = tuple[list[Any], Tally, dict[str, int]]
+"""A range's chunk results, its tally, and the years its year-less timestamps got."""
 
 
 def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:
-    """Parse ``ranges`` of ``path`` on ``jobs`` workers; ``collect(bytes, (parts, tally))`` each in order.
+    """Parse ``ranges`` of ``path`` on ``jobs - 1`` workers and this process; ``collect(bytes, (parts,
+    tally))`` each in order.
 
     ``setup``: grammars, job, lane, finder, parts (``(parser, block, job, lane) -> parts``), block size.
     """
@@ -37,7 +40,7 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
 
     with open(path, "rb") as held:
         _WORKER.update(setup, source=_reopenable(path, held.fileno()))
-        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
+        pool = ProcessPoolExecutor(max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
         try:
             _run(path, ranges, jobs, pool, collect)
         except BrokenProcessPool:
@@ -50,26 +53,49 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
 
 
 def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolExecutor, collect: Collect) -> None:
-    scans = list(pool.map(_scan_range, [(path, s, e) for s, e in ranges], chunksize=1))
+    """``jobs - 1`` workers and this process: this one takes a range whenever the next result it
+    must collect is not ready yet (so the workers never wait for it to take their results)."""
+    scans = _scan_all(pool, [(path, s, e) for s, e in ranges], jobs)
     states, state = [], ParseState()
     for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
         states.append(state)
         state = state.then(scan)
     tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
-    # The workers parse, at most 2 ranges ahead each; this process takes their results in order and
-    # writes them (parsing here too made the workers wait on it to take their results).
-    pending: dict[int, Future[tuple[list[Any], Tally, dict[str, int]]]] = {}
+    pending: dict[int, Future[Result]] = {}
+    done: dict[int, Result] = {}
+    given = 0  # tasks given out so far (to a worker or taken here)
     for k, task in enumerate(tasks):
-        for ahead in range(len(pending) + k, min(len(tasks), k + 2 * jobs + 1)):
-            pending[ahead] = pool.submit(_parse_range, tasks[ahead])
-        parts, tally, years = pending.pop(k).result()
+        while k not in done:
+            while given < len(tasks) and len(pending) < 2 * (jobs - 1):
+                pending[given] = pool.submit(_parse_range, tasks[given])
+                given += 1
+            if k in pending and (pending[k].done() or given == len(tasks)):
+                done[k] = pending.pop(k).result()
+            else:
+                done[given] = _parse_range(tasks[given])
+                given += 1
+        parts, tally, years = done.pop(k)
         _note_years(years)
         collect(task[2] - task[1], (parts, tally))
 
 
+def _scan_all(pool: ProcessPoolExecutor, tasks: list[tuple[str, int, int]], jobs: int) -> list[ParseState]:
+    """Every range pre-scanned, on the workers and this process (every ``jobs``-th range here)."""
+    theirs = [pool.submit(_scan_range, t) if k % jobs else None for k, t in enumerate(tasks)]
+    here = {k: _scan_range(t) for k, t in enumerate(tasks) if k % jobs == 0}
+    return [here[k] if f is None else f.result() for k, f in enumerate(theirs)]
+
+
 def _quiet() -> None:
-    """A worker leaves Ctrl-C to this process (a worker interrupted mid-result hung the pool)."""
+    """A worker leaves Ctrl-C to this process (a worker interrupted mid-result hung the pool), and
+    ends when this process does, however it ends (Linux: else it waits for tasks for ever)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
 
 
 def _reopenable(path: str, fd: int) -> str:
@@ -101,7 +127,7 @@ def _scan_range(task: tuple[str, int, int]) -> ParseState:
     return parser.state
 
 
-def _parse_range(task: tuple[str, int, int, ParseState]) -> tuple[list[Any], Tally, dict[str, int]]:
+def _parse_range(task: tuple[str, int, int, ParseState]) -> Result:
     path, start, end, state = task
     job, lane = _WORKER["job"], _WORKER["lane"]
     parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
