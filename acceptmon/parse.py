@@ -23,11 +23,10 @@ from typing import Any
 import regex
 
 from acceptmon.body import docker_json, literal, read_pairs, split_top_level
-from acceptmon.grammar import Grammar, GrammarSet
+from acceptmon.grammar import Grammar, GrammarSet, bounded
 from acceptmon.kinds import KINDS
 from acceptmon.parsestate import UNRECOGNIZED_KEPT, ParseState, Tally
 from acceptmon.records import LaunchConfig, LineKind, Record, build
-from acceptmon.redos import MATCH_TIMEOUT
 from acceptmon.request_body import read_meta_info
 from acceptmon.values import Fields, Yearless
 
@@ -143,9 +142,9 @@ class Parser:
             return "unrecognized", None
 
     def _match(self, candidates: list[Grammar], text: str) -> tuple[LineKind, Record | None]:
-        """Classify by the candidate grammars; every match is bounded by MATCH_TIMEOUT."""
+        """Classify by the candidate grammars; every match is bounded (:func:`acceptmon.grammar.bounded`)."""
         for g in candidates:
-            m = g.regex.match(text, timeout=MATCH_TIMEOUT) if g.regex else None
+            m = bounded(g.regex.match, text) if g.regex else None
             if m is None:
                 continue
             if g.spec.record not in self.wanted:
@@ -156,7 +155,7 @@ class Parser:
                 break
             return record.kind, record
         for g in candidates:
-            if g.starts_like is not None and g.starts_like.match(text, timeout=MATCH_TIMEOUT):
+            if g.starts_like is not None and bounded(g.starts_like.match, text):
                 self._keep_unrecognized(text)
                 return "unrecognized", None
         return "other", None

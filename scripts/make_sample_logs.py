@@ -279,9 +279,7 @@ def old_04x() -> None:
                 f"#running-req: {r.randint(0, 8)}, #queue-req: 0, ",
                 "TP0",
             )
-            log.add(
-                f'INFO:     127.0.0.1:{r.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
-            )
+            log.add(f'INFO:     127.0.0.1:{r.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK')
         log.add(
             f"Decode batch. #running-req: {r.randint(4, 32)}, #token: {r.randint(2000, 12000)}, token usage: "
             f"{r.uniform(0.01, 0.05):.2f}, accept len: {r.uniform(3.0, 3.6):.2f}, gen throughput (token/s): "

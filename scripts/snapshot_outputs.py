@@ -33,7 +33,18 @@ def _free_port() -> int:
 
 def _metrics(log: str) -> bytes:
     port = _free_port()
-    cmd = [sys.executable, "-m", "acceptmon", "serve", log, "--from-start", "--port", str(port), "--stale-after", "1000000h"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "acceptmon",
+        "serve",
+        log,
+        "--from-start",
+        "--port",
+        str(port),
+        "--stale-after",
+        "1000000h",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
     try:
         body, last = b"", None

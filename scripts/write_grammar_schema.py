@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from acceptmon.grammar import grammar_schema
+from acceptmon.grammarschema import grammar_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 

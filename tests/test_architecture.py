@@ -28,7 +28,7 @@ LAYERS: dict[str, int] = {
     # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
     "source": 1, "ranges": 2, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 0,
     # one pipeline, batch and live; grammar files (and the record of those that passed their checks)
-    "checkcache": 5, "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.inplace": 7, "pipeline.workers": 8,
+    "checkcache": 5, "grammarschema": 4, "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.inplace": 7, "pipeline.workers": 8,
     "pipeline.live": 7,
     # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
     "fastlane": 6, "fastlane.pieces": 6, "fastlane.templates": 7, "fastlane.careful": 8, "fastlane.rows": 8,

@@ -75,7 +75,7 @@ def test_schema_json_is_current():
     """Every grammar names ./schema.json for editors; it must match the model (scripts/write_grammar_schema.py)."""
     import json
 
-    from acceptmon.grammar import grammar_schema
+    from acceptmon.grammarschema import grammar_schema
 
     committed = json.loads((builtin_grammar_dir() / "schema.json").read_text())
     assert committed == grammar_schema()

@@ -149,3 +149,38 @@ def test_after_the_anchor_only_the_message_is_pumped():
 
     assert min(cuts(after="Decode batch")) == anchor_at + len("Decode")
     assert min(cuts()) == len("[2026")
+
+
+def test_a_match_out_of_time_it_did_not_spend_itself_is_tried_again():
+    """regex counts the whole process's CPU time: under a storm of scrapes other threads use up a
+    line's limit, and the line (a decode batch) was lost as unrecognized."""
+    from acceptmon.grammar import MATCH_TIMEOUT, RETRY_TIMEOUT, bounded
+
+    limits: list[float] = []
+
+    def match(text: str, timeout: float) -> str:
+        limits.append(timeout)
+        if len(limits) == 1:
+            raise TimeoutError
+        return text
+
+    assert bounded(match, "line") == "line" and limits == [MATCH_TIMEOUT, RETRY_TIMEOUT]
+
+
+def test_a_match_that_spent_its_time_itself_is_not_tried_again():
+    import time
+
+    from acceptmon.grammar import bounded
+
+    limits: list[float] = []
+
+    def match(text: str, timeout: float) -> str:
+        limits.append(timeout)
+        start = time.thread_time()
+        while time.thread_time() - start < timeout:
+            pass
+        raise TimeoutError
+
+    with pytest.raises(TimeoutError):
+        bounded(match, "line")
+    assert len(limits) == 1
