@@ -130,3 +130,25 @@ def _children(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return []
+
+
+def test_a_gzip_log_takes_the_fast_lane_whatever_its_compressed_size(grammars, tmp_path, monkeypatch):
+    """A .gz's size on disk says little about its lines (a 3 MB archive held 32 MiB of log)."""
+    import gzip
+
+    from acceptmon.fastlane import lane as fastlane
+
+    made: list[object] = []
+    real = fastlane.FastLane
+
+    def spy(*args, **kwargs):
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(fastlane, "FastLane", spy)
+    log = tmp_path / "small.log.gz"
+    log.write_bytes(gzip.compress(SEED.read_bytes()))
+    out = io.BytesIO()
+    batch.run([str(log)], grammars, TableJob("csv", out), jobs=1, fast="csv")
+    want = _parse(grammars, SEED, 1).replace(str(SEED).encode(), b"LOG")
+    assert len(made) == 1 and out.getvalue().replace(str(log).encode(), b"LOG") == want

@@ -95,7 +95,8 @@ def run(
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
     lane = None
-    if fast is not None and (progress.total >= FAST_MIN_BYTES or "-" in paths):
+    big = progress.total >= FAST_MIN_BYTES or any(p == "-" or _is_gzip(p) for p in paths)  # unknown sizes: a pipe, .gz
+    if fast is not None and big:
         from acceptmon.fastlane.lane import FastLane, table_columns
 
         lane = FastLane(grammars, fast, table_columns())
@@ -195,5 +196,11 @@ def _size(path: str, limit: int | None = None) -> int:
 
 
 def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+    """True for a gzip file (False if it cannot be read: opening it later says why, in one line)."""
+    try:
+        if not os.path.isfile(path):  # opening a FIFO would wait for a writer
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
