@@ -63,12 +63,13 @@ class Tally:
         self.unrecognized.extend(other.unrecognized[: max(room, 0)])
 
 
-def line_starts(block: bytes, word: bytes) -> set[int]:
-    """Offsets of the starts of the lines of ``block`` that hold ``word``."""
+def line_starts(block: bytes, word: bytes, start: int = 0, end: int | None = None) -> set[int]:
+    """Offsets of the starts of the lines of ``block[start:end]`` (whole lines) that hold ``word``."""
+    stop = len(block) if end is None else end
     out: set[int] = set()
-    pos = block.find(word)
+    pos = block.find(word, start, stop)
     while pos >= 0:
         out.add(block.rfind(b"\n", 0, pos) + 1)
-        end = block.find(b"\n", pos)
-        pos = block.find(word, end) if end >= 0 else -1
+        nl = block.find(b"\n", pos, stop)
+        pos = block.find(word, nl, stop) if nl >= 0 else -1
     return out

@@ -16,22 +16,12 @@ from typing import Protocol
 
 from acceptmon.fastlane.templates import ACCEPT, Template
 from acceptmon.parse import Parser
+from acceptmon.parsestate import line_starts
 from acceptmon.records import Record
 
 Part = tuple[int, bytes]
 Entry = tuple[int, int, bytes]
 """A fast match: (line start in the block, template index, row bytes or b'')."""
-
-
-def line_starts(buf: bytes, s: int, e: int, word: bytes) -> set[int]:
-    """Block offsets of the lines in ``[s, e)`` holding ``word`` (``buf`` is a newline plus the block)."""
-    out: set[int] = set()
-    pos = buf.find(word, s + 1, e + 1)
-    while pos >= 0:
-        out.add(buf.rfind(b"\n", 0, pos))
-        end = buf.find(b"\n", pos)
-        pos = buf.find(word, end, e + 1)
-    return out
 
 
 def accept_lines(buf: bytes, s: int, e: int) -> int:
@@ -60,7 +50,7 @@ def careful_segment(
     s, e, base, lines = segment
     parts, chunk = out
     templates = lane.templates
-    holding = {a: line_starts(buf, s, e, a) for a in lane.counted}
+    holding = {a: {x - 1 for x in line_starts(buf, a, s + 1, e + 1)} for a in lane.counted}  # their newlines
     kept: dict[int, Entry] = {}
     for entry in entries:
         own = (templates[entry[1]].grammar.anchor or "").encode()

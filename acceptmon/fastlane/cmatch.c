@@ -171,7 +171,8 @@ static void count_needles(const Program *pg, const uint8_t *p, const uint8_t *en
 
 /* ---- scan ------------------------------------------------------------------------------------ */
 
-static PyObject *scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base, Plan *plans,
+/* The lines of buf[s:e]: hits per template, rows into o; -1 (a Python error set) if a row fails. */
+static int scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base, Plan *plans,
                             Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o) {
     Cap env[4], caps[256];
     const uint8_t *p = buf + s, *stop = buf + e;
@@ -188,7 +189,7 @@ static PyObject *scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
             if (!match(&pg->tmpls[i], m, end, caps)) continue;
             hits[i]++;
             if (plans[i].recipe != NULL) {
-                if (row(o, &plans[i], line, env, caps) < 0) return NULL;
+                if (row(o, &plans[i], line, env, caps) < 0) return -1;
                 (*nrows)++;
             }
             break;
@@ -196,7 +197,7 @@ static PyObject *scan_lines(Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
         p = end + 1;
     }
     *nlines = line - base;
-    return Py_None;
+    return 0;
 }
 
 static PyObject *Program_scan(Program *pg, PyObject *args) {
@@ -229,7 +230,7 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
             goto done;
         }
     }
-    if (scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o) == NULL) goto done;
+    if (scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o) < 0) goto done;
     hits_list = PyList_New(pg->ntmpls);
     counts_list = PyList_New(ncounted);
     if (hits_list == NULL || counts_list == NULL) goto done;

@@ -84,7 +84,8 @@ class Plan:
         if reads - set(t.fields) - CONSTANT_FIELDS - set(written):
             raise Unsupported(t.kind)
         deps = sorted(set(t.fields) & reads)
-        self.dep_names = deps
+        self.dep_slots = tuple(t.fields[f] for f in deps)
+        """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
@@ -130,7 +131,6 @@ class Plan:
                 steps.append([order[-1]])
             parts.append(b"%d" if order[-1] == 0 else b"%s")
         self.recipe = _recipe(steps) if fmt == "csv" else None
-        self.dep_slots = tuple(t.fields[f] for f in self.dep_names)
         self.idx = (1, 2, 3, 4, *cells)
         width = 1 + len(self.idx)
         order = [width + (-1 - o) if o < 0 else o for o in order]

@@ -22,7 +22,7 @@ from acceptmon.parse import Parser, Tally
 from acceptmon.pipeline import inplace, workers
 from acceptmon.ranges import split_ranges
 from acceptmon.records import Record
-from acceptmon.source import check_path
+from acceptmon.source import GZIP_MAGIC, check_path
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
     from acceptmon.fastlane.lane import FastLane
@@ -201,6 +201,6 @@ def _is_gzip(path: str) -> bool:
         if not os.path.isfile(path):  # opening a FIFO would wait for a writer
             return False
         with open(path, "rb") as f:
-            return f.read(2) == b"\x1f\x8b"
+            return f.read(2) == GZIP_MAGIC
     except OSError:
         return False
