@@ -239,3 +239,20 @@ async def test_sglang_shows_no_position_bars(grammars):
         assert not pilot.app.query_one("#positions").display
         assert labels(pilot.app)[0] == "rank▲"
         assert pilot.app.query_one("#ranks", DataTable).border_title.startswith("ranks: ")
+
+
+async def test_the_bars_keep_their_legend_when_a_run_drafts_more_tokens(grammars):
+    """The widget's height follows its content: room is the container's, or 3 bars then 4 would drop the legend."""
+    from acceptmon.tui.view import Position
+    from acceptmon.tui.widgets import PositionBars
+
+    app = AcceptmonApp(vllm_state(grammars), files="vllm.log")
+    async with app.run_test(size=SIZE) as pilot:
+        bars = app.query_one("#positions", PositionBars)
+        app.refresh_view = lambda: None  # type: ignore[method-assign]  # only this test's bars
+        for n in (3, 4, 2, 4):
+            bars.show([Position(position=i, mean=0.5, last=0.4) for i in range(1, n + 1)])
+            await pilot.pause(0.05)
+            lines = bar_lines(app)
+            assert len(lines) == n + 1 and lines[0].split()[:3] == ["#", "█", "run"], (n, lines)
+            assert bars.region.height == n + 3  # legend, bars and the two border rows

@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
@@ -153,7 +154,7 @@ class PositionBars(Static):
 
     def lines(self) -> list[Text]:
         """What the widget shows at its current size."""
-        width, rows = self.content_size.width or 30, self.content_size.height or 10**6
+        width, rows = self.content_size.width or 30, self._room()
         span = max(4, width - 13)  # "NN " + bar + " 0.00 0.00"
         lines = [Text.assemble((" # ", "dim"), (fit(LEGENDS, span).ljust(span), "dim"), ("  run last", "dim"))]
         lines += [_bar(b, span) for b in self._bars]
@@ -163,6 +164,13 @@ class PositionBars(Static):
             keep = max(0, rows - 1)
             lines = [*lines[:keep], Text(f"+{len(lines) - keep} positions: a taller terminal shows them", "dim")]
         return lines
+
+    def _room(self) -> int:
+        """Rows the container leaves this widget: its own height follows its content, so it cannot say."""
+        parent = self.parent
+        if not isinstance(parent, Widget) or not parent.content_size.height:
+            return 10**6
+        return max(0, parent.content_size.height - self.styles.gutter.height)
 
     def _draw(self) -> None:
         self.update(Text("\n").join(self.lines()))
