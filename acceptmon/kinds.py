@@ -77,9 +77,9 @@ class SeriesMetrics:
     """Gauges show each field's latest non-empty value (a kind whose lines carry different fields)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RecordKind:
-    """One kind of record and every role's view of it."""
+    """One kind of record and every role's view of it. Each is its own identity (hashed by it, cheaply)."""
 
     name: str
     model: type[BaseRecord]

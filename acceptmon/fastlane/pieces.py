@@ -62,16 +62,24 @@ RANK = rb"(?: (?=[A-Z]))?((?:[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*)?)"
 ENVELOPE_KINDS = {"timestamp": TIMESTAMP, "rank": RANK}
 
 
+class _Sink:
+    """Where :func:`csv_cell`'s one writer puts its text."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> None:
+        self.text = text
+
+
+_SINK = _Sink()
+_CELL_WRITER = csv.writer(_SINK, lineterminator="")
+
+
 def csv_cell(value: Any) -> bytes:
     """One value as the csv module writes it in a row of several cells."""
-    out: list[str] = []
-
-    class _Sink:
-        def write(self, text: str) -> None:
-            out.append(text)
-
-    csv.writer(_Sink(), lineterminator="").writerow(["", value])
-    return "".join(out)[1:].encode()
+    _CELL_WRITER.writerow(["", value])
+    return _SINK.text[1:].encode()
 
 
 def json_cell(value: Any) -> bytes:

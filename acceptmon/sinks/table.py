@@ -10,6 +10,7 @@ records, so a parallel worker can format its own chunk.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import operator
@@ -104,12 +105,10 @@ def row(record: Record, cols: tuple[str, ...] | None = None) -> list[Any]:
 
 def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
     """Format the records of ``kinds`` (default: the table kinds) among ``records``; others are left out."""
-    cols = columns(kinds)
-    wanted = {k.name for k in (kinds or table_kinds())}
+    cols, wanted, (lists, listing) = _layout(tuple(kinds or table_kinds()))
     rows = [r for r in records if r.kind in wanted]
     if fmt == "csv":
         buf = io.StringIO()
-        lists, listing = _list_columns(cols)
         csv.writer(buf).writerows(_joined(row(r, cols), lists) if r.kind in listing else row(r, cols) for r in rows)
         return buf.getvalue().encode()
     lines = []
@@ -120,11 +119,18 @@ def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
-def _list_columns(cols: tuple[str, ...]) -> tuple[tuple[int, ...], frozenset[str]]:
+@functools.cache
+def _layout(kinds: tuple[RecordKind, ...]) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[int, ...], frozenset[str]]]:
+    """Columns, kind names and list columns of a table of ``kinds``: once per set of kinds, not per chunk.
+
+    A kind is a frozen value, so a kind registered later (a test's toy kind) is a new key."""
+    cols = columns(kinds)
+    return cols, frozenset(k.name for k in kinds), _list_columns(cols, kinds)
+
+
+def _list_columns(cols: tuple[str, ...], kinds: Sequence[RecordKind]) -> tuple[tuple[int, ...], frozenset[str]]:
     """Positions of the columns whose values are lists (written ``;``-separated in CSV), and the kinds having one."""
-    listed = {
-        (k.name, n) for k in table_kinds() for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)
-    }
+    listed = {(k.name, n) for k in kinds for n, f in k.model.model_fields.items() if "list[" in str(f.annotation)}
     names = {n for _, n in listed}
     return tuple(i for i, c in enumerate(cols) if c in names), frozenset(k for k, _ in listed)
 
