@@ -19,6 +19,7 @@ import argparse
 import csv
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,50 @@ AWK = (
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(ROOT)}
 """Every command's environment: acceptmon runs as installed, its bytecode cached after the first run."""
 AWK_COLUMNS = ("accept_len", "accept_rate", "gen_throughput", "running_req", "queue_req", "token_usage", "num_tokens")
+VLLM_AWK = (
+    "grep -F 'SpecDecoding metrics: ' {log} | {awk} -F', ' '{{ sub(/.*SpecDecoding metrics: /, \"\"); "
+    'for (i = 1; i <= NF; i++) {{ n = split($i, kv, ": "); if (n == 2) v[kv[1]] = kv[2] }} '
+    'print "-," v["Mean acceptance length"] "," v["Accepted"] + 0 "," v["Drafted"] + 0; delete v }}\' > {out}'
+)
+VLLM_COLUMNS = ("accept_len", "accepted_tokens", "drafted_tokens")
+
+
+def generate_vllm(path: Path, megabytes: int) -> None:
+    """A vLLM 0.10.2 data-parallel EAGLE3 server with 4 engines: the bundled sample's launch, then every 10 s
+    one throughput line per engine, one SpecDecoding line per engine and HTTP access lines."""
+    r = random.Random(42)
+    sample = (ROOT / "sample_logs" / "vllm_v1_0.10.2_dp.log").read_text().splitlines()
+    first = next(i for i, x in enumerate(sample) if "Engine 000:" in x)
+    head = [re.sub("\x1b\\[[0-9;]*m", "", line) for line in sample[:first]]  # as written to a file: no colour
+    target, size, sec = megabytes << 20, 0, 0
+    with path.open("w") as f:
+        f.write("\n".join(head) + "\n")
+        while size < target:
+            ts = f"{1 + sec // 86400 % 28:02d} {sec // 3600 % 24:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"
+            ts = f"{1 + sec // (86400 * 28) % 12:02d}-{ts}"
+            lines = []
+            for e in range(4):
+                lines.append(
+                    f"(APIServer pid=3051) INFO {ts} [loggers.py:123] Engine {e:03d}: Avg prompt throughput: "
+                    f"{r.uniform(0, 1500):.1f} tokens/s, Avg generation throughput: {r.uniform(90, 300):.1f} tokens/s, "
+                    f"Running: {r.randint(0, 48)} reqs, Waiting: {r.randint(0, 3)} reqs, GPU KV cache usage: "
+                    f"{r.uniform(0, 40):.1f}%, Prefix cache hit rate: {r.uniform(0, 60):.1f}%"
+                )
+                accepted, drafted = r.randint(900, 2100), r.randint(2200, 2800)
+                rates = ", ".join(f"{r.uniform(0.3, 0.95):.3f}" for _ in range(3))
+                lines.append(
+                    f"(APIServer pid=3051) INFO {ts} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
+                    f"{1 + 3 * accepted / drafted:.2f}, Accepted throughput: {accepted / 10:.2f} tokens/s, Drafted "
+                    f"throughput: {drafted / 10:.2f} tokens/s, Accepted: {accepted} tokens, Drafted: {drafted} tokens, "
+                    f"Per-position acceptance rate: {rates}, Avg Draft acceptance rate: {100 * accepted / drafted:.1f}%"
+                )
+            for _ in range(r.randint(0, 3)):
+                lines.append(f'(APIServer pid=3051) INFO:     10.1.0.7:{r.randint(30000, 60000)} - "POST '
+                             '/v1/chat/completions HTTP/1.1" 200 OK')  # fmt: skip
+            chunk = "\n".join(lines) + "\n"
+            f.write(chunk)
+            size += len(chunk)
+            sec += 10
 
 
 def generate(path: Path, megabytes: int) -> None:
@@ -122,16 +167,18 @@ def timed(cmd: str | list[str], shell: bool = False) -> tuple[float, int]:
     return wall, peak
 
 
-def same_rows(awk_out: Path, csv_out: Path) -> tuple[int, int, bool]:
-    """Row counts, and whether every field grep+awk pulls equals acceptmon's (numbers as numbers)."""
+def same_rows(awk_out: Path, csv_out: Path, server: str) -> tuple[int, int, bool]:
+    """Row counts, and whether every field grep+awk pulls equals acceptmon's (numbers as numbers;
+    vLLM: its spec rows)."""
+    names = AWK_COLUMNS if server == "sglang" else VLLM_COLUMNS
     with awk_out.open() as a, csv_out.open(newline="") as c:
-        rows = csv.DictReader(c)
+        rows = (row for row in csv.DictReader(c) if server == "sglang" or row["kind"] == "spec")
         n_awk = n_am = 0
         equal = True
         for theirs, ours in zip(a, rows, strict=False):
             n_awk, n_am = n_awk + 1, n_am + 1
             fields = theirs.rstrip("\n").split(",")[1:]
-            for name, text in zip(AWK_COLUMNS, fields, strict=False):
+            for name, text in zip(names, fields, strict=False):
                 if float(text or "nan") != float(ours[name] or "nan") and (text or ours[name]):
                     equal = False
         n_awk += sum(1 for _ in a)
@@ -168,6 +215,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, help="acceptmon -j (default: its own default)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pure", action="store_true", help="time the pure-Python lane (ACCEPTMON_PURE_PYTHON=1)")
+    ap.add_argument("--server", choices=("sglang", "vllm"), default="sglang", help="which server's log to generate")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="acceptmon-bench-"))
     ENV["XDG_CACHE_HOME"] = str(tmp / "cache")  # the record of checked grammars: this run's own
@@ -180,7 +228,7 @@ def main() -> None:
 def run(a: argparse.Namespace, tmp: Path) -> None:
     log = tmp / f"bench_{a.mb}mb.log"
     print(f"generating {log} ...", flush=True)
-    generate(log, a.mb)
+    (generate if a.server == "sglang" else generate_vllm)(log, a.mb)
     size = log.stat().st_size
     subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache for all
     first, *warm = startup(tmp, sys.executable)  # also the warm-up: bytecode written, grammar checks recorded
@@ -191,7 +239,8 @@ def run(a: argparse.Namespace, tmp: Path) -> None:
     # `awk` is mawk on some systems and gawk on others, and mawk runs this pipeline 3-4x faster: time each present.
     awks = {f"grep+{name}": name for name in ("mawk", "gawk") if shutil.which(name)} or {"grep+awk": "awk"}
     commands: dict[str, tuple[str | list[str], bool]] = {
-        name: (AWK.format(log=log, out=tmp / "awk.txt", awk=awk), True) for name, awk in awks.items()
+        name: ((AWK if a.server == "sglang" else VLLM_AWK).format(log=log, out=tmp / "awk.txt", awk=awk), True)
+        for name, awk in awks.items()
     }
     commands["acceptmon"] = (acceptmon, False)
     results: dict[str, list[tuple[float, int]]] = {name: [] for name in commands}
@@ -199,9 +248,9 @@ def run(a: argparse.Namespace, tmp: Path) -> None:
         for name in list(commands)[:: 1 if i % 2 == 0 else -1]:
             cmd, shell = commands[name]
             results[name].append(timed(cmd, shell=shell))
-    n_awk, n_am, equal = same_rows(tmp / "awk.txt", tmp / "out.csv")
+    n_awk, n_am, equal = same_rows(tmp / "awk.txt", tmp / "out.csv", a.server)
     print(
-        f"log: {size / 2**20:.0f} MiB, {sum(1 for _ in log.open()):,} lines; {' '.join(acceptmon[3:])}; {a.repeat} runs"
+        f"log: {a.server}, {size / 2**20:.0f} MiB, {sum(1 for _ in log.open()):,} lines; {' '.join(acceptmon[3:])}; {a.repeat} runs"
     )
     for name, runs in results.items():
         walls = sorted(w for w, _ in runs)
