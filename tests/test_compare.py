@@ -7,6 +7,8 @@ import io
 import json
 import random
 import statistics
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from acceptmon.errors import InputError
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.runref import parse_ref
-from tests.conftest import SAMPLES
+from tests.conftest import ROOT, SAMPLES
 from tests.data.compare.make import GOLDEN, SCENARIOS, render, write_logs
 
 SEED = SAMPLES / "seed_eagle3_moe.log"
@@ -303,3 +305,16 @@ def test_compare_reads_vllm_spec_and_throughput_lines():
     assert result.a.accept_len.mean is not None and result.b.gen_throughput.mean is not None
     assert result.verdict in ("better", "worse", "no difference")
     assert result.b.accept_len.mean > result.a.accept_len.mean
+
+
+@pytest.mark.parametrize("order", ["stdin first", "stdin second"])
+def test_a_run_of_stdin_is_a_side_not_an_option(order):
+    """``-#2`` is run 2 of stdin: argparse must not take it for an option."""
+    sides = ["-#1", f"{SEED}#2"] if order == "stdin first" else [f"{SEED}#1", "-#2"]
+    p = subprocess.run([sys.executable, "-m", "acceptmon", "compare", *sides, "--format", "json"],
+                       input=SEED.read_bytes(), capture_output=True, cwd=ROOT, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    labels = [out["a"]["label"], out["b"]["label"]]
+    assert labels == (["stdin#1", "seed_eagle3_moe.log#2"] if order == "stdin first"
+                      else ["seed_eagle3_moe.log#1", "stdin#2"])  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,6 +61,9 @@ def add_parsers(sub: Subcommands) -> None:
                    help="extra grammar file (repeatable)")  # fmt: skip
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     p.set_defaults(func=cmd_compare)
+    # `-#2` is run 2 of stdin, not an option: argparse reads an argument that looks like a negative
+    # number as a value (this parser has no such option), and this extends what looks like one.
+    setattr(p, "_negative_number_matcher", re.compile(r"^-\d+$|^-\d*\.\d+$|^-#\d+$"))
 
 
 def _resamples(text: str) -> int:
