@@ -57,6 +57,19 @@ def test_a_full_disk_under_stdout_is_one_line_and_exit_2(args):
     assert _errors(p) == [FULL]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("demo", "--plain", "--speed", "1000"), ("tail", "--plain", "--from-start", "--poll", SEED)],
+    ids=["demo", "tail"],
+)
+def test_plain_live_lines_on_a_full_disk_say_so_once(args):
+    with open("/dev/full", "wb") as full:
+        p = _run(*args, stdout=full.fileno(), timeout=60)
+    notes = p.stderr.decode().splitlines()
+    assert p.returncode == 2 and notes[-1] == FULL
+    assert not any("following stopped" in line for line in notes), notes  # the error is said once, as the error
+
+
 @pytest.mark.parametrize("args", [("parse", SEED), ("runs", "--format", "csv", SEED)], ids=["parse", "runs"])
 def test_a_reader_that_went_away_is_not_an_error(args):
     read, write = os.pipe()

@@ -167,7 +167,8 @@ def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, 
                 _start_history(source, args.grammar, w.state, getattr(args, "year", None))
             source.run(stop, poll=args.poll, interval=args.poll_interval)
         except Exception as exc:  # the dashboard stays up and says why it stopped updating
-            w.note(f"following stopped: {exc}")
+            if w.state is not None:  # plain lines: the command line reports the error itself, once
+                w.note(f"following stopped: {exc}")
             raise
 
     try:
