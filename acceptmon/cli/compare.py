@@ -63,7 +63,7 @@ def add_parsers(sub: Subcommands) -> None:
     p.set_defaults(func=cmd_compare)
     # `-#2` is run 2 of stdin, not an option: argparse reads an argument that looks like a negative
     # number as a value (this parser has no such option), and this extends what looks like one.
-    setattr(p, "_negative_number_matcher", re.compile(r"^-\d+$|^-\d*\.\d+$|^-#\d+$"))
+    p._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-#\d+$")
 
 
 def _resamples(text: str) -> int:
