@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from acceptmon.fastlane import native
 from acceptmon.fastlane.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
-from acceptmon.fastlane.rows import SLOT
+from acceptmon.fastlane.rows import BOOL_SLOT, JSON_RANK, SLOT
 from acceptmon.fastlane.templates import Shape
 
 CMATCH = native.load()
@@ -153,7 +153,8 @@ def test_a_recipe_that_names_an_uncaptured_group_is_refused():
     """The C side never reads a capture the template does not make (a ValueError, not a stray read)."""
     program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
     buf = b"\n" + STAMP + b"k: 1\n"
-    for recipe, deps in [((SLOT + 1, b"\r\n"), ()), ((7, b"\r\n"), ()), ((0, b"\r\n"), (3,))]:
+    refused = [((SLOT + 1, b"\r\n"), ()), ((7, b"\r\n"), ()), ((0, b"\r\n"), (3,)), ((BOOL_SLOT + 1, b"\n"), ())]
+    for recipe, deps in refused:
         with pytest.raises(ValueError):
             program.scan(buf, 1, len(buf), 0, [(recipe, deps, {})])
 
@@ -176,3 +177,20 @@ def test_anchor_counts_are_bytes_count(lines, needles):
     assert got[3] == [block.count(w) for w in words]
     assert got[4] == sum(1 for line in block.split(b"\n") if b"accept" in line)
     assert got[5] == len(lines)
+
+
+@pytest.mark.parametrize(
+    ("line", "row"),
+    [
+        (b"[2026-02-26 10:00:00 TP0] k: True, n: 7", b'{"rank":"TP0","k":true,"n":7}\n'),
+        (b"[2026-02-26 10:00:00] k: False, n: 0", b'{"rank":null,"k":false,"n":0}\n'),
+    ],
+)
+def test_json_codes_write_a_rank_or_null_and_booleans(line, row):
+    """JSONL recipes: the rank quoted (null for none), True/False as true/false, numbers as captured."""
+    program = _program([(native.LIT, -1, (b"k: ",)), (native.BOOL, 0, ()), (native.LIT, -1, (b", n: ",)),
+                        (native.INT, 1, ())])  # fmt: skip
+    recipe = (b'{"rank":', JSON_RANK, b',"k":', BOOL_SLOT, b',"n":', SLOT + 1, b"}\n")
+    buf = b"\n" + line + b"\n"
+    got = program.scan(buf, 1, len(buf), 0, [(recipe, (), {})])
+    assert got is not None and got[:2] == (1, row)

@@ -3,8 +3,8 @@
  * A Program holds the envelope (literal prefix, timestamp, rank, literal suffix), the templates as
  * steps (literal, one of several literals, a value of a kind, an unknown key), the anchors the lane
  * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s:e]
- * (complete lines: buf[e-1] is a newline; buf may be a memory map of the file) and does in one call what the pure-Python lane
- * does with re.finditer, %-formatting and bytes.count: it writes the CSV rows of the lines a template
+ * (complete lines: buf[e-1] is a newline) and does in one call what the pure-Python lane does with
+ * re.finditer, %-formatting and bytes.count: it writes the CSV or JSONL rows of the lines a template
  * matches, counts the matches of each template, the non-overlapping occurrences of each anchor, and
  * the lines that say 'accept'. Each step accepts exactly the text its regular expression in
  * acceptmon/fastlane/pieces.py accepts and captures the same bytes (native.py
@@ -78,6 +78,9 @@ static int cell(Out *o, PyObject *item, long long line, const Cap *env, const Ca
         return out_put(o, q, (size_t)(num + sizeof num - q));
     }
     if (code >= 1 && code <= 4) return out_put(o, env[code - 1].p, (size_t)env[code - 1].n);
+    if (code == JSON_RANK && env[3].n == 0) return out_put(o, "null", 4);
+    if (code == JSON_RANK) return out_put(o, "\"", 1) || out_put(o, env[3].p, (size_t)env[3].n) || out_put(o, "\"", 1);
+    if (code >= BOOL_SLOT) return caps[code - BOOL_SLOT].n == 4 ? out_put(o, "true", 4) : out_put(o, "false", 5);
     if (code >= SLOT) return out_put(o, caps[code - SLOT].p, (size_t)caps[code - SLOT].n);
     Py_ssize_t k = -1 - code;
     if (cells == NULL || k >= PyTuple_GET_SIZE(cells) || !PyBytes_Check(PyTuple_GET_ITEM(cells, k))) {
@@ -124,8 +127,9 @@ static int plans_of(const Program *pg, PyObject *plans, Plan *out) {
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(pl->recipe); j++) {
             PyObject *item = PyTuple_GET_ITEM(pl->recipe, j);
             long code = PyBytes_Check(item) ? 0 : PyLong_AsLong(item);
-            if ((code == -1 && PyErr_Occurred()) || (code >= SLOT && !captured(&pg->tmpls[i], code - SLOT)) ||
-                (code > 4 && code < SLOT))
+            long slot = code >= BOOL_SLOT ? code - BOOL_SLOT : code - SLOT;
+            if ((code == -1 && PyErr_Occurred()) || (code >= SLOT && !captured(&pg->tmpls[i], slot)) ||
+                (code > JSON_RANK && code < SLOT))
                 return PyErr_SetString(PyExc_ValueError, "a recipe names a group the template does not capture"), -1;
         }
         for (int j = 0; j < pl->ndep; j++) {

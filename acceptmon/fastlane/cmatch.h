@@ -6,8 +6,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 1
-#define SLOT 16
+#define CMATCH_VERSION 2
+#define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
+#define BOOL_SLOT (SLOT + 256) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
+#define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */
 
 enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA };
 

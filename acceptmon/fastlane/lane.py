@@ -84,7 +84,8 @@ class FastLane:
         self.plans: list[Plan | bool | None] = []
         self.context: tuple[str, int, Any] | None = None
         self.native = None
-        if self.fmt == "csv":
+        if self.fmt == "csv" or not any(t.extras for t in self.templates if KINDS[t.kind].table):
+            # JSONL rows with unknown keys carry them in "extra", an object built in Python: the `re` lane's
             self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
         self.native_order = native.order(self.templates)
 

@@ -22,7 +22,7 @@ from acceptmon.fastlane.rows import Plan
 from acceptmon.fastlane.templates import ACCEPT, Shape, Template
 from acceptmon.kinds import KINDS
 
-VERSION = 1
+VERSION = 2
 """The C module this code speaks to (``cmatch.VERSION``); another version is not used."""
 LIT, ALT, INT, FLOAT, BOOL, STR, LINT, LFLOAT, LSTR, EXTRA = range(10)
 STRICT = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}

@@ -25,6 +25,10 @@ from acceptmon.values import VALUE_KINDS
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
 SLOT = 16
 """In a :attr:`Plan.recipe`, the code of the template's first group."""
+BOOL_SLOT = SLOT + 256
+"""In a JSONL recipe, the code of the template's first group written as JSON's ``true``/``false``."""
+JSON_RANK = 5
+"""In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
 
 
 class Unsupported(Exception):
@@ -120,17 +124,17 @@ class Plan:
                 order.append(5 + len(cells))
                 cells.append(numbers[t.fields[c]])
                 self.kinds.append(t.groups[t.fields[c]][1])
-                steps.append([SLOT + t.fields[c]])
+                steps.append(_group_step(t.fields[c], self.kinds[-1], fmt))
             elif c == "timestamp":
                 order += [1, 2, 3]
                 parts.append(b"%sT%s%s" if fmt == "csv" else b'"%sT%s%s"')
-                steps.append([1, b"T", 2, 3])
+                steps.append([1, b"T", 2, 3] if fmt == "csv" else [b'"', 1, b"T", 2, 3, b'"'])
                 continue
             else:
                 order.append(0 if c == "line" else 4)
-                steps.append([order[-1]])
+                steps.append([order[-1] if fmt == "csv" or c == "line" else JSON_RANK])
             parts.append(b"%d" if order[-1] == 0 else b"%s")
-        self.recipe = _recipe(steps) if fmt == "csv" else None
+        self.recipe = _recipe(steps) if fmt == "csv" else None if self.extras else _json_recipe(steps, columns)
         self.idx = (1, 2, 3, 4, *cells)
         width = 1 + len(self.idx)
         order = [width + (-1 - o) if o < 0 else o for o in order]
@@ -178,9 +182,10 @@ class Plan:
         return json.dumps(extra, separators=(",", ":")).encode()
 
 
-def _recipe(steps: list[list[bytes | int]]) -> tuple[bytes | int, ...]:
+def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
     """A CSV row as literal bytes and argument codes (0 line, 1-3 date, time, fraction, 4 rank,
-    ``SLOT + i`` the template's group ``i``, ``-1 - k`` derived cell ``k``), adjacent literals merged."""
+    ``SLOT + i`` the template's group ``i``, ``-1 - k`` derived cell ``k``; in JSONL also
+    :data:`JSON_RANK` and :data:`BOOL_SLOT` ``+ i``), adjacent literals merged."""
     out: list[bytes | int] = []
     for i, column in enumerate(steps):
         for step in [b"," if i else b"", *column]:
@@ -188,7 +193,23 @@ def _recipe(steps: list[list[bytes | int]]) -> tuple[bytes | int, ...]:
                 out[-1] += step
             elif step != b"":
                 out.append(step)
-    return (*out[:-1], out[-1] + b"\r\n") if isinstance(out[-1], bytes) else (*out, b"\r\n")
+    return (*out[:-1], out[-1] + end) if isinstance(out[-1], bytes) else (*out, end)
+
+
+def _json_recipe(steps: list[list[bytes | int]], columns: tuple[str, ...]) -> tuple[bytes | int, ...]:
+    """A JSONL row (``{"column":cell,...,"extra":{}}``) as literal bytes and argument codes (see
+    :func:`_recipe`; a template with unknown keys has none: their object is built in Python)."""
+    named = [[json.dumps(c).encode() + b":", *column] for c, column in zip(columns, steps, strict=True)]
+    named[0] = [b"{", *named[0]]
+    named[-1] = [*named[-1], b',"extra":{}}']
+    return _recipe(named, b"\n")
+
+
+def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
+    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
+    if fmt == "csv" or kind in ("int", "float"):
+        return [SLOT + slot]
+    return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']
 
 
 def _picker(order: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:

@@ -120,7 +120,9 @@ def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[
 
 
 @functools.cache
-def _layout(kinds: tuple[RecordKind, ...]) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[int, ...], frozenset[str]]]:
+def _layout(
+    kinds: tuple[RecordKind, ...],
+) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[int, ...], frozenset[str]]]:
     """Columns, kind names and list columns of a table of ``kinds``: once per set of kinds, not per chunk.
 
     A kind is a frozen value, so a kind registered later (a test's toy kind) is a new key."""
