@@ -225,3 +225,19 @@ def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
     assert done.stdout == "[]\n"
     assert (tmp_path / "two.csv").read_text().count("\n") == 2
     assert cache.read_text().startswith(checkcache.FORMAT)  # and it remembered the shipped set
+
+
+def test_parse_of_a_small_file_starts_no_process_pool(tmp_path, cache):
+    log = tmp_path / "two.log"
+    log.write_text(DECODE * 2)
+    code = (
+        "import sys\n"
+        "from acceptmon.cli import main\n"
+        f"assert main(['parse', {str(log)!r}, '-o', {str(tmp_path / 'two.csv')!r}, '-j', '4']) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'concurrent', 'multiprocessing', 'textual',\n"
+        "    'prometheus_client', 'watchfiles'}), 'acceptmon.pipeline.workers' in sys.modules)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert done.stdout == "[] False\n"
+    assert (tmp_path / "two.csv").read_text().count("\n") == 3
