@@ -8,6 +8,10 @@ small file in the user's cache folder once a set passes; a set whose digest is l
 passed before and is not checked again. Only passes are recorded, so a set that fails is
 checked, and refused, every time.
 
+The grammar files' TOML tables are kept there too, under a digest of the files' bytes (as
+JSON, which gives them back exactly or is not written): parsing the TOML is the other half of
+a small ``parse``'s work before its first line.
+
 The cache is only a shortcut: a cache file or folder that cannot be read, written or
 understood is treated as empty, never as an error, and the file is replaced whole (a
 temporary file renamed over it), so a reader never sees half of one.
@@ -16,10 +20,13 @@ temporary file renamed over it), so a reader never sees half of one.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from collections.abc import Iterable
+from datetime import date, datetime, time
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import regex
@@ -30,6 +37,13 @@ FORMAT = "acceptmon checked grammar sets 1"
 """First line of the cache file, and part of every digest: a new layout starts afresh."""
 KEEP = 64
 """Digests kept, newest last: enough for a few grammar sets under a few acceptmon versions."""
+TABLES_FILE = "grammar-tables"
+"""Beside the cache file: the TOML tables of the grammar files read last (one set), as JSON."""
+TABLES = "acceptmon grammar tables 1"
+"""First line of the tables file; the second is the digest of the files whose tables follow."""
+_TOML_TIME = "\x00toml"
+"""The key of a TOML date or time in the tables file: ``{"\\x00toml": "date", "iso": "2026-01-31"}``."""
+_TIMES: dict[str, type[date | time]] = {"datetime": datetime, "date": date, "time": time}
 CODE = Path(__file__).resolve().parent
 """The package whose top-level modules (the checks, the parser, the record models) are digested."""
 
@@ -109,12 +123,59 @@ def _read(path: Path) -> list[str]:
     return [line for line in lines[1:] if len(line) == 64 and all(c in "0123456789abcdef" for c in line)]
 
 
+def tables_digest(files: Iterable[bytes]) -> str:
+    """The digest the TOML tables of these files (their bytes, in order) are kept under."""
+    h = hashlib.sha256()
+    for part in (TABLES.encode(), sys.version.encode(), *files):
+        h.update(_framed(part))
+    return h.hexdigest()
+
+
+def known_tables(digest: str) -> list[dict[str, Any]] | None:
+    """The TOML tables kept under ``digest``; None when they are not the ones kept (or cannot be read)."""
+    path = cache_file()
+    if path is None:
+        return None
+    try:
+        head, kept, body = path.with_name(TABLES_FILE).read_bytes().split(b"\n", 2)
+        if (head, kept) != (TABLES.encode(), digest.encode()):
+            return None
+        tables = json.loads(body, object_hook=_from_json)
+    except (OSError, ValueError, RecursionError):  # no file, not three lines, not (sane) JSON
+        return None
+    return tables if isinstance(tables, list) and all(isinstance(t, dict) for t in tables) else None
+
+
+def keep_tables(digest: str, tables: list[dict[str, Any]]) -> None:
+    """Keep ``tables`` under ``digest`` in place of the tables kept before, if JSON gives them back exactly."""
+    path = cache_file()
+    try:
+        body = json.dumps(tables, default=_to_json)
+        if path is not None and repr(json.loads(body, object_hook=_from_json)) == repr(tables):
+            _write(path.with_name(TABLES_FILE), f"{TABLES}\n{digest}\n{body}\n")
+    except (TypeError, ValueError, OSError):  # a value JSON cannot hold; an unwritable folder: not kept
+        return
+
+
+def _to_json(value: object) -> dict[str, str]:
+    if isinstance(value, date | time):  # datetime is a date
+        return {_TOML_TIME: type(value).__name__, "iso": value.isoformat()}
+    raise TypeError(f"not a TOML value: {type(value).__name__}")
+
+
+def _from_json(table: dict[str, Any]) -> Any:
+    name, iso = table.get(_TOML_TIME), table.get("iso")
+    if len(table) != 2 or not isinstance(name, str) or not isinstance(iso, str) or name not in _TIMES:
+        return table
+    return _TIMES[name].fromisoformat(iso)  # ValueError for a damaged file: known_tables says None
+
+
 def _write(path: Path, text: str) -> None:
     """Replace the file whole: write a temporary file beside it, then rename it over the old one."""
     import tempfile  # only when a set was checked: not on the quick path
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".checked-grammars.", suffix=".tmp")
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="ascii") as f:
             f.write(text)

@@ -64,13 +64,14 @@ def load_grammars(
 
     ``replace``: names of built-in grammars left out because an ``extra`` file stands in for them.
     ``cached``: when the same files (and ``replace``) passed every check before, under the same
-    code (:mod:`acceptmon.checkcache`), check only their schema and names, not their patterns again.
+    code (:mod:`acceptmon.checkcache`), check only their schema and names, not their patterns again;
+    and take the files' TOML tables as parsed before when their bytes are the same.
 
     Raises:
         GrammarError: a file is unreadable, off-schema, or one of its samples fails.
     """
     own = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
-    files = _read_tables([*own, *map(Path, extra)])
+    files = _read_tables([*own, *map(Path, extra)], cached=cached)
     skip = sorted(set(replace))
     digest = None
     if all(isinstance(data, dict) for _, data in files) and _own_kinds():
@@ -100,16 +101,35 @@ def _own_kinds() -> bool:
     return checkcache.covers(*kinds, *VALUE_KINDS.values())
 
 
-def _read_tables(paths: list[Path]) -> list[tuple[Path, dict[str, Any] | GrammarError]]:
+def _read_tables(paths: list[Path], *, cached: bool = True) -> list[tuple[Path, dict[str, Any] | GrammarError]]:
     """Each file's TOML table, or the error reading it, raised when its turn to be checked comes
-    (so that, as when each file was read and checked in turn, the first bad file is the one named)."""
+    (so that, as when each file was read and checked in turn, the first bad file is the one named).
+
+    ``cached``: files whose bytes are those of the tables kept (:func:`checkcache.known_tables`)
+    are not parsed again. Tables are kept only when every file parsed, and read the same after."""
+    contents = _contents(paths)
+    digest = None if contents is None else checkcache.tables_digest(contents)
+    known = checkcache.known_tables(digest) if cached and digest is not None else None
+    if known is not None and len(known) == len(paths):
+        return list(zip(paths, known, strict=True))
     out: list[tuple[Path, dict[str, Any] | GrammarError]] = []
     for path in paths:
         try:
             out.append((path, read_toml(path, GrammarError)))
         except GrammarError as exc:
             out.append((path, exc))
+    tables = [data for _, data in out if isinstance(data, dict)]
+    if digest is not None and len(tables) == len(paths) and _contents(paths) == contents:
+        checkcache.keep_tables(digest, tables)
     return out
+
+
+def _contents(paths: list[Path]) -> list[bytes] | None:
+    """The files' bytes; None if one cannot be read (then reading its table says why)."""
+    try:
+        return [path.read_bytes() for path in paths]
+    except OSError:
+        return None
 
 
 def check_set(gset: GrammarSet) -> None:

@@ -27,7 +27,9 @@ class BaseRecord(BaseModel):
     """Fields every record has. Each record model declares ``kind`` (a ``Literal``) and ``run``
     where its columns want them: a model's field order is its table's column order."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    # defer_build: a model's validator and serializer are built at its first validation or dump, not at import:
+    # the parser makes records with build(), so `parse` of a small log never pays for them.
 
     if TYPE_CHECKING:  # declared by every record model, at the column position it wants
         kind: str
@@ -154,7 +156,7 @@ class ThroughputStats(BaseRecord):
 class LaunchConfig(BaseModel):
     """The part of a server launch's ``server_args`` that acceptmon reports on."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     model_path: str | None = None
     spec_algorithm: str | None = None

@@ -144,7 +144,7 @@ def test_a_damaged_cache_file_is_ignored_and_replaced(cache, checks, damage):
     assert "probe sglang_envelope" in checks
     lines = cache.read_text().splitlines()
     assert lines[0] == checkcache.FORMAT and len(lines) == 2
-    assert sorted(os.listdir(cache.parent)) == ["checked-grammars"]  # no temporary file left behind
+    assert sorted(os.listdir(cache.parent)) == ["checked-grammars", checkcache.TABLES_FILE]  # no temporary file left
     checks.clear()
     load_grammars()
     assert checks == []
@@ -225,3 +225,81 @@ def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
     assert done.stdout == "[]\n"
     assert (tmp_path / "two.csv").read_text().count("\n") == 2
     assert cache.read_text().startswith(checkcache.FORMAT)  # and it remembered the shipped set
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the grammar files whose TOML was parsed, in order."""
+    seen: list[str] = []
+    read = loader.read_toml
+    monkeypatch.setattr(loader, "read_toml", lambda path, error: seen.append(path.name) or read(path, error))
+    return seen
+
+
+def test_the_toml_of_unchanged_grammar_files_is_parsed_once_and_kept_exactly(tmp_path, cache, parsed):
+    paths = [*sorted(builtin_grammar_dir().glob("*.toml")), _mine(tmp_path)]
+    first = loader._read_tables(paths)
+    assert parsed == [p.name for p in paths]
+    parsed.clear()
+    again = loader._read_tables(paths)
+    assert parsed == [] and repr(again) == repr(first)
+    assert "datetime.datetime(2025, 12, 4, 20, 35, 53, 123000)" in repr(again)  # TOML dates come back as dates
+    _mine(tmp_path, expect="2.6")
+    assert [p for _, p in loader._read_tables(paths)][-1]["samples"][0]["expect"]["accept_len"] == 2.6
+    assert parsed == [p.name for p in paths]  # one file changed: all are parsed, and kept again
+    parsed.clear()
+    loader._read_tables(paths, cached=False)
+    assert parsed == [p.name for p in paths]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"garbage",
+        b"acceptmon grammar tables 1\n",
+        b"acceptmon grammar tables 1\n{digest}\n[{{]\n",
+        b"acceptmon grammar tables 1\n{digest}\n{{}}\n",
+        b'acceptmon grammar tables 1\n{digest}\n[{{"a": {{"\\u0000toml": "date", "iso": "31.01.2026"}}}}]\n',
+        b"acceptmon grammar tables 1\n{digest}\n" + b"[" * 5000 + b"\n",
+    ],
+    ids=["garbage", "no digest", "not json", "not a list", "a bad date", "too deep"],
+)
+def test_a_damaged_tables_file_is_ignored_and_replaced(cache, parsed, damage):
+    paths = sorted(builtin_grammar_dir().glob("*.toml"))
+    want = repr(loader._read_tables(paths))
+    digest = checkcache.tables_digest(p.read_bytes() for p in paths)
+    tables = cache.with_name(checkcache.TABLES_FILE)
+    tables.write_bytes(damage.replace(b"{digest}", digest.encode()).replace(b"{{", b"{").replace(b"}}", b"}"))
+    parsed.clear()
+    assert repr(loader._read_tables(paths)) == want
+    assert len(parsed) == len(paths)
+    assert tables.read_bytes().startswith(f"{checkcache.TABLES}\n{digest}\n".encode())
+    parsed.clear()
+    loader._read_tables(paths)
+    assert parsed == []
+
+
+def test_a_table_json_cannot_give_back_is_not_kept(tmp_path, cache, parsed):
+    odd = tmp_path / "odd.toml"
+    odd.write_text('name = "x"\n[a]\n"\\u0000toml" = "date"\niso = "2026-01-31"\n')  # reads back as a date
+    assert loader._read_tables([odd])[0][1] == {"name": "x", "a": {"\x00toml": "date", "iso": "2026-01-31"}}
+    assert not cache.with_name(checkcache.TABLES_FILE).exists()
+    parsed.clear()
+    loader._read_tables([odd])
+    assert parsed == ["odd.toml"]
+
+
+def test_parse_of_a_small_file_starts_no_process_pool(tmp_path, cache):
+    log = tmp_path / "two.log"
+    log.write_text(DECODE * 2)
+    code = (
+        "import sys\n"
+        "from acceptmon.cli import main\n"
+        f"assert main(['parse', {str(log)!r}, '-o', {str(tmp_path / 'two.csv')!r}, '-j', '4']) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'concurrent', 'multiprocessing', 'textual',\n"
+        "    'prometheus_client', 'watchfiles'}), 'acceptmon.pipeline.workers' in sys.modules)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
+    assert done.stdout == "[] False\n"
+    assert (tmp_path / "two.csv").read_text().count("\n") == 3

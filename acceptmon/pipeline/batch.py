@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acceptmon.grammar import GrammarSet
 from acceptmon.parse import Parser, Tally
-from acceptmon.pipeline import inplace, workers
+from acceptmon.pipeline import inplace
 from acceptmon.ranges import split_ranges
 from acceptmon.records import Record
 from acceptmon.source import GZIP_MAGIC, check_path
 
-if TYPE_CHECKING:  # imported where used: `parse` on a small file needs neither
+if TYPE_CHECKING:  # imported where used: `parse` on a small file needs none of them (workers: process pools)
     from acceptmon.fastlane.lane import FastLane
     from acceptmon.fastlane.pieces import Format
 
@@ -162,6 +162,7 @@ def _run_parallel(
             head = f.read(LEARN_BYTES)
         lane.learn(head[: head.rfind(b"\n") + 1])
     from acceptmon.fastlane.native import finder
+    from acceptmon.pipeline import workers
 
     tally = Tally()
     setup = {"grammars": grammars, "job": job, "lane": lane, "finder": finder(), "parts": _parts, "block": FAST_BLOCK}
