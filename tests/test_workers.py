@@ -79,20 +79,32 @@ def test_the_year_note_is_the_same_with_workers(small_ranges, tmp_path, capsys):
     assert notes[0] == notes[1] and "file modification time" in notes[0][0]
 
 
-def _start(tmp_path: Path) -> subprocess.Popen[bytes]:
-    """A parse -j 2 of a 48 MiB log (pure-Python lane: still going when a signal comes), its workers up."""
+def test_ctrl_c_as_the_workers_start_is_one_line_and_exit_130(tmp_path):
+    """SIGINT the moment a worker exists, before it could set itself to ignore Ctrl-C: it hung the pool."""
+    for _ in range(3):
+        proc = _start(tmp_path, settle=0.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and b"Traceback" not in err, err.decode()
+        assert len(err.decode().strip().splitlines()) == 1, err.decode()
+
+
+def _start(tmp_path: Path, settle: float = 0.3) -> subprocess.Popen[bytes]:
+    """A parse -j 2 of a 48 MiB log (pure-Python lane: still going when a signal comes), its workers up
+    (``settle`` seconds after the first appears)."""
     log = tmp_path / "big.log"
-    block = SEED.read_bytes()
-    with log.open("wb") as f:
-        for _ in range((48 << 20) // len(block)):
-            f.write(block)
+    if not log.exists():
+        block = SEED.read_bytes()
+        with log.open("wb") as f:
+            for _ in range((48 << 20) // len(block)):
+                f.write(block)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ACCEPTMON_PURE_PYTHON": "1"}
     cmd = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(tmp_path / "out.csv"), "-j", "2"]
     proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 20
     while not _children(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+        time.sleep(0.05 if settle else 0.001)
+    time.sleep(settle)
     return proc
 
 

@@ -42,6 +42,7 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
         _WORKER.update(setup, source=_reopenable(path, held.fileno()))
         pool = ProcessPoolExecutor(max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
         try:
+            _start(pool)
             _run(path, ranges, jobs, pool, collect)
         except BrokenProcessPool:
             raise InputError(
@@ -50,6 +51,16 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             _WORKER.clear()
+
+
+def _start(pool: ProcessPoolExecutor) -> None:
+    """Fork the workers now, with Ctrl-C held until each ignores it (see :func:`_quiet`); one that
+    came meanwhile interrupts this process when it is let through."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool.submit(int)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolExecutor, collect: Collect) -> None:
@@ -90,7 +101,8 @@ def _quiet() -> None:
     """A worker leaves Ctrl-C to this process (a worker interrupted mid-result hung the pool), and
     ends when this process does, however it ends (Linux: else it waits for tasks for ever)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # forked with it blocked: a Ctrl-C before
+    try:  # this line would have interrupted the worker's start and hung the pool
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
