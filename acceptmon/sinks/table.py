@@ -90,7 +90,7 @@ def _getter(kind: str, cols: tuple[str, ...]) -> Getter:
             head, pad = operator.itemgetter(*cols[:m]), (None,) * (len(cols) - m)
             got = lambda d: head(d) + pad  # noqa: E731
         else:
-            got = lambda d: tuple(d.get(c) for c in cols)  # noqa: E731
+            got = lambda d: tuple(map(d.get, cols))  # noqa: E731
         got = _GETTERS[key] = got
     return got
 
