@@ -69,8 +69,11 @@ def generate_vllm(path: Path, megabytes: int) -> None:
                     f"Running: {r.randint(0, 48)} reqs, Waiting: {r.randint(0, 3)} reqs, GPU KV cache usage: "
                     f"{r.uniform(0, 40):.1f}%, Prefix cache hit rate: {r.uniform(0, 60):.1f}%"
                 )
-                accepted, drafted = r.randint(900, 2100), r.randint(2200, 2800)
-                rates = ", ".join(f"{r.uniform(0.3, 0.95):.3f}" for _ in range(3))
+                first = r.uniform(0.6, 0.95)
+                positions = [round(first * r.uniform(0.6, 0.9) ** k, 3) for k in range(3)]  # falling, as drafts do
+                drafted = 3 * r.randint(700, 950)
+                accepted = round(drafted * sum(positions) / 3)
+                rates = ", ".join(f"{p:.3f}" for p in positions)
                 lines.append(
                     f"(APIServer pid=3051) INFO {ts} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
                     f"{1 + 3 * accepted / drafted:.2f}, Accepted throughput: {accepted / 10:.2f} tokens/s, Drafted "
