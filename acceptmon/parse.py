@@ -56,6 +56,8 @@ class Parser:
         self.launch = state.launch
         self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
         self.closed, self.lead = state.closed, state.lead
+        self.guess: tuple[int, int] | None = None
+        """(month, year) of the first year-less timestamp if its year was guessed (no year to go on)."""
         self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
         self.tally = Tally()
         self._data_kinds = {k.name for k in KINDS.values() if k.series is not None}
@@ -256,6 +258,7 @@ class Parser:
         """A year-less timestamp in the file's current year; MM-DD going back (12-31 -> 01-01) is New Year."""
         if self.year is None:
             self.year = self.grammars.year_for(self.file, stamp)
+            self.guess = (stamp.month, self.year)
         elif self.month is not None and stamp.month < self.month - 6:
             self.year += 1
         elif self.month is not None and stamp.month > self.month + 6:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,31 @@ def test_ctrl_c_as_the_workers_start_is_one_line_and_exit_130(tmp_path):
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 130 and b"Traceback" not in err, err.decode()
         assert len(err.decode().strip().splitlines()) == 1, err.decode()
+
+
+@pytest.mark.parametrize("year", [None, "2027"])
+def test_a_log_across_two_new_years_dates_every_range_like_one_reader(small_ranges, tmp_path, year):
+    """A range after the second New Year: its guessed year (the file's time, or --year and the first
+    timestamp) is a year short; the range is read again from the year the ranges before it reached."""
+    spec = ("(APIServer pid=7) INFO {} [metrics.py:96] SpecDecoding metrics: Draft acceptance rate: 57.3%, "
+            "Accepted: 4125 tokens, Drafted: 7200 tokens\n")  # fmt: skip
+    stamp, lines = datetime(2026, 12, 31, 12), []
+    while stamp < datetime(2028, 3, 1):
+        lines.append(spec.format(stamp.strftime("%m-%d %H:%M:%S")))
+        stamp += timedelta(hours=20)
+    log = tmp_path / "vllm.log"
+    log.write_text("".join(lines))
+    os.utime(log, (datetime(2028, 3, 2).timestamp(),) * 2)
+    extra = ["--year", year] if year else []
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}.csv"
+        assert main(["parse", str(log), "-o", str(out), "-j", jobs, *extra]) == 0
+        outs.append(out.read_text().splitlines())
+    assert len(log.read_bytes()) > 8 * (8 << 10) and outs[0] == outs[1]  # several ranges, the same rows
+    years = [row.split(",")[2][:4] for row in outs[1][1:]]
+    first = int(year or years[0])  # with no --year, the file's time dates the first line (here 2027)
+    assert years[0] == str(first) and years[-1] == str(first + 2) and years == sorted(years)
 
 
 def _start(tmp_path: Path, settle: float = 0.3) -> subprocess.Popen[bytes]:

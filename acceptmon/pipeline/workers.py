@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -26,8 +27,9 @@ from acceptmon.source import OVERSIZED, iter_blocks
 _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
 Collect = Callable[[int, tuple[list[Any], Tally]], None]
-Result = tuple[list[Any], Tally, dict[str, int]]
-"""A range's chunk results, its tally, and the years its year-less timestamps got."""
+Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None]]
+"""A range's chunk results, its tally, the years its year-less timestamps got, the (month, year) its
+first one was given with no year to go on (:attr:`Parser.guess`), and its (year, month) at the end."""
 
 
 def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:
@@ -73,6 +75,7 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
         state = state.then(scan)
     tasks = [(path, s, e, st) for (s, e), st in zip(ranges, states, strict=True)]
     pending: dict[int, Future[Result]] = {}
+    known: tuple[int | None, int | None] = (None, None)  # (year, month) of the last year-less timestamp so far
     done: dict[int, Result] = {}
     given = 0  # tasks given out so far (to a worker or taken here)
     for k, task in enumerate(tasks):
@@ -85,7 +88,11 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
             else:
                 done[given] = _parse_range(tasks[given])
                 given += 1
-        parts, tally, years = done.pop(k)
+        result = done.pop(k)
+        if not _year_holds(result[3], known):  # the range's first year was guessed wrong: read it again, knowing
+            result = _parse_range((*task[:3], replace(task[3], year=known[0], month=known[1])))
+        parts, tally, years, _, end = result
+        known = end if end[0] is not None else known
         _note_years(years)
         collect(task[2] - task[1], (parts, tally))
 
@@ -95,6 +102,21 @@ def _scan_all(pool: ProcessPoolExecutor, tasks: list[tuple[str, int, int]], jobs
     theirs = [pool.submit(_scan_range, t) if k % jobs else None for k, t in enumerate(tasks)]
     here = {k: _scan_range(t) for k, t in enumerate(tasks) if k % jobs == 0}
     return [here[k] if f is None else f.result() for k, f in enumerate(theirs)]
+
+
+def _year_holds(guess: tuple[int, int] | None, known: tuple[int | None, int | None]) -> bool:
+    """Whether a range whose first year-less timestamp got ``guess`` (month, year) with no year to go
+    on got what one reader gives it after (year, month) ``known`` (:meth:`Parser._dated`'s rules).
+
+    ``-j N`` ranges start with no year; after New Year the guess (the file's time, or ``--year`` and
+    the file's first timestamp) can be a year off, and such a range is read again."""
+    year, month = known
+    if guess is None or year is None or month is None:
+        return True
+    first, got = guess
+    if first > month + 6:
+        return False  # a late line from before New Year: its month does not count (read it again)
+    return got == (year + 1 if first < month - 6 else year)
 
 
 def _quiet() -> None:
@@ -148,4 +170,5 @@ def _parse_range(task: tuple[str, int, int, ParseState]) -> Result:
     how = (lane, True, _WORKER["block"])
     for _, got in inplace.blocks(parser, _WORKER["source"], (start, end - start), parts_of, how):
         parts += got
-    return parts, parser.tally, dict(getattr(_WORKER["grammars"].year_for, "used", {}))
+    years = dict(getattr(_WORKER["grammars"].year_for, "used", {}))
+    return parts, parser.tally, years, parser.guess, (parser.year, parser.month)
