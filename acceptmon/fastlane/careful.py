@@ -49,12 +49,6 @@ def careful_segment(
     """Rows and tallies of one segment from its fast ``entries`` and the general parser."""
     s, e, base, lines = segment
     parts, chunk = out
-    if not entries:  # no fast line here (another server's log): the parser reads it as it would without the lane
-        parser.line = base
-        records = parser.feed(buf[s + 1 : e + 1])
-        if records:
-            parts.append(chunk(records))
-        return
     templates = lane.templates
     holding = {a: {x - 1 for x in line_starts(buf, a, s + 1, e + 1)} for a in lane.counted}  # their newlines
     kept: dict[int, Entry] = {}

@@ -186,7 +186,11 @@ class FastLane:
         active = self._swap(full) if full is not None else None
         try:
             rescan.scan(self, parser, buf, (s, e, base), entries)
-            careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+            if entries:
+                careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+            else:  # no fast line (another server's log): the parser reads it as it would without the lane
+                records = parser.feed(buf[s + 1 : e + 1])
+                parts += [chunk(records)] if records else []
         finally:
             if active is not None:
                 self.full = self._swap(active)
