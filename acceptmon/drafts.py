@@ -10,8 +10,17 @@ per-position rates are weighted by each line's drafts. Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from acceptmon.records import SpecStats
+from acceptmon.records import Record, SpecStats
+
+Counters = tuple[int, int, int | None, int | None]
+"""A spec line's accepted, drafted and emitted tokens, and draft width k (tokens per draft)."""
+
+
+def counters(r: SpecStats) -> Counters:
+    k = r.num_spec_tokens or (len(r.position_accept_rates or ()) or None) or r.spec_num_steps
+    return r.accepted_tokens or 0, r.drafted_tokens or 0, r.emitted_tokens, k
 
 
 @dataclass
@@ -28,11 +37,13 @@ class SpecTotals:
     last: tuple[int, int, int, int] | None = None
     since_start: bool = False
     """The run's launch was seen: cumulative counters count from zero at its start."""
+    points: dict[str, list[Counters]] = field(default_factory=dict)
+    """Cumulative lines' counters in order, per engine: the intervals they close (:meth:`interval_lengths`)."""
 
     def add(self, r: SpecStats) -> None:
-        k = r.num_spec_tokens or (len(r.position_accept_rates or ()) or None) or r.spec_num_steps
-        acc, drafted, emitted = r.accepted_tokens or 0, r.drafted_tokens or 0, r.emitted_tokens
+        acc, drafted, emitted, k = counters(r)
         if r.cumulative:
+            self.points.setdefault(r.engine or r.rank or "", []).append((acc, drafted, emitted, k))
             self.last = (acc, drafted, emitted or 0, k or 0)
             self.first = self.first or self.last
             return
@@ -53,6 +64,15 @@ class SpecTotals:
         for i, p in enumerate(other.positions):
             self.positions[i] += p
         self.first, self.last = self.first or other.first, other.last or self.last
+        for engine, points in other.points.items():
+            self.points.setdefault(engine, []).extend(points)
+
+    def interval_lengths(self) -> list[float | None]:
+        """Accept length over each interval a cumulative line closes (see :class:`Intervals`)."""
+        intervals = Intervals()
+        if self.since_start:
+            intervals.launch("", 0)
+        return [intervals.close(("", 0, engine), c)[0] for engine, points in self.points.items() for c in points]
 
     def totals(self) -> tuple[int, int, int, float]:
         """accepted, drafted, emitted, drafts: interval sums plus the cumulative counters' increase."""
@@ -76,3 +96,39 @@ class SpecTotals:
             out.update(accept_rate_mean=rate, draft_accept_rate_mean=rate, accept_len_mean=round(emitted / drafts, 6))
         if self.positions and self.drafts:
             out["position_accept_rates"] = [round(p / self.drafts, 6) for p in self.positions]
+
+
+class Intervals:
+    """Cumulative spec lines (vLLM v0 counts tokens since server start) as the interval each closes:
+    its counters less those of the line before it (same file, run and engine). A run's first line
+    counts from zero if the run's launch was seen; otherwise its interval is unknown (no values).
+    Means over lines (``compare``, ``doctor``) are then means over intervals, not of running averages."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int, str], tuple[int, int, int]] = {}
+        self._launched: set[tuple[str, int]] = set()
+
+    def launch(self, file: str, run: int) -> None:
+        self._launched.add((file, run))
+
+    def close(self, key: tuple[str, int, str], now: Counters) -> tuple[float | None, float | None]:
+        """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
+        acc, drafted, emitted, k = now
+        before = self._last.get(key)
+        self._last[key] = (acc, drafted, emitted or 0)
+        if before is None and key[:2] not in self._launched:
+            return None, None
+        b_acc, b_drafted, b_emitted = before or (0, 0, 0)
+        d_acc, d_drafted, d_emitted = acc - b_acc, drafted - b_drafted, (emitted or 0) - b_emitted
+        if d_drafted <= 0 or d_acc < 0 or not k:
+            return None, None  # no drafts in the interval, or counters went back (a restart not logged)
+        length = d_emitted * k / d_drafted if emitted is not None else 1 + d_acc * k / d_drafted
+        return round(length, 6), round(d_acc / d_drafted, 6)
+
+    def record(self, r: Record) -> Record:
+        """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""
+        if not isinstance(r, SpecStats) or not r.cumulative:
+            return r
+        length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))
+        update: dict[str, Any] = {"accept_len": length, "accept_rate": rate, "draft_accept_rate": rate}
+        return r.model_copy(update=update)

@@ -144,7 +144,8 @@ class RunStats:
         self.spec.add(r)
         self.batches += 1
         self._seen(r)
-        self.accept_len.add(r.accept_len)
+        if not r.cumulative:  # a running average since start: its interval's length is taken at the summary
+            self.accept_len.add(r.accept_len)
 
     def add_throughput(self, r: ThroughputStats) -> None:
         self.engines.setdefault(r.engine or "", Mean()).add(r.gen_throughput)
@@ -189,8 +190,14 @@ class RunStats:
     def summary(self) -> RunSummary:
         cfg = self.launch or LaunchConfig()
         duration = (self.end - self.start).total_seconds() if self.start and self.end else None
+        lengths = self.accept_len
+        if self.spec is not None and self.spec.points:
+            lengths = Series(keep_values=True)
+            lengths.merge(self.accept_len)
+            for length in self.spec.interval_lengths():
+                lengths.add(length)
         figures: dict[str, object] = dict(
-            accept_len_mean=self.accept_len.rounded,
+            accept_len_mean=lengths.rounded,
             accept_rate_mean=self.accept_rate.rounded,
             draft_accept_rate_mean=self.draft_accept_rate.rounded,
             gen_throughput_mean=self.gen_throughput.rounded,
@@ -213,9 +220,9 @@ class RunStats:
             spec_num_draft_tokens=cfg.spec_num_draft_tokens,
             batches=self.batches,
             ranks=len(self.ranks),
-            accept_len_p10=self.accept_len.quantile(0.1),
-            accept_len_p50=self.accept_len.quantile(0.5),
-            accept_len_p90=self.accept_len.quantile(0.9),
+            accept_len_p10=lengths.quantile(0.1),
+            accept_len_p50=lengths.quantile(0.5),
+            accept_len_p90=lengths.quantile(0.9),
             launch_seen=self.launch is not None,
             requests=self.requests,
             request_accept_len_p10=self.request_accept_len.quantile(0.1),

@@ -197,3 +197,51 @@ def test_states_chained_over_ranges_number_runs_like_one_reader(grammars):
         got = Parser(grammars, "dp.log", ParseState(year=2025)).feed(head) + worker.feed(tail)
         assert [(r.line, r.run) for r in got] == [(r.line, r.run) for r in whole], cut
         assert state.then(scans[1]).run == whole[-1].run == 4
+
+
+# --- vLLM v0: counters since server start -------------------------------------------------------
+
+
+def _v0_log(path: Path, rates: list[float]) -> Path:
+    """A vLLM 0.6.3 log whose spec lines count since start; interval i accepts ``rates[i]`` of 1000 drafted tokens."""
+    lines = ["INFO 10-16 19:00:05 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m', "
+             "speculative_config=SpeculativeConfig(draft_model='d', num_spec_tokens=3), tokenizer='m'"]  # fmt: skip
+    acc = drafted = emitted = 0
+    for i, rate in enumerate(rates):
+        t = f"10-16 19:{1 + i // 12:02d}:{(i % 12) * 5:02d}"
+        acc, drafted, emitted = acc + int(1000 * rate), drafted + 1000, emitted + int(1000 * rate) + 333
+        lines.append(f"INFO {t} metrics.py:367] Speculative metrics: Draft acceptance rate: {acc / drafted:.3f}, "
+                     f"System efficiency: 0.500, Number of speculative tokens: 3, Number of accepted tokens: {acc}, "
+                     f"Number of draft tokens: {drafted}, Number of emitted tokens: {emitted}.")  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_intervals_of_counters_since_start():
+    from acceptmon.drafts import Intervals
+
+    seen, unseen = Intervals(), Intervals()
+    seen.launch("a.log", 1)
+    # (accepted, drafted, emitted, k): 900 of 1000 accepted, 1233 emitted over 1000 / 3 drafts, then 100 of 1000
+    assert seen.close(("a.log", 1, ""), (900, 1000, 1233, 3)) == (3.699, 0.9)  # from zero: the launch was seen
+    assert seen.close(("a.log", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
+    assert seen.close(("a.log", 1, ""), (1000, 2000, 1666, 3)) == (None, None)  # no drafts in the interval
+    assert seen.close(("a.log", 1, ""), (10, 20, 16, 3)) == (None, None)  # counters went back: unknown
+    assert unseen.close(("b.log", 1, ""), (900, 1000, 1233, 3)) == (None, None)  # since a start not in the log
+    assert unseen.close(("b.log", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
+
+
+def test_v0_counters_since_start_are_judged_per_interval(tmp_path, capsys):
+    """runs' quantiles, compare's means and doctor's accept len are over intervals, not running averages."""
+    from acceptmon.cli import main
+
+    a = _v0_log(tmp_path / "a.log", [0.9] * 20 + [0.1] * 20)  # 3.699 per draft, then 1.299
+    b = _v0_log(tmp_path / "b.log", [0.5] * 40)  # 2.499 throughout: the same totals as a
+    assert main(["runs", "--format", "json", str(a)]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert (run["accept_len_mean"], run["accept_len_p10"], run["accept_len_p90"]) == (2.499, 1.299, 3.699)
+    assert main(["compare", str(b), str(a), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["a"]["accept_len"]["mean"] == out["b"]["accept_len"]["mean"] == 2.499  # were 2.50 and 3.32
+    assert main(["doctor", str(a)]) == 0
+    assert "accept len 2.44\n" in capsys.readouterr().out  # (18 x 3.699 + 20 x 1.299) / 38: 2 lines warm up

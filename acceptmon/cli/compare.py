@@ -17,12 +17,13 @@ from typing import Any
 
 from acceptmon.cli.args import Subcommands
 from acceptmon.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
+from acceptmon.drafts import Intervals, counters
 from acceptmon.errors import InputError
 from acceptmon.grammar import GrammarSet
 from acceptmon.kinds import KINDS
 from acceptmon.loader import load_grammars
 from acceptmon.pipeline.batch import default_jobs, run
-from acceptmon.records import LaunchConfig, PrefillStats, Record
+from acceptmon.records import LaunchConfig, PrefillStats, Record, SpecStats
 from acceptmon.runref import parse_ref
 from acceptmon.sinks.output import stdout_writes
 
@@ -111,6 +112,7 @@ class _SideJob:
         self._engine: dict[str, str] = {}
         """Per file: the engine of its latest throughput line (the engine the next spec line belongs to)."""
         self._load: dict[tuple[str, str], tuple[Any, ...]] = {}
+        self.intervals = Intervals()
         self.load_batches: list[Batch] = []
         """vLLM throughput lines as batches of their own, for a side with no spec line."""
         """Per (file, engine): (throughput, running, waiting) of its latest throughput line."""
@@ -122,7 +124,7 @@ class _SideJob:
             key = (r.file, r.run, r.rank or "")
             v = r.__dict__.get
             if KINDS[r.kind].starts_run:
-                out.append(("launch", r.run, getattr(r, "config", None)))
+                out.append(("launch", r.run, getattr(r, "config", None), r.file))
             elif isinstance(r, PrefillStats):
                 out.append(("prefill", key))
             elif r.kind == "throughput":
@@ -131,7 +133,8 @@ class _SideJob:
             elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
                 batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"),
                          v("queue_req"))  # fmt: skip
-                out.append(("spec" if r.kind == "spec" else "decode", key, batch))
+                since = counters(r) if isinstance(r, SpecStats) and r.cumulative else None  # collected in order
+                out.append(("spec" if r.kind == "spec" else "decode", (*key[:2], v("engine") or key[2]), batch, since))
             elif KINDS[r.kind].table and r.run not in other_runs:
                 other_runs.add(r.run)
                 out.append(("other", r.run))  # a run that exists, for the error naming them
@@ -142,14 +145,17 @@ class _SideJob:
             what = item[0]
             if what == "launch":
                 self.runs[item[1]] = item[2]
+                self.intervals.launch(item[3], item[1])
             elif what == "prefill":
                 self._after_prefill[item[1]] = True
             elif what == "other":
                 self.runs.setdefault(item[1], None)
             elif what == "load":
                 self._take_load(*item[1:])
-            else:
+            elif item[3] is None:
                 self._batch(what, item[1], item[2])
+            else:  # vLLM v0: counts since server start; the batch is the interval the line closes
+                self._batch(what, item[1], (*self.intervals.close(item[1], item[3]), *item[2][2:]))
 
     def _take_load(self, file: str, engine: str | None, load: tuple[Any, ...], mine: bool) -> None:
         if mine:  # a run without spec lines (no speculation) is compared on its throughput lines alone

@@ -1,11 +1,10 @@
 """The rule engine: feed records in file order, ask which findings hold, learn what changed. Pure.
 
-Every run (one launch in one file) gets a :class:`~acceptmon.doctor.state.RunState` and one
-detector per rule. :meth:`Doctor.feed` routes each record to the detectors whose rule reads
-its kind; :meth:`Doctor.findings` asks every run's detectors (batch), :meth:`Doctor.holding`
-only each file's current run (live), and :meth:`Doctor.update` feeds and returns what started
-or stopped holding since the last call, for ``tail``'s event log and ``serve``'s
-``acceptmon_doctor_finding`` gauge.
+Every run (one launch in one file) gets a :class:`~acceptmon.doctor.state.RunState` and one detector
+per rule. :meth:`Doctor.feed` routes each record to the detectors whose rule reads its kind;
+:meth:`Doctor.findings` asks every run's detectors (batch), :meth:`Doctor.holding` only each file's
+current run (live), and :meth:`Doctor.update` feeds and returns what started or stopped holding since
+the last call, for ``tail``'s event log and ``serve``'s ``acceptmon_doctor_finding`` gauge.
 
 Warnings printed while server arguments resolve come *before* their launch line. Codes that
 rules mark ``before_launch`` wait until the next line of the file: a launch takes them into
@@ -26,6 +25,7 @@ from acceptmon.doctor.detector import Detector
 from acceptmon.doctor.model import Finding, Hit, Rule
 from acceptmon.doctor.signatures import SIGNATURES
 from acceptmon.doctor.state import WARMUP_LINES, BucketStats, RunState
+from acceptmon.drafts import Intervals
 from acceptmon.kinds import KINDS
 from acceptmon.records import Record, WarningRecord
 
@@ -107,7 +107,7 @@ class Doctor:
         self.current: dict[str, tuple[str, int]] = {}
         self.pending: dict[str, list[WarningRecord]] = {}
         self._held: dict[tuple[str, int, str, str], Finding] = {}
-        self._fed = 0
+        self._fed, self.intervals = 0, Intervals()
         self._cache: _Index | None = None
 
     @property
@@ -119,11 +119,12 @@ class Doctor:
         self._fed += 1
         for r in records:
             if KINDS[r.kind].starts_run:
+                self.intervals.launch(r.file, r.run)
                 self._launch(r)
             elif isinstance(r, WarningRecord) and r.code in self.before_launch:
                 self.pending.setdefault(r.file, []).append(r)
             else:
-                self._record(r)
+                self._record(self.intervals.record(r))  # vLLM v0 counts since start: judged per interval
 
     def finish(self) -> None:
         """End of input: warnings still waiting belong to the run they were printed in."""
@@ -278,9 +279,7 @@ def is_stats_kind(kind: str) -> bool:
 
 def finding(rule: Rule, run: RunState, h: Hit) -> Finding:
     """A rule's words around a detector's hit."""
-    message = f"{rule.title}: {rule.message}"
-    if h.note:
-        message += f" {h.note}"
+    message = f"{rule.title}: {rule.message}" + (f" {h.note}" if h.note else "")
     if rule.cannot_check:
         message += f" Cannot check from logs: {rule.cannot_check}"
     fix = rule.fix + (f" Sources: {', '.join(rule.sources)}." if rule.sources else "")
