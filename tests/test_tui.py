@@ -216,6 +216,8 @@ async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
                                                                                         ["001", "3.51", "3.49"]]  # fmt: skip
         assert app.query_one("#ranks", DataTable).border_title.startswith("engines: ")
         assert "last spec 00:02:09" in str(app.query_one("#header").render())
+        # the history's tok/s per engine, like the engine rows (runs' 441.8 and 515.0 add up 2 engines)
+        assert [r[-2] for r in cells(app, "history")] == ["220.9", "257.5"]
 
 
 async def test_vllm_at_80x24_keeps_the_bars_whole_beside_the_accept_plot(grammars):

@@ -256,7 +256,7 @@ class AcceptmonApp(App[None]):
                           fmt(r.queued), ago(r.seen_ago, ""))  # fmt: skip
 
     def _history(self, v: View) -> None:
-        key = (v.history, v.current_run_key)
+        key = (v.history, v.current_run_key, self._unit)
         if key == self._history_key:
             return
         self._history_key = key
@@ -265,7 +265,7 @@ class AcceptmonApp(App[None]):
         columns = [str(k.value) for k in table.columns]
         for h in v.history:
             current = (h.file, h.run) == v.current_run_key
-            cells = history_cells(h, current)
+            cells = history_cells(h, current, self._unit)
             table.add_row(*(Text(cells[c], style="bold" if current else "") for c in columns))
         if v.history:
             table.scroll_end(animate=False)  # the current run is the last row

@@ -87,8 +87,14 @@ HISTORY_COLUMNS = ("run", "start", "spec", "steps", "topk", "draft", "batch", "l
 NARROW_HISTORY_COLUMNS = tuple(c for c in HISTORY_COLUMNS if c != "batch")
 
 
-def history_cells(h: RunSummary, current: bool) -> dict[str, str]:
-    """One run as the history table shows it, by column; the current run is marked ``*``."""
+def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str, str]:
+    """One run as the history table shows it, by column; the current run is marked ``*``.
+
+    ``unit`` ``engine``: a vLLM run's gen throughput mean is its engines' added up; the table shows
+    it per engine, as the plot and the engine table do (and as SGLang's is per rank)."""
+    tput = h.gen_throughput_mean
+    if unit == "engine" and tput is not None and h.ranks > 1:
+        tput /= h.ranks
     return {
         "run": f"{h.run}{' *' if current else ''}",
         "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
@@ -99,6 +105,6 @@ def history_cells(h: RunSummary, current: bool) -> dict[str, str]:
         "batch": str(h.batches),
         "len": number(h.accept_len_mean),
         "rate": number(h.draft_accept_rate_mean),
-        "tok/s/rank": number(h.gen_throughput_mean, 1),
+        "tok/s/rank": number(tput, 1),
         "time": duration(h.duration_s),
     }
