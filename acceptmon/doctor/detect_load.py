@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from acceptmon.doctor.breakeven import BreakEven, label
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Hit
 from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record, WarningRecord
@@ -36,16 +36,21 @@ class Retractions(Detector[RetractParams]):
                 self.usage_at.append(self.usage)
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        usage, tokens, running = val(r, "token_usage"), val(r, "num_tokens"), val(r, "running_req")
-        self.usage = usage if usage is not None else self.usage
-        if (val(r, "retracted_req") or 0) > 0:
-            self.events.add(r.line)
-            self.retracted += val(r, "retracted_req")
-        n, k, topk = run.draft_tokens, run.steps, (run.launch.spec_eagle_topk if run.launch else None) or 1
-        if n and running and usage and tokens:
+        v = r.__dict__.get
+        usage, retracted, running = v("token_usage"), v("retracted_req"), step.running_req
+        if usage is not None:
+            self.usage = usage
+        if retracted and retracted > 0:
+            self.events.add(step.line)
+            self.retracted += retracted
+        if not (running and usage):
+            return
+        tokens = v("num_tokens")
+        _, n, k, topk = run.spec_params()
+        if n and tokens:
             reserve = running * (n + topk * (k or 0)) / (tokens / usage)
             if reserve > self.reserve:
-                self.reserve, self.reserve_line = reserve, r.line
+                self.reserve, self.reserve_line = reserve, step.line
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:
@@ -81,12 +86,15 @@ class LargeBatch(Detector[BatchParams]):
     def __init__(self, params: BatchParams) -> None:
         super().__init__(params)
         self.wasteful = Lines()
+        self.verify_at_least, self.efficiency_below = params.verify_tokens_at_least, params.efficiency_below
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        length, running, n = val(r, "accept_len"), val(r, "running_req"), run.draft_tokens
-        if step.warm and length is not None and running and n and running * n >= self.p.verify_tokens_at_least:
-            if r6(length / n) < self.p.efficiency_below:
-                self.wasteful.add(r.line)
+        length, running = step.accept_len, step.running_req
+        if length is None or not running or not step.warm:
+            return
+        n = run.spec_params()[1]
+        if n and running * n >= self.verify_at_least and r6(length / n) < self.efficiency_below:
+            self.wasteful.add(step.line)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

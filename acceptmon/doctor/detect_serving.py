@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Evidence, Hit
 from acceptmon.doctor.state import RunState, Step, config_value
 from acceptmon.records import Record, WarningRecord
@@ -61,6 +61,10 @@ class Signal(Detector[SignalParams]):
         return None
 
 
+_UNSET: Any = object()
+"""A launch no detector has read yet."""
+
+
 def _same(have: Any, want: Any) -> bool:
     return bool(have == want or (isinstance(have, str) and isinstance(want, str) and have.lower() == want.lower()))
 
@@ -88,26 +92,29 @@ class GraphOff(Detector[GraphParams]):
         self.reason: WarningRecord | None = None
         self.above = Lines()  # lines without a graph field above the captured batch size (server_args)
         self.stats_lines = 0
+        self.cap_of: Any = _UNSET  # the launch ``cap`` was read from
+        self.cap: int | None = None
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and self.reason is None:
             self.reason = r
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        graph, running = val(r, "cuda_graph"), val(r, "running_req") or 0
-        if not run.speculative:
+        if not step.speculative:
             return
+        graph, running = r.__dict__.get("cuda_graph"), step.running_req or 0
         if graph is None:  # versions before the field: judge by the captured batch size
             self.stats_lines += 1
-            cap = captured_batch(run)
-            if cap is not None and running > cap:
-                self.above.add(r.line)
+            if run.launch is not self.cap_of:  # server_args are read once per launch line
+                self.cap_of, self.cap = run.launch, captured_batch(run)
+            if self.cap is not None and running > self.cap:
+                self.above.add(step.line)
             return
         self.total += 1
         if graph:
             self.max_on = max(self.max_on, running)
         else:
-            self.off.add(r.line)
+            self.off.add(step.line)
             self.min_off = running if self.min_off is None else min(self.min_off, running)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
@@ -177,14 +184,14 @@ class QueueAtCap(Detector[CapParams]):
             self.cap, self.cap_line = r.value, r.line
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        running, queue = val(r, "running_req"), val(r, "queue_req")
+        running = step.running_req
         if running is None:
             return
         self.total += 1
         self.max_running = max(self.max_running, running)
-        cap = self._cap(run)
-        if cap is not None and running >= cap and (queue or 0) > 0:
-            self.at_cap.add(r.line)
+        cap = self.cap if self.cap is not None or self.p.require_warning else self._cap(run)
+        if cap is not None and running >= cap and (r.__dict__.get("queue_req") or 0) > 0:
+            self.at_cap.add(step.line)
 
     def _cap(self, run: RunState) -> float | None:
         if self.cap is not None or self.p.require_warning:
