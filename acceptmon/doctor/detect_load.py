@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from acceptmon.doctor.breakeven import BreakEven, label
 from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Hit
-from acceptmon.doctor.state import RunState, Step
+from acceptmon.doctor.state import UNREAD, RunState, Step
 from acceptmon.records import Record, WarningRecord
 
 
@@ -27,6 +29,9 @@ class Retractions(Detector[RetractParams]):
         self.usage_at: list[float] = []
         self.reserve = 0.0
         self.reserve_line = 0
+        self.spec_of: Any = UNREAD  # the launch ``n`` and ``per_request`` were read from
+        self.n: int | None = None
+        self.per_request = 0
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes:
@@ -36,8 +41,7 @@ class Retractions(Detector[RetractParams]):
                 self.usage_at.append(self.usage)
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        v = r.__dict__.get
-        usage, retracted, running = v("token_usage"), v("retracted_req"), step.running_req
+        usage, retracted, running = step.token_usage, r.__dict__.get("retracted_req"), step.running_req
         if usage is not None:
             self.usage = usage
         if retracted and retracted > 0:
@@ -45,10 +49,12 @@ class Retractions(Detector[RetractParams]):
             self.retracted += retracted
         if not (running and usage):
             return
-        tokens = v("num_tokens")
-        _, n, k, topk = run.spec_params()
-        if n and tokens:
-            reserve = running * (n + topk * (k or 0)) / (tokens / usage)
+        tokens = step.num_tokens
+        if run.launch is not self.spec_of:  # N, k and topk are read once per launch line
+            _, n, k, topk = run.spec_params()
+            self.spec_of, self.n, self.per_request = run.launch, n, (n or 0) + topk * (k or 0)
+        if self.n and tokens:
+            reserve = running * self.per_request / (tokens / usage)
             if reserve > self.reserve:
                 self.reserve, self.reserve_line = reserve, step.line
 

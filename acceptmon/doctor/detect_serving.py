@@ -8,7 +8,7 @@ from pydantic import Field
 
 from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Evidence, Hit
-from acceptmon.doctor.state import RunState, Step, config_value
+from acceptmon.doctor.state import UNREAD, RunState, Step, config_value
 from acceptmon.records import Record, WarningRecord
 
 
@@ -61,10 +61,6 @@ class Signal(Detector[SignalParams]):
         return None
 
 
-_UNSET: Any = object()
-"""A launch no detector has read yet."""
-
-
 def _same(have: Any, want: Any) -> bool:
     return bool(have == want or (isinstance(have, str) and isinstance(want, str) and have.lower() == want.lower()))
 
@@ -92,7 +88,7 @@ class GraphOff(Detector[GraphParams]):
         self.reason: WarningRecord | None = None
         self.above = Lines()  # lines without a graph field above the captured batch size (server_args)
         self.stats_lines = 0
-        self.cap_of: Any = _UNSET  # the launch ``cap`` was read from
+        self.cap_of: Any = UNREAD  # the launch ``cap`` was read from
         self.cap: int | None = None
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
@@ -112,7 +108,8 @@ class GraphOff(Detector[GraphParams]):
             return
         self.total += 1
         if graph:
-            self.max_on = max(self.max_on, running)
+            if running > self.max_on:  # max(), without a call per line
+                self.max_on = running
         else:
             self.off.add(step.line)
             self.min_off = running if self.min_off is None else min(self.min_off, running)
@@ -178,6 +175,7 @@ class QueueAtCap(Detector[CapParams]):
         self.max_running = 0
         self.at_cap = Lines()
         self.queued: list[tuple[int, int, int]] = []  # (running, queue, line) of lines with a queue
+        self.require_warning = params.require_warning
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and r.value is not None:
@@ -188,8 +186,9 @@ class QueueAtCap(Detector[CapParams]):
         if running is None:
             return
         self.total += 1
-        self.max_running = max(self.max_running, running)
-        cap = self.cap if self.cap is not None or self.p.require_warning else self._cap(run)
+        if running > self.max_running:
+            self.max_running = running
+        cap = self.cap if self.cap is not None or self.require_warning else self._cap(run)
         if cap is not None and running >= cap and (r.__dict__.get("queue_req") or 0) > 0:
             self.at_cap.add(step.line)
 

@@ -35,7 +35,8 @@ CONFIG_FIELDS = {
 """server_args keys that the launch grammars lift into LaunchConfig fields."""
 
 
-STEP_FIELDS = ("rank", "line", "queue_req", "running_req", "gen_throughput", "accept_len", "accept_rate", "num_tokens")
+STEP_FIELDS = ("rank", "line", "queue_req", "running_req", "gen_throughput", "accept_len", "accept_rate", "num_tokens",
+               "token_usage")  # fmt: skip
 """The fields :meth:`RunState.stats` reads, in the order its reader returns them."""
 _READERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
 
@@ -50,7 +51,7 @@ def _reader(model: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
 
 
 def _read_some(values: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(values.get(name) for name in STEP_FIELDS)
+    return tuple(map(values.get, STEP_FIELDS))
 
 
 def config_value(launch: LaunchConfig | None, key: str) -> Any:
@@ -96,7 +97,8 @@ class BucketStats:
 class Step:
     """Context of one decode line within its run, with the fields every stats feeder reads, read once.
 
-    ``accept_len``, ``accept_rate`` and ``running_req`` are the record's (None when its kind lacks them);
+    ``accept_len``, ``accept_rate``, ``running_req``, ``num_tokens`` and ``token_usage`` are the record's
+    (None when its kind lacks them);
     ``speculative`` is :attr:`RunState.speculative` once the line is taken in.
     """
 
@@ -108,10 +110,13 @@ class Step:
     accept_rate: float | None = None
     running_req: int | None = None
     speculative: bool = False
+    num_tokens: int | None = None
+    token_usage: float | None = None
 
 
-_UNSET: Any = object()
-"""``RunState._spec_of`` before the launch-derived values were first worked out."""
+UNREAD: Any = object()
+"""Stands for a launch not read yet, where a launch-derived value is cached by the launch it came from
+(None means no launch line)."""
 
 
 @dataclass
@@ -138,7 +143,7 @@ class RunState:
     _by_running: dict[int, BucketStats] = field(default_factory=dict, repr=False, compare=False)
     """``buckets`` entries by exact ``#running-req``, so a line finds its bucket without ``bucket_of``."""
 
-    _spec_of: Any = field(default=_UNSET, repr=False, compare=False)
+    _spec_of: Any = field(default=UNREAD, repr=False, compare=False)
     """The launch ``_spec`` was worked out from: launch-derived values are computed once per launch line."""
     _spec: tuple[str | None, int | None, int | None, int] = field(default=(None, None, None, 1), repr=False,
                                                                  compare=False)  # fmt: skip
@@ -194,9 +199,9 @@ class RunState:
         """Fold in one stats line (a decode line, or any kind with decode-like fields); return its context."""
         read = _READERS.get(type(r)) or _reader(type(r))
         try:
-            rank, line, queue, running, tput, length, rate, tokens = read(r.__dict__)
+            rank, line, queue, running, tput, length, rate, tokens, usage = read(r.__dict__)
         except KeyError:  # a record made without some of its model's fields
-            rank, line, queue, running, tput, length, rate, tokens = _read_some(r.__dict__)
+            rank, line, queue, running, tput, length, rate, tokens, usage = _read_some(r.__dict__)
         rank = rank or ""
         after = self._after_prefill
         steady = queue == 0 and not after.get(rank, True)
@@ -223,7 +228,7 @@ class RunState:
                 self._bucket(running).add(tput, running, length)
         seq = tokens / running if tokens is not None and running else None
         spec = self.spec_lines > 0 if self.launch is None else self.spec_params()[0] is not None
-        return Step(warm, steady, seq, line, length, rate, running, spec)
+        return Step(warm, steady, seq, line, length, rate, running, spec, tokens, usage)
 
     def _bucket(self, running: int) -> BucketStats:
         """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""
