@@ -213,3 +213,42 @@ def test_p2_cites_family_and_size_the_paths_name(logs, grammars, rules):
         "Names: the draft path names llama, the model path qwen; the draft path names size 8B, the model path 7B."
         in (f.message)
     )
+
+
+def test_run_state_launch_values_follow_a_replaced_launch():
+    from acceptmon.doctor.state import RunState
+    from acceptmon.records import LaunchConfig
+
+    run = RunState("f", 1)
+    assert (run.algorithm, run.speculative, run.draft_tokens, run.steps) == (None, False, None, None)
+    run.launch = LaunchConfig(spec_algorithm="eagle3", spec_num_steps=3, spec_eagle_topk=1)
+    assert (run.algorithm, run.speculative, run.draft_tokens, run.steps) == ("EAGLE3", True, 4, 3)
+    run.launch = LaunchConfig(model_path="m")  # a relaunch of the run without speculation
+    assert (run.algorithm, run.speculative, run.draft_tokens, run.steps) == (None, False, None, None)
+    run.launch = None
+    run.spec_lines = 1
+    assert (run.algorithm, run.speculative) == (None, True)
+
+
+def test_run_state_step_and_buckets_from_decode_and_spec_lines():
+    from acceptmon.doctor.state import RunState
+    from acceptmon.records import DecodeStats, SpecStats
+
+    run = RunState("f", 1)
+    steps = [
+        run.stats(DecodeStats(line=n, rank="TP0", running_req=running, queue_req=0, gen_throughput=100.0,
+                              accept_len=length, accept_rate=0.5, num_tokens=34 * running), warmup=1)
+        for n, running, length in ((1, 17, 2.0), (2, 17, 3.0), (3, 18, None), (4, 40, 2.5))
+    ]  # fmt: skip
+    spec = run.stats(SpecStats(line=5, accept_rate=0.25, accept_len=1.5), warmup=1)
+    assert [(s.warm, s.steady, s.seq_len, s.line, s.running_req) for s in steps] == [
+        (False, False, 34.0, 1, 17), (True, True, 34.0, 2, 17), (True, True, 34.0, 3, 18), (True, True, 34.0, 4, 40)
+    ]  # fmt: skip
+    assert (steps[2].accept_len, steps[2].accept_rate, steps[2].speculative) == (None, 0.5, True)
+    assert (spec.steady, spec.seq_len, spec.running_req) == (False, None, None)  # a kind without those fields
+    assert (spec.accept_len, spec.accept_rate) == (1.5, 0.25)
+    assert {k: (b.lines, b.running, b.accept_len.count) for k, b in run.buckets.items()} == {
+        (16, 19): (2, 35, 1), (40, 47): (1, 40, 1)
+    }  # fmt: skip
+    assert (run.decode_lines, run.spec_lines, run.accept_len.count, run.accept_lines) == (5, 5, 3, (2, 5))
+    assert (run.throughput.count, run.first_line, run.last_line) == (4, 1, 5)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, matches, r6, run_lines, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, matches, r6, run_lines
 from acceptmon.doctor.model import Hit, Severity
 from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record
@@ -32,18 +32,19 @@ class Stuck(Detector[StuckParams]):
         super().__init__(params)
         self.count = self.start = self.best = 0
         self.best_lines: list[int] = []
+        self.min_running, self.at_most = params.min_running, params.stuck_at_most
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        length, running = val(r, "accept_len"), val(r, "running_req")
-        if not step.warm or length is None or (running is not None and running < self.p.min_running):
+        length, running = step.accept_len, step.running_req
+        if not step.warm or length is None or (running is not None and running < self.min_running):
             return
-        if length > self.p.stuck_at_most:
+        if length > self.at_most:
             self.count = 0
             return
-        self.start = r.line if self.count == 0 else self.start
+        self.start = step.line if self.count == 0 else self.start
         self.count += 1
         if self.count > self.best:
-            self.best, self.best_lines = self.count, [self.start, r.line]
+            self.best, self.best_lines = self.count, [self.start, step.line]
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         algo = run.algorithm
@@ -91,9 +92,9 @@ class Low(Detector[LowParams]):
         self.rate_sum = 0.0
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        rate = val(r, "accept_rate")
-        if step.warm and val(r, "accept_len") is None and rate is not None:
-            self.rate_lines.add(r.line)
+        rate = step.accept_rate
+        if rate is not None and step.accept_len is None and step.warm:
+            self.rate_lines.add(step.line)
             self.rate_sum += rate
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
@@ -188,12 +189,15 @@ class Depth(Detector[DepthParams]):
         super().__init__(params)
         self.last_position: list[float] = []
         self.position_lines = Lines()
+        self.field = params.position_field
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        rates = val(r, self.p.position_field)
-        if step.warm and isinstance(rates, list | tuple) and rates:
+        if not step.warm:
+            return
+        rates = r.__dict__.get(self.field)
+        if rates and isinstance(rates, list | tuple):
             self.last_position.append(float(rates[-1]))
-            self.position_lines.add(r.line)
+            self.position_lines.add(step.line)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         n = len(self.last_position)

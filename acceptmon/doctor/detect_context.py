@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, run_lines, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, run_lines
 from acceptmon.doctor.model import Hit
 from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record, WarningRecord
@@ -25,12 +27,13 @@ class Expected(Detector[ExpectedParams]):
         super().__init__(params)
         self.small = 0.0
         self.small_lines = Lines()
+        self.max_running = params.max_running
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        length, running = val(r, "accept_len"), val(r, "running_req")
-        if step.warm and length is not None and running is not None and running <= self.p.max_running:
+        length, running = step.accept_len, step.running_req
+        if length is not None and running is not None and running <= self.max_running and step.warm:
             self.small += length
-            self.small_lines.add(r.line)
+            self.small_lines.add(step.line)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         want = ctx.expected_accept_len
@@ -65,22 +68,26 @@ class LongContext(Detector[ContextParams]):
         self.window_line = 0
         self.over = Lines()
         self.longest = 0.0
-        self.by_length: dict[int, tuple[int, float, int]] = {}  # log2 bucket -> (lines, sum L, first line)
+        self.by_length: dict[int, list[Any]] = {}  # log2 bucket -> [lines, sum L, first line]
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and r.limit is not None and (self.window is None or r.limit < self.window):
             self.window, self.window_line = r.limit, r.line
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        length = val(r, "accept_len")
-        if not step.warm or length is None or step.seq_len is None:
+        length, seq = step.accept_len, step.seq_len
+        if length is None or seq is None or not step.warm:
             return
-        self.longest = max(self.longest, step.seq_len)
-        if self.window is not None and step.seq_len > self.window:
-            self.over.add(r.line)
-        key = int(step.seq_len).bit_length()
-        n, total, first = self.by_length.get(key, (0, 0.0, r.line))
-        self.by_length[key] = (n + 1, total + length, first)
+        if seq > self.longest:
+            self.longest = seq
+        if self.window is not None and seq > self.window:
+            self.over.add(step.line)
+        key = int(seq).bit_length()
+        bucket = self.by_length.get(key)
+        if bucket is None:
+            bucket = self.by_length[key] = [0, 0.0, step.line]
+        bucket[0] += 1
+        bucket[1] += length
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

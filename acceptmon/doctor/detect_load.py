@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from acceptmon.doctor.breakeven import BreakEven, label
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Hit
-from acceptmon.doctor.state import RunState, Step
+from acceptmon.doctor.state import UNREAD, RunState, Step
 from acceptmon.records import Record, WarningRecord
 
 
@@ -27,6 +29,9 @@ class Retractions(Detector[RetractParams]):
         self.usage_at: list[float] = []
         self.reserve = 0.0
         self.reserve_line = 0
+        self.spec_of: Any = UNREAD  # the launch ``n`` and ``per_request`` were read from
+        self.n: int | None = None
+        self.per_request = 0
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes:
@@ -36,16 +41,22 @@ class Retractions(Detector[RetractParams]):
                 self.usage_at.append(self.usage)
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        usage, tokens, running = val(r, "token_usage"), val(r, "num_tokens"), val(r, "running_req")
-        self.usage = usage if usage is not None else self.usage
-        if (val(r, "retracted_req") or 0) > 0:
-            self.events.add(r.line)
-            self.retracted += val(r, "retracted_req")
-        n, k, topk = run.draft_tokens, run.steps, (run.launch.spec_eagle_topk if run.launch else None) or 1
-        if n and running and usage and tokens:
-            reserve = running * (n + topk * (k or 0)) / (tokens / usage)
+        usage, retracted, running = step.token_usage, r.__dict__.get("retracted_req"), step.running_req
+        if usage is not None:
+            self.usage = usage
+        if retracted and retracted > 0:
+            self.events.add(step.line)
+            self.retracted += retracted
+        if not (running and usage):
+            return
+        tokens = step.num_tokens
+        if run.launch is not self.spec_of:  # N, k and topk are read once per launch line
+            _, n, k, topk = run.spec_params()
+            self.spec_of, self.n, self.per_request = run.launch, n, (n or 0) + topk * (k or 0)
+        if self.n and tokens:
+            reserve = running * self.per_request / (tokens / usage)
             if reserve > self.reserve:
-                self.reserve, self.reserve_line = reserve, r.line
+                self.reserve, self.reserve_line = reserve, step.line
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:
@@ -81,12 +92,15 @@ class LargeBatch(Detector[BatchParams]):
     def __init__(self, params: BatchParams) -> None:
         super().__init__(params)
         self.wasteful = Lines()
+        self.verify_at_least, self.efficiency_below = params.verify_tokens_at_least, params.efficiency_below
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        length, running, n = val(r, "accept_len"), val(r, "running_req"), run.draft_tokens
-        if step.warm and length is not None and running and n and running * n >= self.p.verify_tokens_at_least:
-            if r6(length / n) < self.p.efficiency_below:
-                self.wasteful.add(r.line)
+        length, running = step.accept_len, step.running_req
+        if length is None or not running or not step.warm:
+            return
+        n = run.spec_params()[1]
+        if n and running * n >= self.verify_at_least and r6(length / n) < self.efficiency_below:
+            self.wasteful.add(step.line)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

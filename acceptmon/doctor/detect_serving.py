@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import Field
 
-from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6, val
+from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Evidence, Hit
-from acceptmon.doctor.state import RunState, Step, config_value
+from acceptmon.doctor.state import UNREAD, RunState, Step, config_value
 from acceptmon.records import Record, WarningRecord
 
 
@@ -88,26 +88,30 @@ class GraphOff(Detector[GraphParams]):
         self.reason: WarningRecord | None = None
         self.above = Lines()  # lines without a graph field above the captured batch size (server_args)
         self.stats_lines = 0
+        self.cap_of: Any = UNREAD  # the launch ``cap`` was read from
+        self.cap: int | None = None
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and self.reason is None:
             self.reason = r
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        graph, running = val(r, "cuda_graph"), val(r, "running_req") or 0
-        if not run.speculative:
+        if not step.speculative:
             return
+        graph, running = r.__dict__.get("cuda_graph"), step.running_req or 0
         if graph is None:  # versions before the field: judge by the captured batch size
             self.stats_lines += 1
-            cap = captured_batch(run)
-            if cap is not None and running > cap:
-                self.above.add(r.line)
+            if run.launch is not self.cap_of:  # server_args are read once per launch line
+                self.cap_of, self.cap = run.launch, captured_batch(run)
+            if self.cap is not None and running > self.cap:
+                self.above.add(step.line)
             return
         self.total += 1
         if graph:
-            self.max_on = max(self.max_on, running)
+            if running > self.max_on:  # max(), without a call per line
+                self.max_on = running
         else:
-            self.off.add(r.line)
+            self.off.add(step.line)
             self.min_off = running if self.min_off is None else min(self.min_off, running)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
@@ -171,20 +175,22 @@ class QueueAtCap(Detector[CapParams]):
         self.max_running = 0
         self.at_cap = Lines()
         self.queued: list[tuple[int, int, int]] = []  # (running, queue, line) of lines with a queue
+        self.require_warning = params.require_warning
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and r.value is not None:
             self.cap, self.cap_line = r.value, r.line
 
     def stats(self, r: Record, run: RunState, step: Step) -> None:
-        running, queue = val(r, "running_req"), val(r, "queue_req")
+        running = step.running_req
         if running is None:
             return
         self.total += 1
-        self.max_running = max(self.max_running, running)
-        cap = self._cap(run)
-        if cap is not None and running >= cap and (queue or 0) > 0:
-            self.at_cap.add(r.line)
+        if running > self.max_running:
+            self.max_running = running
+        cap = self.cap if self.cap is not None or self.require_warning else self._cap(run)
+        if cap is not None and running >= cap and (r.__dict__.get("queue_req") or 0) > 0:
+            self.at_cap.add(step.line)
 
     def _cap(self, run: RunState) -> float | None:
         if self.cap is not None or self.p.require_warning:

@@ -96,7 +96,9 @@ def r6(value: float) -> float:
 
 def val(r: Record, name: str) -> Any:
     """A field of a record that may not have it (kinds differ); the fields are the model's ``__dict__``
-    (``getattr`` with a default is slow on a pydantic model when the field is missing)."""
+    (``getattr`` with a default is slow on a pydantic model when the field is missing). ``stats`` feeders run
+    for every decode line: they take the fields :class:`~acceptmon.doctor.state.Step` carries from it, and
+    read others with ``r.__dict__.get`` once they know they need them."""
     return r.__dict__.get(name)
 
 
@@ -109,7 +111,7 @@ class Lines:
 
     def add(self, line: int) -> None:
         self.count += 1
-        if len(self.lines) < MAX_LINES:
+        if self.count <= MAX_LINES:
             self.lines.append(line)
 
 
