@@ -252,3 +252,15 @@ def test_run_state_step_and_buckets_from_decode_and_spec_lines():
     }  # fmt: skip
     assert (run.decode_lines, run.spec_lines, run.accept_len.count, run.accept_lines) == (5, 5, 3, (2, 5))
     assert (run.throughput.count, run.first_line, run.last_line) == (4, 1, 5)
+
+
+def test_a_spec_line_with_nan_per_position_rates_is_judged_without_them(grammars, rules):
+    """`Per-position acceptance rate: nan, nan, nan` (nothing drafted): the entries are empty, not a crash."""
+    line = ("(APIServer pid=1) INFO 11-30 02:35:{:02d} [metrics.py:120] SpecDecoding metrics: Mean acceptance "
+            "length: 2.50, Accepted: 0 tokens, Drafted: 0 tokens, Per-position acceptance rate: nan, nan, nan, "
+            "Avg Draft acceptance rate: nan%\n")  # fmt: skip
+    records = Parser(grammars, "v.log").feed("".join(line.format(i) for i in range(12)).encode())
+    assert len(records) == 12 and records[0].position_accept_rates == [None, None, None]
+    doctor = Doctor(rules)
+    doctor.feed(records)
+    assert [f.rule for f in doctor.findings()] == []

@@ -195,7 +195,7 @@ class Depth(Detector[DepthParams]):
         if not step.warm:
             return
         rates = r.__dict__.get(self.field)
-        if rates and isinstance(rates, list | tuple):
+        if rates and isinstance(rates, list | tuple) and rates[-1] is not None:  # nan (no drafts) is None
             self.last_position.append(float(rates[-1]))
             self.position_lines.add(step.line)
 
