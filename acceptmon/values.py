@@ -138,9 +138,21 @@ def to_percent(text: str) -> float | None:
 def to_float_list(text: str) -> list[float | None]:
     """``0.829, 0.654, 0.488`` as a list (``nan`` entries empty)."""
     parts = text.split(",")
+    numbers = _plain_floats(parts)
+    if numbers is not None:
+        return [value if _isfinite(value) else None for value in numbers]
     if any(not part.strip() for part in parts):
         raise ValueError(f"an empty entry in a list: {text!r}")  # dropping it would shift the positions
     return [to_number(part) for part in parts]
+
+
+def _plain_floats(parts: list[str]) -> list[float] | None:
+    """The usual list: every entry a plain number, which ``float`` reads as :func:`to_number` does
+    (a literal with no space inside is its own first word; a trailing '.' ends no other value)."""
+    try:
+        return [float(part) for part in parts]
+    except ValueError:
+        return None  # some entry has a unit, a space or nothing: to_number, entry by entry
 
 
 def to_engine(text: str) -> str:
