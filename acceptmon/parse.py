@@ -51,9 +51,7 @@ class Parser:
         self.wanted = (frozenset(KINDS) if records is None else records) | runs
         self.file = file
         state = state or ParseState()
-        self.line = state.line
-        self.run = state.run
-        self.launch = state.launch
+        self.line, self.run, self.launch = state.line, state.run, state.launch
         self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
         self.closed, self.lead = state.closed, state.lead
         self.guess: tuple[int, int] | None = None
@@ -73,6 +71,7 @@ class Parser:
         ]
         self.launch_words = [b for _, b, _ in self._launch_anchors]
         self._plans: dict[Grammar, _Plan] = {}
+        self._last_dated: tuple[Yearless | None, int, datetime] = (None, 0, datetime.min)
 
     @property
     def state(self) -> ParseState:
@@ -276,7 +275,10 @@ class Parser:
         elif self.month is not None and stamp.month > self.month + 6:
             return stamp.at(self.year - 1)  # a late line from before New Year
         self.month = stamp.month
-        return stamp.at(self.year)
+        last = self._last_dated  # the lines of one log interval share their time (and its Yearless)
+        if last[0] is not stamp or last[1] != self.year:
+            last = self._last_dated = (stamp, self.year, stamp.at(self.year))
+        return last[2]
 
 
 _CONFIG_FIELDS = frozenset(LaunchConfig.model_fields) - {"extra"}
