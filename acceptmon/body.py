@@ -29,34 +29,43 @@ def docker_json(text: str) -> str:
     return log.rstrip("\n") if isinstance(log, str) else text
 
 
+Table = dict[str, tuple[str, Callable[[str], Any], bool, Converter]]
+"""Body key -> (field, plain converter, fallback, the converter itself): :attr:`Grammar.key_table`."""
+
+
 def read_pairs(
-    body: str,
-    table: dict[str, tuple[str, Callable[[str], Any], bool, Converter]],
-    keys: dict[str, Converter],
-    values: dict[str, Any],
-    extra: dict[str, str],
+    body: str, table: Table, keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
 ) -> None:
-    """Read ``key: value, key: value`` at known keys, in any order.
+    """Read ``key: value, key: value`` at known keys (``table``, the same as ``keys``), in any order.
 
     Fast path: every piece is one pair. A piece without ``: `` means a value itself
     holds ', ' (``est uncap acc len: 3.3 [3.1, 3.5]``, ``#token: full=1, swa=2``);
-    then the careful reader reads the body instead.
+    then the careful reader reads the body instead (:func:`_read_pairs_careful`), or,
+    when it would read the pieces before as the fast path did, only the rest (:func:`_read_rest`).
     """
     pieces = body.rstrip(", \t").split(", ")
     found: dict[str, Any] = {}
     get = table.get
+    fresh, fallbacks = not extra, False
     for piece in pieces:
         key, sep, value = piece.partition(": ")
-        if not sep:
-            _read_pairs_careful(pieces, keys, values, extra)
+        if not sep:  # the first piece without ': ' (every one before has it, so none is equal to it)
+            stop = pieces.index(piece)
+            if stop and fresh and not fallbacks and all(map(_keylike, extra)):
+                values.update(found)  # what the careful reader makes of pieces[:stop]: one pair each
+                _read_rest(pieces, stop, table, values, extra)
+            else:
+                _read_pairs_careful(pieces, stop, table, found, values, extra)
             return
         entry = get(key)
         if entry is None:
             extra[key] = value
             continue
         field_name, convert, fallback, conv = entry
-        if fallback and field_name in found:
-            continue
+        if fallback:
+            if field_name in found:
+                continue
+            fallbacks = True
         try:
             found[field_name] = convert(value)
         except (ValueError, ArithmeticError, IndexError, KeyError, TypeError):
@@ -64,24 +73,73 @@ def read_pairs(
     values.update(found)
 
 
-def _read_pairs_careful(
-    pieces: list[str], keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
-) -> None:
-    """A piece starts a new pair only if its key is known or looks like a key."""
-    pairs: list[tuple[str, list[str]]] = []  # parts joined once at the end: linear in the body's length
-    for piece in pieces:
+def _read_rest(pieces: list[str], stop: int, table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """The careful reader from the pair of ``pieces[stop - 1]`` on, the pairs before already in ``values``.
+
+    Exact where every key before ``stop`` starts a pair (known, or key-like) and none is a
+    fallback: the careful reader then leaves what the fast path read of them, and the fast
+    path's conversion of ``pieces[stop - 1]`` alone raised what it would raise.
+    """
+    key, _, value = pieces[stop - 1].partition(": ")
+    pairs: list[tuple[str, list[str]]] = [(key, [value])]
+    for piece in pieces[stop:]:
         key, sep, value = piece.partition(": ")
-        if sep and (key in keys or _KEYLIKE.fullmatch(key)):
+        if sep and (key in table or _keylike(key)):
             pairs.append((key, [value]))
-        elif pairs:
+        else:
             pairs[-1][1].append(piece)
     for key, parts in pairs:
-        value = ", ".join(parts)
-        conv = keys.get(key)
-        if conv is None:
-            extra[key] = value
-        elif not (conv.fallback and conv.field in values):
-            values[conv.field] = conv(value)
+        entry = table.get(key)
+        if entry is None:
+            extra[key] = ", ".join(parts)
+        elif not (entry[2] and entry[0] in values):
+            values[entry[0]] = entry[3](", ".join(parts))
+
+
+def _read_pairs_careful(
+    pieces: list[str], stop: int, table: Table, found: dict[str, Any], values: dict[str, Any], extra: dict[str, str]
+) -> None:
+    """A piece starts a new pair only if its key is known or looks like a key.
+
+    The fast path read ``pieces[:stop]`` into ``found`` (field -> value of the last piece it
+    converted); a pair of one such piece is not converted again (same text, same converter).
+    """
+    last: dict[str, int] = {}  # field -> index of the piece whose value the fast path left in found
+    pairs: list[tuple[str, Any, int, list[str]]] = []  # parts joined once at the end: linear in the body's length
+    for i, piece in enumerate(pieces):
+        key, sep, value = piece.partition(": ")
+        entry = table.get(key) if sep else None
+        if entry is not None:
+            if i < stop and not (entry[2] and entry[0] in last):
+                last[entry[0]] = i
+            pairs.append((key, entry, i, [value]))
+        elif sep and _keylike(key):
+            pairs.append((key, None, i, [value]))
+        elif pairs:
+            pairs[-1][3].append(piece)
+    for key, entry, i, parts in pairs:
+        if entry is None:
+            extra[key] = ", ".join(parts)
+            continue
+        field_name, _, fallback, conv = entry
+        if fallback and field_name in values:
+            continue
+        if len(parts) == 1 and last.get(field_name) == i:
+            values[field_name] = found[field_name]
+        else:
+            values[field_name] = conv(", ".join(parts))
+
+
+def _keylike(key: str) -> bool:
+    known = _KEYLIKE_SEEN.get(key)
+    if known is None:
+        known = _KEYLIKE.fullmatch(key) is not None
+        if len(_KEYLIKE_SEEN) < 4096:  # keys repeat line after line; a bound against a log of ever-new ones
+            _KEYLIKE_SEEN[key] = known
+    return known
+
+
+_KEYLIKE_SEEN: dict[str, bool] = {}
 
 
 def split_top_level(body: str, sep: str) -> dict[str, str]:

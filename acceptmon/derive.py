@@ -8,7 +8,7 @@ request the run's algorithm and draft tokens.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from acceptmon.records import LaunchConfig
 
@@ -58,9 +58,9 @@ def missing_bonus(mean: float, positions: list[float | None] | None) -> int:
     The per-position rates sum to accepted drafts per draft (S); a mean without the
     bonus is S, with it 1 + S: whichever is nearer tells (rounding error << 0.5).
     """
-    if not positions or any(p is None for p in positions):
+    if not positions or None in positions:
         return 0
-    total = sum(p for p in positions if p is not None)
+    total = sum(cast("list[float]", positions))  # no None in it
     return 1 if abs(mean - total) < abs(mean - 1 - total) else 0
 
 

@@ -51,9 +51,7 @@ class Parser:
         self.wanted = (frozenset(KINDS) if records is None else records) | runs
         self.file = file
         state = state or ParseState()
-        self.line = state.line
-        self.run = state.run
-        self.launch = state.launch
+        self.line, self.run, self.launch = state.line, state.run, state.launch
         self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
         self.closed, self.lead = state.closed, state.lead
         self.guess: tuple[int, int] | None = None
@@ -72,6 +70,8 @@ class Parser:
             if any(g.spec.record in runs for g in gs)
         ]
         self.launch_words = [b for _, b, _ in self._launch_anchors]
+        self._plans: dict[Grammar, _Plan] = {}
+        self._last_dated: tuple[Yearless | None, int, datetime] = (None, 0, datetime.min)
 
     @property
     def state(self) -> ParseState:
@@ -88,18 +88,19 @@ class Parser:
         base, prev = self.line, 0
         accept_seen = 0
         decoded: set[int] = set()
+        count, find, classify = block.count, block.find, self.classify
+        kinds, stats_kinds, data_kinds = self.tally.kinds, self.stats_kinds, self._data_kinds
         for start in sorted(starts):
-            base += block.count(b"\n", prev, start)
+            base += count(b"\n", prev, start)
             prev = start
-            end = block.find(b"\n", start)
+            end = find(b"\n", start)
             raw = block[start:] if end < 0 else block[start:end]
             self.line = base + 1
-            text = raw.decode("utf-8", "replace")
-            kind, record = self.classify(text, starts[start])
-            self.tally.kinds[kind] += 1
-            if kind in self.stats_kinds:
+            kind, record = classify(raw.decode("utf-8", "replace"), starts[start])
+            kinds[kind] += 1
+            if kind in stats_kinds:
                 self.launch_open, self.closed = None, True
-            if kind in self._data_kinds:
+            if kind in data_kinds:
                 accept_seen += raw.count(b"accept")
                 decoded.add(start)
             if record is not None:
@@ -135,8 +136,12 @@ class Parser:
             # another process's line: what a terminal shows is the text after the last one.
             text = text.rstrip("\r").rpartition("\r")[2]
         table = self._anchors
-        pairs = table if anchors is None else [table[i] for i in anchors]
-        candidates = [g for a, _, gs in pairs if a in text for g in gs]
+        if anchors is not None and len(anchors) == 1:  # the usual line: one anchor, its grammars as they are
+            anchor, _, grammars = table[anchors[0]]
+            candidates = grammars if anchor in text else []
+        else:
+            pairs = table if anchors is None else [table[i] for i in anchors]
+            candidates = [g for a, _, gs in pairs if a in text for g in gs]
         try:
             return self._match(candidates, text)
         except TimeoutError:  # a pattern that backtracks without end on this line
@@ -197,25 +202,27 @@ class Parser:
             self.tally.unrecognized.append((self.file, self.line, text[:500]))
 
     def _build(self, g: Grammar, m: regex.Match[str]) -> Record:
-        values: dict[str, Any] = {"file": self.file, "line": self.line, "server": g.spec.server, **g.spec.defaults}
-        for name, conv in g.envelope_fields.items():
-            raw = m.group(name)
+        plan = self._plans.get(g) or self._plan(g)
+        values: dict[str, Any] = {"file": self.file, "line": self.line, **plan.base}
+        raws = m.groups()  # one call: m.group(name) costs as much as all of them
+        for i, conv in plan.envelope:  # envelope groups: an empty or None value is left out
+            raw = raws[i]
             if raw:
                 value = conv(raw)
                 if value is not None:
                     values[conv.field] = value
-        for name, conv in g.fields.items():
-            raw = m.group(name)
+        for i, conv in plan.fields:
+            raw = raws[i]
             if raw is not None:
                 values[conv.field] = conv(raw)
         if isinstance(values.get("timestamp"), Yearless):
             values["timestamp"] = self._dated(values["timestamp"])
-        body = m.group("body") if g.spec.body != "none" else None
-        kind = KINDS[g.spec.record or ""]
+        body = raws[plan.body_group] if plan.body else None
+        kind = plan.kind
         if kind.starts_run:
             return self._launch(g, body or "", values)
         extra: dict[str, str] = {}
-        if g.spec.body == "meta_info":
+        if plan.body == "meta_info":
             read_meta_info(body or "", g.keys, values, extra)
         elif body:
             read_pairs(body, g.key_table, g.keys, values, extra)
@@ -224,6 +231,10 @@ class Parser:
         if kind.derive is not None:
             kind.derive(values, self.launch)
         return build(kind.model, values)
+
+    def _plan(self, g: Grammar) -> _Plan:
+        plan = self._plans[g] = _Plan(g, dict(g.regex.groupindex) if g.regex else {})
+        return plan
 
     def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> Record:
         raw = split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
@@ -264,7 +275,26 @@ class Parser:
         elif self.month is not None and stamp.month > self.month + 6:
             return stamp.at(self.year - 1)  # a late line from before New Year
         self.month = stamp.month
-        return stamp.at(self.year)
+        last = self._last_dated  # the lines of one log interval share their time (and its Yearless)
+        if last[0] is not stamp or last[1] != self.year:
+            last = self._last_dated = (stamp, self.year, stamp.at(self.year))
+        return last[2]
 
 
 _CONFIG_FIELDS = frozenset(LaunchConfig.model_fields) - {"extra"}
+
+
+class _Plan:
+    """What :meth:`Parser._build` needs of a grammar, looked up once per grammar rather than per line."""
+
+    __slots__ = ("base", "body", "body_group", "envelope", "fields", "kind")
+
+    def __init__(self, g: Grammar, groups: dict[str, int]) -> None:
+        """``groups``: the compiled pattern's group numbers by name (one number for a name used twice)."""
+        self.base: dict[str, Any] = {"server": g.spec.server, **g.spec.defaults}
+        self.body = "" if g.spec.body == "none" else g.spec.body
+        self.body_group = groups.get("body", 0) - 1
+        """Indexes into ``Match.groups()`` (the group number - 1) of the body, envelope fields and fields."""
+        self.envelope = [(groups[name] - 1, conv) for name, conv in g.envelope_fields.items()]
+        self.fields = [(groups[name] - 1, conv) for name, conv in g.fields.items()]
+        self.kind = KINDS[g.spec.record or ""]

@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 Convert = Callable[[str], Any]
+_isfinite = math.isfinite
 
 _BOOLS = {"True": True, "False": False, "true": True, "false": False}
 
@@ -35,7 +36,16 @@ def to_bool(text: str) -> bool:
 
 def to_timestamp(text: str) -> datetime:
     """ISO date and time, with ``,`` or ``.`` before the fraction (Python logging writes ``,``)."""
-    return datetime.fromisoformat(text.replace(",", ".", 1))
+    global _LAST_TIMESTAMP
+    last = _LAST_TIMESTAMP  # lines in a row often share their time: the last one read is kept (immutable)
+    if last[0] == text:
+        return last[1]
+    stamp = datetime.fromisoformat(text.replace(",", ".", 1))
+    _LAST_TIMESTAMP = (text, stamp)
+    return stamp
+
+
+_LAST_TIMESTAMP: tuple[str | None, datetime] = (None, datetime.min)
 
 
 def to_rank(text: str) -> str | None:
@@ -64,12 +74,20 @@ class Yearless:
 
 def to_yearless(text: str) -> Yearless:
     """``MM-DD HH:MM:SS``; pure: which year it is in is the parser's business."""
+    global _LAST_YEARLESS
+    last = _LAST_YEARLESS  # lines in a row often share their time: the last one read is kept (immutable)
+    if last[0] == text:
+        return last[1]
     date, _, clock = text.strip().partition(" ")
     month, _, day = date.partition("-")
     h, m, s = clock.split(":")
     stamp = Yearless(int(month), int(day), int(h), int(m), int(s))
     stamp.at(2000)  # a leap year: rejects only impossible dates
+    _LAST_YEARLESS = (text, stamp)
     return stamp
+
+
+_LAST_YEARLESS: tuple[str | None, Yearless] = (None, Yearless(1, 1, 0, 0, 0))
 
 
 def year_not_after(stamp: Yearless, now: datetime) -> int:
@@ -89,20 +107,19 @@ def _not_after(stamp: Yearless, year: int, now: datetime) -> bool:
 
 def to_number(text: str) -> float | None:
     """A number before an optional unit (``388.6 tokens/s``, ``0.642``, ``10616.``); ``nan`` (or inf) is empty."""
-    value = float(_first_word(text).rstrip("."))
-    return value if math.isfinite(value) else None
-
-
-def _first_word(text: str) -> str:
-    words = text.split(None, 1)
+    words = text.split(None, 1)  # the first word; inline: once per number of every stats line
     if not words:
         raise ValueError("no value")
-    return words[0]
+    value = float(words[0].rstrip("."))
+    return value if _isfinite(value) else None
 
 
 def to_count(text: str) -> int:
     """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
-    value = int(_first_word(text).rstrip("."))
+    words = text.split(None, 1)  # the first word
+    if not words:
+        raise ValueError("no value")
+    value = int(words[0].rstrip("."))
     if value < 0:
         raise ValueError(f"a count cannot be negative: {text!r}")
     return value
@@ -121,9 +138,21 @@ def to_percent(text: str) -> float | None:
 def to_float_list(text: str) -> list[float | None]:
     """``0.829, 0.654, 0.488`` as a list (``nan`` entries empty)."""
     parts = text.split(",")
+    numbers = _plain_floats(parts)
+    if numbers is not None:
+        return [value if _isfinite(value) else None for value in numbers]
     if any(not part.strip() for part in parts):
         raise ValueError(f"an empty entry in a list: {text!r}")  # dropping it would shift the positions
     return [to_number(part) for part in parts]
+
+
+def _plain_floats(parts: list[str]) -> list[float] | None:
+    """The usual list: every entry a plain number, which ``float`` reads as :func:`to_number` does
+    (a literal with no space inside is its own first word; a trailing '.' ends no other value)."""
+    try:
+        return [float(part) for part in parts]
+    except ValueError:
+        return None  # some entry has a unit, a space or nothing: to_number, entry by entry
 
 
 def to_engine(text: str) -> str:
@@ -190,7 +219,7 @@ def to_num_spec_tokens(text: str) -> Fields:
 def to_float(text: str) -> float | None:
     """A number; ``nan`` and ``inf`` are empty (a server's 0/0), never a value that spoils every mean."""
     value = float(text)
-    return value if math.isfinite(value) else None
+    return value if _isfinite(value) else None
 
 
 VALUE_KINDS: dict[str, Convert] = {

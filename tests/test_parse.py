@@ -342,3 +342,142 @@ def test_a_value_that_does_not_convert_never_stops_the_parse(grammars):
     records = p.feed(("\n".join(lines) + "\n").encode())
     assert p.tally.lines == 3
     assert all(r.kind in ("spec", "throughput", "decode") for r in records)
+
+
+# The body reader: a piece without ': ' (a list value) makes it read the rest as the careful reader does.
+def _body_keys():
+    from acceptmon.grammar import Converter, FieldSpec
+
+    keys = {
+        "#token": Converter("#token", FieldSpec(kind="count", field="num_tokens", value=r"full=(\d+)")),
+        "#full token": Converter("#full token", FieldSpec(kind="count", field="num_tokens", fallback=True)),
+        "rates": Converter("rates", FieldSpec(kind="float_list", field="position_accept_rates")),
+        "len": Converter("len", FieldSpec(kind="number", field="accept_len")),
+    }
+    return {k: (c.field, c.convert, c.fallback, c) for k, c in keys.items()}, keys
+
+
+def _read(body, pre=None):
+    from acceptmon.body import read_pairs
+
+    table, keys = _body_keys()
+    values, extra = dict(pre or {}), {}
+    read_pairs(body, table, keys, values, extra)
+    return values, extra
+
+
+@pytest.mark.parametrize(
+    ("body", "pre", "values", "extra"),
+    [
+        (  # a list, then more pairs: each value whole, the unknown key kept as an extra
+            "len: 2.5, rates: 0.8, 0.6, nan, Accepted throughput: 9 tokens/s, #token: 7",
+            {},
+            {"accept_len": 2.5, "position_accept_rates": [0.8, 0.6, None], "num_tokens": 7},
+            {"Accepted throughput": "9 tokens/s"},
+        ),
+        ("est len: 3.3 [3.1, 3.5], len: 2", {}, {"accept_len": 2.0}, {"est len": "3.3 [3.1, 3.5]"}),
+        (  # a key that does not look like one joins the pair before (and stays an extra of its own)
+            "a: 1, 1x: 3, rates: 0.5, 0.25",
+            {},
+            {"position_accept_rates": [0.5, 0.25]},
+            {"a": "1, 1x: 3", "1x": "3"},
+        ),
+        (  # a fallback key before a list: a later #token wins, a value already there stays
+            "#full token: 9, rates: 0.5, 0.25, #token: full=4, swa=2",
+            {},
+            {"num_tokens": 4, "position_accept_rates": [0.5, 0.25]},
+            {},
+        ),
+        (
+            "#full token: 9, rates: 0.5, 0.25",
+            {"num_tokens": 1},
+            {"num_tokens": 1, "position_accept_rates": [0.5, 0.25]},
+            {},
+        ),
+        ("rates: 0.5 x, 0.25", {}, {"position_accept_rates": [0.5, 0.25]}, {}),
+        ("0.5, rates: 0.25", {}, {"position_accept_rates": [0.25]}, {}),
+    ],
+)
+def test_a_body_with_a_list_value_reads_every_pair_whole(body, pre, values, extra):
+    assert _read(body, pre) == (values, extra)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("rates: 0.5, , 0.25", "an empty entry in a list: '0.5, , 0.25'"),
+        ("len: 2, 1x: 3, rates: 0.5, 0.25", "could not convert string to float: '2,'"),
+        ("len: x, rates: 0.5, 0.25", "could not convert string to float: 'x'"),
+    ],
+)
+def test_a_body_with_a_list_value_rejects_what_does_not_convert(body, message):
+    with pytest.raises(ValueError, match="^" + message.replace("[", r"\[") + "$"):
+        _read(body)
+
+
+def _careful_reference(body, pre):
+    """The body reader's contract, read the slow way: pairs as the fast path reads them while every piece
+    has ': ', then (after the first piece without) the whole body again by the careful rule."""
+    import regex
+
+    _, keys = _body_keys()
+    values, extra, found = dict(pre), {}, {}
+    pieces = body.rstrip(", \t").split(", ")
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if not sep:
+            break
+        if key not in keys:
+            extra[key] = value
+        elif not (keys[key].fallback and keys[key].field in found):
+            found[keys[key].field] = keys[key](value)
+    else:
+        values.update(found)
+        return values, extra
+    pairs = []
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if sep and (key in keys or regex.fullmatch(r"[#A-Za-z][\w .()/+%#'-]*", key)):
+            pairs.append((key, [value]))
+        elif pairs:
+            pairs[-1][1].append(piece)
+    for key, parts in pairs:
+        if key not in keys:
+            extra[key] = ", ".join(parts)
+        elif not (keys[key].fallback and keys[key].field in values):
+            values[keys[key].field] = keys[key](", ".join(parts))
+    return values, extra
+
+
+_PIECES = ["#token: 5", "#token: full=7", "#token: x", "#full token: 9", "rates: 0.5", "rates: 0.1,0.2", "0.3", "",
+           "len: 2.5", "len: nan", "len: -", "foo: 1", "Foo bar: 2", "1x: 3", "9: 9", "[a: b]", "a: b: c", "swa=2",
+           "rates:", "x"]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=7), st.sampled_from([{}, {"num_tokens": 1}]))
+def test_the_body_reader_reads_as_its_careful_reference(pieces, pre):
+    body = ", ".join(pieces)
+    try:
+        expected = _careful_reference(body, pre)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _read(body, pre)
+        return
+    assert _read(body, pre) == expected
+
+
+def test_the_kept_last_time_gives_the_same_values_and_the_same_errors():
+    from acceptmon.values import to_float_list, to_timestamp, to_yearless
+
+    assert to_yearless("01-02 03:04:05") is to_yearless("01-02 03:04:05")
+    assert (to_yearless("01-02 03:04:05").month, to_yearless("12-31 23:59:58").second) == (1, 58)
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            to_yearless("02-30 00:00:00")
+        with pytest.raises(ValueError):
+            to_timestamp("2026-02-30 00:00:00")
+    assert to_timestamp("2026-02-26 14:00:05,250") == datetime(2026, 2, 26, 14, 0, 5, 250000)
+    assert to_timestamp("2026-02-26 14:00:05,250") == datetime(2026, 2, 26, 14, 0, 5, 250000)
+    assert to_float_list("0.8, 0.6, nan, inf, 5.") == [0.8, 0.6, None, None, 5.0]
+    assert to_float_list("0.8 x, 10616., 0.5") == [0.8, 10616.0, 0.5]
