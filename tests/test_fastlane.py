@@ -95,6 +95,18 @@ def test_a_vllm_log_on_small_parallel_ranges_dates_and_numbers_runs_like_one_rea
         assert _run(log, fmt, fast=True, jobs=2) == want
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_log_without_fast_lines_is_read_in_pieces_like_one_reader(fmt, monkeypatch):
+    """A vLLM log has no fast template: its segments go to the parser in pieces cut at newlines."""
+    from acceptmon.fastlane import lane as fastlane
+    from tests.conftest import SAMPLES
+
+    monkeypatch.setattr(fastlane, "PIECE", 700)  # a few lines a piece; lines longer than it too
+    for name in ("vllm_v1_0.10.2_dp.log", "vllm_v1_0.8.5.log"):
+        rows, tally = _same(SAMPLES / name, fmt)
+        assert tally[3] > 50 and rows.count(b"\n") > 50
+
+
 def test_the_fast_lane_writes_the_rows_of_the_sample_logs(monkeypatch):
     """Not a vacuous comparison: the general parser builds only the rows of templates the fast lane
     has none for (values holding ', ', hybrid ``full=`` counts)."""

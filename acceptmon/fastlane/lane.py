@@ -35,6 +35,21 @@ NOISE_EXEMPT = "decode"
 """The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
 
 
+PIECE = 128 << 10
+"""Bytes of lines the general parser reads at a time in a segment without fast lines (its records are
+typed objects, a few kB each: a whole block's would be tens of MB)."""
+
+
+def _pieces(buf: bytes, s: int, e: int) -> list[bytes]:
+    """``buf[s:e]`` (whole lines) in pieces of about :data:`PIECE` bytes, cut after newlines."""
+    out = []
+    while e - s > PIECE:
+        cut = buf.find(b"\n", s + PIECE, e) + 1 or e
+        out.append(buf[s:cut])
+        s = cut
+    return [*out, buf[s:e]] if e > s else out
+
+
 def table_columns() -> tuple[str, ...]:
     """The table's columns, as :func:`acceptmon.sinks.table.columns` gives them (a test holds them equal)."""
     return tuple(dict.fromkeys(c for k in KINDS.values() if k.table for c in k.columns))
@@ -189,8 +204,9 @@ class FastLane:
             if entries:
                 careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
             else:  # no fast line (another server's log): the parser reads it as it would without the lane
-                records = parser.feed(buf[s + 1 : e + 1])
-                parts += [chunk(records)] if records else []
+                for piece in _pieces(buf, s + 1, e + 1):  # a piece's records at a time, not a block's
+                    records = parser.feed(piece)
+                    parts += [chunk(records)] if records else []
         finally:
             if active is not None:
                 self.full = self._swap(active)
