@@ -7,7 +7,7 @@ the ratio of acceptmon to each awk (mawk and gawk where installed); whether the 
 same (every field grep+awk pulls, compared as numbers); and acceptmon's start-up time on a
 two-line log. Generated files live in a temporary directory that is deleted at the end.
 
-    python benchmarks/bench_parse.py [--mb 256] [--jobs N] [--repeat 3] [--pure]
+    python benchmarks/bench_parse.py [--mb 256] [--jobs N] [--repeat 3] [--pure] [--server vllm] [--format jsonl]
 
 acceptmon runs as a normal install would: its bytecode cached (PYTHONDONTWRITEBYTECODE is
 dropped) and its grammar checks recorded by a first run, whose start-up is printed apart.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import random
 import re
@@ -170,12 +171,18 @@ def timed(cmd: str | list[str], shell: bool = False) -> tuple[float, int]:
     return wall, peak
 
 
+def _texts(row: dict[str, object]) -> dict[str, str]:
+    """A JSONL row's values as the CSV writes them (numbers as text, null as empty)."""
+    return {k: "" if v is None else str(v) for k, v in row.items()}
+
+
 def same_rows(awk_out: Path, csv_out: Path, server: str) -> tuple[int, int, bool]:
     """Row counts, and whether every field grep+awk pulls equals acceptmon's (numbers as numbers;
     vLLM: its spec rows)."""
     names = AWK_COLUMNS if server == "sglang" else VLLM_COLUMNS
     with awk_out.open() as a, csv_out.open(newline="") as c:
-        rows = (row for row in csv.DictReader(c) if server == "sglang" or row["kind"] == "spec")
+        table = csv.DictReader(c) if csv_out.suffix == ".csv" else (_texts(json.loads(line)) for line in c)
+        rows = (row for row in table if server == "sglang" or row["kind"] == "spec")
         n_awk = n_am = 0
         equal = True
         for theirs, ours in zip(a, rows, strict=False):
@@ -219,6 +226,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pure", action="store_true", help="time the pure-Python lane (ACCEPTMON_PURE_PYTHON=1)")
     ap.add_argument("--server", choices=("sglang", "vllm"), default="sglang", help="which server's log to generate")
+    ap.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="acceptmon's output format")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="acceptmon-bench-"))
     ENV["XDG_CACHE_HOME"] = str(tmp / "cache")  # the record of checked grammars: this run's own
@@ -237,7 +245,8 @@ def run(a: argparse.Namespace, tmp: Path) -> None:
     first, *warm = startup(tmp, sys.executable)  # also the warm-up: bytecode written, grammar checks recorded
     if a.pure:
         ENV["ACCEPTMON_PURE_PYTHON"] = "1"
-    acceptmon = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(tmp / "out.csv")]
+    out = tmp / f"out.{a.format}"
+    acceptmon = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out)]
     acceptmon += ["-j", str(a.jobs)] if a.jobs else []
     # `awk` is mawk on some systems and gawk on others, and mawk runs this pipeline 3-4x faster: time each present.
     awks = {f"grep+{name}": name for name in ("mawk", "gawk") if shutil.which(name)} or {"grep+awk": "awk"}
@@ -251,7 +260,7 @@ def run(a: argparse.Namespace, tmp: Path) -> None:
         for name in list(commands)[:: 1 if i % 2 == 0 else -1]:
             cmd, shell = commands[name]
             results[name].append(timed(cmd, shell=shell))
-    n_awk, n_am, equal = same_rows(tmp / "awk.txt", tmp / "out.csv", a.server)
+    n_awk, n_am, equal = same_rows(tmp / "awk.txt", out, a.server)
     print(
         f"log: {a.server}, {size / 2**20:.0f} MiB, {sum(1 for _ in log.open()):,} lines; {' '.join(acceptmon[3:])}; {a.repeat} runs"
     )
