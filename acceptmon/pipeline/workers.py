@@ -26,6 +26,9 @@ from acceptmon.source import OVERSIZED, iter_blocks
 
 _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
+AHEAD = 4
+"""Results this process holds while the one it must collect next is not ready: it waits for that one
+rather than parse further ahead (a faster main process piled up a whole file's rows)."""
 Collect = Callable[[int, tuple[list[Any], Tally]], None]
 Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None]]
 """A range's chunk results, its tally, the years its year-less timestamps got, the (month, year) its
@@ -83,7 +86,7 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
             while given < len(tasks) and len(pending) < 2 * (jobs - 1):
                 pending[given] = pool.submit(_parse_range, tasks[given])
                 given += 1
-            if k in pending and (pending[k].done() or given == len(tasks)):
+            if k in pending and (pending[k].done() or given == len(tasks) or len(done) >= AHEAD):
                 done[k] = pending.pop(k).result()
             else:
                 done[given] = _parse_range(tasks[given])
