@@ -105,7 +105,7 @@ class Intervals:
     Means over lines (``compare``, ``doctor``) are then means over intervals, not of running averages."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, int, str], tuple[int, int, int]] = {}
+        self._last: dict[tuple[str, int, str], tuple[int, int, int | None]] = {}
         self._launched: set[tuple[str, int]] = set()
 
     def launch(self, file: str, run: int) -> None:
@@ -115,14 +115,18 @@ class Intervals:
         """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
         acc, drafted, emitted, k = now
         before = self._last.get(key)
-        self._last[key] = (acc, drafted, emitted or 0)
+        self._last[key] = (acc, drafted, emitted)
         if before is None and key[:2] not in self._launched:
             return None, None
         b_acc, b_drafted, b_emitted = before or (0, 0, 0)
-        d_acc, d_drafted, d_emitted = acc - b_acc, drafted - b_drafted, (emitted or 0) - b_emitted
+        d_acc, d_drafted = acc - b_acc, drafted - b_drafted
         if d_drafted <= 0 or d_acc < 0 or not k:
             return None, None  # no drafts in the interval, or counters went back (a restart not logged)
-        length = d_emitted * k / d_drafted if emitted is not None else 1 + d_acc * k / d_drafted
+        d_emitted = emitted - b_emitted if emitted is not None and b_emitted is not None else None
+        if d_emitted is not None and d_emitted >= 0:
+            length = d_emitted * k / d_drafted
+        else:  # no emitted count at one end (or it went back): from the accepted tokens
+            length = 1 + d_acc * k / d_drafted
         return round(length, 6), round(d_acc / d_drafted, 6)
 
     def record(self, r: Record) -> Record:
