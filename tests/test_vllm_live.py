@@ -67,3 +67,17 @@ def test_one_server_start_is_one_launch_in_the_live_state(grammars):
     assert {s.rank for s in spec} == {"000", "001"}
     means = spec[0].position_means
     assert len(means) == 4 and means == sorted(means, reverse=True) and 0 < means[-1] < means[0] < 1
+
+
+def test_v0_gauges_show_the_latest_interval_not_the_average_since_start(grammars):
+    """v0 counts tokens since server start: the accept length gauge is its last interval's, as doctor judges it."""
+    parser = Parser(grammars, V0)
+    specs = [r for r in parser.feed((SAMPLES / V0).read_bytes()) if r.kind == "spec"]
+    before, last = specs[-2], specs[-1]
+    assert last.cumulative and last.run == before.run
+    k = last.num_spec_tokens
+    drafted = last.drafted_tokens - before.drafted_tokens
+    interval = round((last.emitted_tokens - before.emitted_tokens) * k / drafted, 6)
+    got = _samples(_live(grammars, V0))
+    (length,) = [v for d, v in got["acceptmon_accept_length"] if d["file"] == V0]
+    assert length == interval and abs(interval - last.accept_len) > 0.01  # not the running average

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from acceptmon.drafts import Intervals
 from acceptmon.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.parse import Tally
 from acceptmon.records import Record
@@ -90,6 +91,7 @@ class LiveStats:
         self._per_file: Counter[str] = Counter()
         """Series held per file, valid for the FileInfo object recorded in ``_counted``."""
         self._counted: dict[str, FileInfo] = {}
+        self._intervals = Intervals()
         self.version = 0
         """Increments on every change, so a reader can tell whether anything is new."""
 
@@ -108,9 +110,10 @@ class LiveStats:
             for r in records:
                 kind = KINDS[r.kind]
                 if kind.starts_run:
+                    self._intervals.launch(r.file, r.run)
                     self._launch(info, r)
-                elif kind.series is not None:
-                    self._add_series(info, kind, kind.series, r, now)
+                elif kind.series is not None:  # vLLM v0 counts since start: gauges show the latest interval
+                    self._add_series(info, kind, kind.series, self._intervals.record(r), now)
             if tally is not None:
                 info.lines = Counter(tally.kinds)
             self.version += 1
