@@ -33,10 +33,9 @@ Table = dict[str, tuple[str, Callable[[str], Any], bool, Converter]]
 """Body key -> (field, plain converter, fallback, the converter itself): :attr:`Grammar.key_table`."""
 
 
-def read_pairs(
-    body: str, table: Table, keys: dict[str, Converter], values: dict[str, Any], extra: dict[str, str]
-) -> None:
-    """Read ``key: value, key: value`` at known keys (``table``, the same as ``keys``), in any order.
+def read_pairs(body: str, table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """Read ``key: value, key: value`` at known keys (``table``), in any order, into ``values``;
+    unknown keys into ``extra`` (empty when called).
 
     Fast path: every piece is one pair. A piece without ``: `` means a value itself
     holds ', ' (``est uncap acc len: 3.3 [3.1, 3.5]``, ``#token: full=1, swa=2``);
@@ -46,16 +45,16 @@ def read_pairs(
     pieces = body.rstrip(", \t").split(", ")
     found: dict[str, Any] = {}
     get = table.get
-    fresh, fallbacks = not extra, False
+    fallbacks = False
     for piece in pieces:
         key, sep, value = piece.partition(": ")
         if not sep:  # the first piece without ': ' (every one before has it, so none is equal to it)
             stop = pieces.index(piece)
-            if stop and fresh and not fallbacks and all(map(_keylike, extra)):
+            if stop and not fallbacks and all(map(_keylike, extra)):
                 values.update(found)  # what the careful reader makes of pieces[:stop]: one pair each
                 _read_rest(pieces, stop, table, values, extra)
             else:
-                _read_pairs_careful(pieces, stop, table, found, values, extra)
+                _read_pairs_careful(pieces, table, values, extra)
             return
         entry = get(key)
         if entry is None:
@@ -81,12 +80,24 @@ def _read_rest(pieces: list[str], stop: int, table: Table, values: dict[str, Any
     path's conversion of ``pieces[stop - 1]`` alone raised what it would raise.
     """
     key, _, value = pieces[stop - 1].partition(": ")
-    pairs: list[tuple[str, list[str]]] = [(key, [value])]
-    for piece in pieces[stop:]:
+    _read_pieces([(key, [value])], pieces[stop:], table, values, extra)
+
+
+def _read_pairs_careful(pieces: list[str], table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """A piece starts a new pair only if its key is known or looks like a key."""
+    _read_pieces([], pieces, table, values, extra)
+
+
+def _read_pieces(
+    pairs: list[tuple[str, list[str]]], pieces: list[str], table: Table, values: dict[str, Any], extra: dict[str, str]
+) -> None:
+    """Pairs from ``pieces`` after ``pairs`` (a piece starts one if its key is known or key-like, else
+    joins the one before), then their values: parts joined once at the end, linear in the body's length."""
+    for piece in pieces:
         key, sep, value = piece.partition(": ")
         if sep and (key in table or _keylike(key)):
             pairs.append((key, [value]))
-        else:
+        elif pairs:
             pairs[-1][1].append(piece)
     for key, parts in pairs:
         entry = table.get(key)
@@ -94,40 +105,6 @@ def _read_rest(pieces: list[str], stop: int, table: Table, values: dict[str, Any
             extra[key] = ", ".join(parts)
         elif not (entry[2] and entry[0] in values):
             values[entry[0]] = entry[3](", ".join(parts))
-
-
-def _read_pairs_careful(
-    pieces: list[str], stop: int, table: Table, found: dict[str, Any], values: dict[str, Any], extra: dict[str, str]
-) -> None:
-    """A piece starts a new pair only if its key is known or looks like a key.
-
-    The fast path read ``pieces[:stop]`` into ``found`` (field -> value of the last piece it
-    converted); a pair of one such piece is not converted again (same text, same converter).
-    """
-    last: dict[str, int] = {}  # field -> index of the piece whose value the fast path left in found
-    pairs: list[tuple[str, Any, int, list[str]]] = []  # parts joined once at the end: linear in the body's length
-    for i, piece in enumerate(pieces):
-        key, sep, value = piece.partition(": ")
-        entry = table.get(key) if sep else None
-        if entry is not None:
-            if i < stop and not (entry[2] and entry[0] in last):
-                last[entry[0]] = i
-            pairs.append((key, entry, i, [value]))
-        elif sep and _keylike(key):
-            pairs.append((key, None, i, [value]))
-        elif pairs:
-            pairs[-1][3].append(piece)
-    for key, entry, i, parts in pairs:
-        if entry is None:
-            extra[key] = ", ".join(parts)
-            continue
-        field_name, _, fallback, conv = entry
-        if fallback and field_name in values:
-            continue
-        if len(parts) == 1 and last.get(field_name) == i:
-            values[field_name] = found[field_name]
-        else:
-            values[field_name] = conv(", ".join(parts))
 
 
 def _keylike(key: str) -> bool:

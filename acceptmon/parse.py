@@ -225,7 +225,7 @@ class Parser:
         if plan.body == "meta_info":
             read_meta_info(body or "", g.keys, values, extra)
         elif body:
-            read_pairs(body, g.key_table, g.keys, values, extra)
+            read_pairs(body, g.key_table, values, extra)
         values["extra"] = extra
         values["run"] = self.run
         if kind.derive is not None:

@@ -114,12 +114,16 @@ def to_number(text: str) -> float | None:
     return value if _isfinite(value) else None
 
 
-def to_count(text: str) -> int:
-    """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
-    words = text.split(None, 1)  # the first word
+def _first_word(text: str) -> str:
+    words = text.split(None, 1)
     if not words:
         raise ValueError("no value")
-    value = int(words[0].rstrip("."))
+    return words[0]
+
+
+def to_count(text: str) -> int:
+    """An integer before an optional unit (``19 reqs``, ``1289 tokens``, ``10616.``)."""
+    value = int(_first_word(text).rstrip("."))
     if value < 0:
         raise ValueError(f"a count cannot be negative: {text!r}")
     return value

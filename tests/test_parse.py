@@ -360,9 +360,9 @@ def _body_keys():
 def _read(body, pre=None):
     from acceptmon.body import read_pairs
 
-    table, keys = _body_keys()
+    table, _ = _body_keys()
     values, extra = dict(pre or {}), {}
-    read_pairs(body, table, keys, values, extra)
+    read_pairs(body, table, values, extra)
     return values, extra
 
 
