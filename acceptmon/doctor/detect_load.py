@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from acceptmon.doctor.breakeven import BreakEven, label
 from acceptmon.doctor.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.doctor.model import Hit
-from acceptmon.doctor.state import UNREAD, RunState, Step
+from acceptmon.doctor.state import RunState, Step
 from acceptmon.records import Record, WarningRecord
 
 
@@ -29,9 +27,6 @@ class Retractions(Detector[RetractParams]):
         self.usage_at: list[float] = []
         self.reserve = 0.0
         self.reserve_line = 0
-        self.spec_of: Any = UNREAD  # the launch ``n`` and ``per_request`` were read from
-        self.n: int | None = None
-        self.per_request = 0
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes:
@@ -50,11 +45,9 @@ class Retractions(Detector[RetractParams]):
         if not (running and usage):
             return
         tokens = step.num_tokens
-        if run.launch is not self.spec_of:  # N, k and topk are read once per launch line
-            _, n, k, topk = run.spec_params()
-            self.spec_of, self.n, self.per_request = run.launch, n, (n or 0) + topk * (k or 0)
-        if self.n and tokens:
-            reserve = running * self.per_request / (tokens / usage)
+        _, n, k, topk = run.spec_params()  # worked out once per launch line
+        if n and tokens:
+            reserve = running * (n + topk * (k or 0)) / (tokens / usage)
             if reserve > self.reserve:
                 self.reserve, self.reserve_line = reserve, step.line
 

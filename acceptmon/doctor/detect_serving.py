@@ -175,7 +175,6 @@ class QueueAtCap(Detector[CapParams]):
         self.max_running = 0
         self.at_cap = Lines()
         self.queued: list[tuple[int, int, int]] = []  # (running, queue, line) of lines with a queue
-        self.require_warning = params.require_warning
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and r.value is not None:
@@ -188,7 +187,7 @@ class QueueAtCap(Detector[CapParams]):
         self.total += 1
         if running > self.max_running:
             self.max_running = running
-        cap = self.cap if self.cap is not None or self.require_warning else self._cap(run)
+        cap = self._cap(run)
         if cap is not None and running >= cap and (r.__dict__.get("queue_req") or 0) > 0:
             self.at_cap.add(step.line)
 

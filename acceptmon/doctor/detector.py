@@ -94,14 +94,6 @@ def r6(value: float) -> float:
     return round(value, 6)
 
 
-def val(r: Record, name: str) -> Any:
-    """A field of a record that may not have it (kinds differ); the fields are the model's ``__dict__``
-    (``getattr`` with a default is slow on a pydantic model when the field is missing). ``stats`` feeders run
-    for every decode line: they take the fields :class:`~acceptmon.doctor.state.Step` carries from it, and
-    read others with ``r.__dict__.get`` once they know they need them."""
-    return r.__dict__.get(name)
-
-
 class Lines:
     """The first few line numbers of something that happened, and how often it happened."""
 

@@ -211,24 +211,17 @@ class RunState:
         if self.first_line is None:
             self.first_line = line
         self.last_line = line
-        if length is not None:
+        if length is not None or rate is not None:
             self.spec_lines += 1
-            if warm:
-                mean = self.accept_len  # Mean.add, inlined: this runs for every decode line
-                mean.count += 1
-                mean.total += length
-                self.accept_lines = (self.accept_lines[0] if self.accept_lines else line, line)
-        elif rate is not None:
-            self.spec_lines += 1
+        if length is not None and warm:
+            self.accept_len.add(length)
+            self.accept_lines = (self.accept_lines[0] if self.accept_lines else line, line)
         if tput is not None:
-            mean = self.throughput
-            mean.count += 1
-            mean.total += tput
+            self.throughput.add(tput)
             if steady and running:
                 self._bucket(running).add(tput, running, length)
         seq = tokens / running if tokens is not None and running else None
-        spec = self.spec_lines > 0 if self.launch is None else self.spec_params()[0] is not None
-        return Step(warm, steady, seq, line, length, rate, running, spec, tokens, usage)
+        return Step(warm, steady, seq, line, length, rate, running, self.speculative, tokens, usage)
 
     def _bucket(self, running: int) -> BucketStats:
         """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""
