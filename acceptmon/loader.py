@@ -29,7 +29,7 @@ from acceptmon.kinds import KINDS
 from acceptmon.parse import Parser
 from acceptmon.records import LaunchConfig
 from acceptmon.redos import check_grammar
-from acceptmon.tomlfile import read_toml, shipped_dir
+from acceptmon.tomlfile import read_toml, shipped_dir, toml_table
 from acceptmon.values import VALUE_KINDS
 
 
@@ -106,20 +106,22 @@ def _read_tables(paths: list[Path], *, cached: bool = True) -> list[tuple[Path, 
     (so that, as when each file was read and checked in turn, the first bad file is the one named).
 
     ``cached``: files whose bytes are those of the tables kept (:func:`checkcache.known_tables`)
-    are not parsed again. Tables are kept only when every file parsed, and read the same after."""
+    are not parsed again. The tables are parsed from the very bytes digested, and kept only when
+    every file parsed."""
     contents = _contents(paths)
     digest = None if contents is None else checkcache.tables_digest(contents)
     known = checkcache.known_tables(digest) if cached and digest is not None else None
     if known is not None and len(known) == len(paths):
         return list(zip(paths, known, strict=True))
     out: list[tuple[Path, dict[str, Any] | GrammarError]] = []
-    for path in paths:
+    for i, path in enumerate(paths):
         try:
-            out.append((path, read_toml(path, GrammarError)))
+            table = read_toml(path, GrammarError) if contents is None else toml_table(path, contents[i], GrammarError)
+            out.append((path, table))
         except GrammarError as exc:
             out.append((path, exc))
     tables = [data for _, data in out if isinstance(data, dict)]
-    if digest is not None and len(tables) == len(paths) and _contents(paths) == contents:
+    if digest is not None and len(tables) == len(paths):
         checkcache.keep_tables(digest, tables)
     return out
 

@@ -231,8 +231,10 @@ def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
 def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the grammar files whose TOML was parsed, in order."""
     seen: list[str] = []
-    read = loader.read_toml
-    monkeypatch.setattr(loader, "read_toml", lambda path, error: seen.append(path.name) or read(path, error))
+    table = loader.toml_table
+    monkeypatch.setattr(
+        loader, "toml_table", lambda path, data, error: seen.append(path.name) or table(path, data, error)
+    )
     return seen
 
 
