@@ -125,7 +125,7 @@ def _layout(
 ) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[int, ...], frozenset[str]]]:
     """Columns, kind names and list columns of a table of ``kinds``: once per set of kinds, not per chunk.
 
-    A kind is a frozen value, so a kind registered later (a test's toy kind) is a new key."""
+    Kinds are hashed by identity, so a kind registered later (a test's toy kind) is a new key."""
     cols = columns(kinds)
     return cols, frozenset(k.name for k in kinds), _list_columns(cols, kinds)
 

@@ -56,8 +56,15 @@ def references(history: Sequence[RunSummary], file: str, current: int, unit: str
     if ref is None or tput is None:
         return References(accept, accept_label)
     if unit == "engine" and ref.ranks > 1:
-        return References(accept, accept_label, tput / ref.ranks, f"{label} {ref.run} mean per engine")
+        return References(accept, accept_label, per_unit(ref, unit), f"{label} {ref.run} mean per engine")
     return References(accept, accept_label, tput, f"{label} {ref.run} mean")
+
+
+def per_unit(h: RunSummary, unit: str) -> float | None:
+    """A run's gen throughput mean per rank or engine: a vLLM run's (``unit`` ``engine``) is its engines'
+    means added up (the server's rate), an SGLang run's is per rank already."""
+    tput = h.gen_throughput_mean
+    return tput / h.ranks if unit == "engine" and tput is not None and h.ranks > 1 else tput
 
 
 def launch_text(c: LaunchConfig, same_as: int | None) -> str:
@@ -90,11 +97,7 @@ NARROW_HISTORY_COLUMNS = tuple(c for c in HISTORY_COLUMNS if c != "batch")
 def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str, str]:
     """One run as the history table shows it, by column; the current run is marked ``*``.
 
-    ``unit`` ``engine``: a vLLM run's gen throughput mean is its engines' added up; the table shows
-    it per engine, as the plot and the engine table do (and as SGLang's is per rank)."""
-    tput = h.gen_throughput_mean
-    if unit == "engine" and tput is not None and h.ranks > 1:
-        tput /= h.ranks
+    Gen throughput is per rank or engine (:func:`per_unit`), as the plot and the rank table show it."""
     return {
         "run": f"{h.run}{' *' if current else ''}",
         "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
@@ -105,6 +108,6 @@ def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str,
         "batch": str(h.batches),
         "len": number(h.accept_len_mean),
         "rate": number(h.draft_accept_rate_mean),
-        "tok/s/rank": number(tput, 1),
+        "tok/s/rank": number(per_unit(h, unit), 1),
         "time": duration(h.duration_s),
     }
