@@ -212,17 +212,12 @@ def test_the_first_bad_file_is_named_whatever_is_wrong_with_the_next(tmp_path):
 def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
     log = tmp_path / "two.log"
     log.write_text(DECODE + "hello\n")
-    code = (
-        "import sys\n"
-        "from acceptmon.cli import main\n"
-        f"assert main(['parse', {str(log)!r}, '-o', {str(tmp_path / 'two.csv')!r}]) == 0\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'prometheus_client', 'watchfiles')\n"
+    loaded = (
+        "sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'prometheus_client', 'watchfiles')\n"
         "    or m.startswith(('acceptmon.doctor', 'acceptmon.tui', 'acceptmon.cli.live', 'acceptmon.pipeline.live'))\n"
-        "    or m in ('acceptmon.stats', 'acceptmon.sinks.runs')))\n"
+        "    or m in ('acceptmon.stats', 'acceptmon.sinks.runs'))"
     )
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent.parent)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
-    assert done.stdout == "[]\n"
+    assert _parse_then_print(tmp_path, cache, [str(log), "-o", str(tmp_path / "two.csv")], loaded) == "[]\n"
     assert (tmp_path / "two.csv").read_text().count("\n") == 2
     assert cache.read_text().startswith(checkcache.FORMAT)  # and it remembered the shipped set
 
@@ -294,14 +289,18 @@ def test_a_table_json_cannot_give_back_is_not_kept(tmp_path, cache, parsed):
 def test_parse_of_a_small_file_starts_no_process_pool(tmp_path, cache):
     log = tmp_path / "two.log"
     log.write_text(DECODE * 2)
-    code = (
-        "import sys\n"
-        "from acceptmon.cli import main\n"
-        f"assert main(['parse', {str(log)!r}, '-o', {str(tmp_path / 'two.csv')!r}, '-j', '4']) == 0\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'concurrent', 'multiprocessing', 'textual',\n"
-        "    'prometheus_client', 'watchfiles'}), 'acceptmon.pipeline.workers' in sys.modules)\n"
+    loaded = (
+        "sorted({m.split('.')[0] for m in sys.modules} & {'concurrent', 'multiprocessing', 'textual',\n"
+        "    'prometheus_client', 'watchfiles'}), 'acceptmon.pipeline.workers' in sys.modules"
     )
+    args = [str(log), "-o", str(tmp_path / "two.csv"), "-j", "4"]
+    assert _parse_then_print(tmp_path, cache, args, loaded) == "[] False\n"
+    assert (tmp_path / "two.csv").read_text().count("\n") == 3
+
+
+def _parse_then_print(tmp_path: Path, cache: Path, args: list[str], expression: str) -> str:
+    """What a fresh interpreter prints of ``expression`` (about ``sys.modules``) after ``acceptmon parse ARGS``."""
+    code = f"import sys\nfrom acceptmon.cli import main\nassert main(['parse', *{args!r}]) == 0\nprint({expression})\n"
     env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent.parent)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, check=True)
-    assert done.stdout == "[] False\n"
-    assert (tmp_path / "two.csv").read_text().count("\n") == 3
+    return done.stdout
