@@ -258,3 +258,13 @@ async def test_the_bars_keep_their_legend_when_a_run_drafts_more_tokens(grammars
             lines = bar_lines(app)
             assert len(lines) == n + 1 and lines[0].split()[:3] == ["#", "█", "run"], (n, lines)
             assert bars.region.height == n + 3  # legend, bars and the two border rows
+
+
+async def test_a_refresh_after_the_app_stopped_draws_nothing(grammars):
+    """The refresh timer can tick once more while the app shuts down, its widgets already gone."""
+    app = AcceptmonApp(vllm_state(grammars), files="vllm.log")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    assert not app.is_running
+    app.refresh_view(force=True)  # no NoMatches for '#header'
+    assert app.state.view().version >= 0

@@ -169,6 +169,8 @@ class AcceptmonApp(App[None]):
     # -- drawing --------------------------------------------------------------------------
 
     def refresh_view(self, force: bool = False) -> None:
+        if not self.is_running:  # shutting down: a last timer tick finds the widgets gone
+            return
         self.state.check()
         view = self.state.view()
         self._header(view)
