@@ -1,4 +1,4 @@
-"""Build hook: compile the fast lane's C matcher (``acceptmon/fastlane/cmatch.c``) where a C compiler is.
+"""Build hook: compile the fast lane's C matcher (``acceptmon/parse/fast/cmatch.c``) where a C compiler is.
 
 ``pip install .`` and ``pip install -e .`` run it. Without a compiler (or Python's headers)
 the build goes on without the module, and ``acceptmon parse`` uses its pure-Python lane,
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
-SOURCE = ROOT / "acceptmon" / "fastlane" / "cmatch.c"
+SOURCE = ROOT / "acceptmon" / "parse" / "fast" / "cmatch.c"
 """The module's one translation unit; it includes the ``cmatch*.h`` files beside it."""
 
 
@@ -38,8 +38,10 @@ def compile_scan() -> Path | None:
     except OSError as e:
         done = subprocess.CompletedProcess(cmd, 1, "", str(e))
     if done.returncode:
-        print(f"acceptmon: the C matcher was not built, the pure-Python lane is used: {done.stderr.strip()}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"acceptmon: the C matcher was not built, the pure-Python lane is used: {done.stderr.strip()}",
+            file=sys.stderr,
+        )
         return None
     return out
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from acceptmon.fastlane.lane import FastLane  # noqa: E402
-from acceptmon.loader import load_grammars  # noqa: E402
-from acceptmon.parse import Parser  # noqa: E402
+from acceptmon.parse.fast.lane import FastLane  # noqa: E402
+from acceptmon.parse.load import load_grammars  # noqa: E402
+from acceptmon.parse.parser import Parser  # noqa: E402
 from acceptmon.sinks.table import columns, format_records  # noqa: E402
 from benchmarks.bench_parse import OUT, generate  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import bcrypt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from acceptmon.sinks.httpserver import MetricsServer, WebConfig
+from acceptmon.exporter.http import MetricsServer, WebConfig
 
 PAGE = b"".join(b'acceptmon_decode_batches_total{file="/var/log/s%d.log"} 1234\n' % i for i in range(300))
 

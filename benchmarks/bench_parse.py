@@ -213,7 +213,7 @@ def lane(pure: bool) -> str:
     if pure:
         return "pure Python (ACCEPTMON_PURE_PYTHON=1)"
     found = subprocess.run(
-        [sys.executable, "-c", "from acceptmon.fastlane import native; print(native.load() is not None)"],
+        [sys.executable, "-c", "from acceptmon.parse.fast import native; print(native.load() is not None)"],
         env=ENV, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return "compiled matcher (cmatch)" if found.stdout.strip() == "True" else "pure Python (cmatch not built)"

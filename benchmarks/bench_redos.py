@@ -24,10 +24,10 @@ import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
-from acceptmon.redos import check_grammar
+from acceptmon.parse.checks import check_grammar
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
 
 CRAFTED: dict[str, Callable[[int], str]] = {
     "'[a] ' repeated": lambda n: "[a] " * (n // 4) + "Decode batch, x",

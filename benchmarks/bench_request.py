@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
-from acceptmon.source import BLOCK_SIZE
+from acceptmon.inputs.files import BLOCK_SIZE
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
 
 WORDS = "the draft model ' proposes \" tokens { and } the target ( verifies ) them [ in ] one pass".split()
 

@@ -1,11 +1,11 @@
-"""Write grammars/schema.json from the grammar model (run after changing acceptmon/grammar.py's GrammarFile)."""
+"""Write grammars/schema.json from the grammar model (run after changing acceptmon/parse/grammar.py's GrammarFile)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from acceptmon.grammarschema import grammar_schema
+from acceptmon.parse.schema import grammar_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from acceptmon.parse import Parser, Tally
-from acceptmon.records import Record
+from acceptmon.parse.parser import Parser, Tally
+from acceptmon.parse.records import Record
 
 LAUNCH = (
     "[{ts}] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, dp_size=1, "

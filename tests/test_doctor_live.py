@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from acceptmon.doctor.engine import Doctor
-from acceptmon.doctor.rules import load_rules
-from acceptmon.parse import Parser
-from acceptmon.sinks.livestate import DOCTOR_SECONDS, LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
+from acceptmon.diagnose.engine import Doctor
+from acceptmon.diagnose.rules import load_rules
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.live.state import DOCTOR_SECONDS, LiveStats
+from acceptmon.parse.parser import Parser
 from acceptmon.tui.model import DashboardState
 from tests.conftest import SAMPLES
 from tests.serving import Clock
@@ -108,7 +108,7 @@ def _vllm_log(accepted_per_position: tuple[float, ...], k: int = 3, method: str 
 
 def test_the_doctor_reads_vllm_spec_lines(tmp_path, grammars):
     """P2 (draft does not match) from a vLLM log's accept length; P13 from its last per-position rate."""
-    from acceptmon.doctor.read import diagnose
+    from acceptmon.diagnose.read import diagnose
 
     bad, deep = tmp_path / "bad.log", tmp_path / "deep.log"
     bad.write_text(_vllm_log((0.03, 0.01, 0.0)))

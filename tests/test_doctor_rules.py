@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from acceptmon.doctor.engine import Doctor
-from acceptmon.doctor.read import diagnose
-from acceptmon.doctor.rules import RuleError, load_rules
-from acceptmon.parse import Parser
+from acceptmon.diagnose.engine import Doctor
+from acceptmon.diagnose.read import diagnose
+from acceptmon.diagnose.rules import RuleError, load_rules
+from acceptmon.parse.parser import Parser
 from tests.conftest import SAMPLES
 from tests.data.doctor.make import Log
 

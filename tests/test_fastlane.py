@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acceptmon.fastlane import native
-from acceptmon.fastlane.lane import FastLane, table_columns
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.lane import FastLane, table_columns
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from acceptmon.sinks.table import TableJob, columns, format_records
 from tests.conftest import SAMPLES
@@ -98,7 +98,7 @@ def test_a_vllm_log_on_small_parallel_ranges_dates_and_numbers_runs_like_one_rea
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_a_log_without_fast_lines_is_read_in_pieces_like_one_reader(fmt, monkeypatch):
     """A vLLM log has no fast template: its segments go to the parser in pieces cut at newlines."""
-    from acceptmon.fastlane import lane as fastlane
+    from acceptmon.parse.fast import lane as fastlane
     from tests.conftest import SAMPLES
 
     monkeypatch.setattr(fastlane, "PIECE", 700)  # a few lines a piece; lines longer than it too

@@ -6,8 +6,8 @@ import os
 import threading
 import time
 
-from acceptmon.source import OVERSIZED
-from acceptmon.tail import Follower, watch
+from acceptmon.inputs.files import OVERSIZED
+from acceptmon.inputs.follow import Follower, watch
 
 
 class Lines:
@@ -128,7 +128,7 @@ def test_watch_wakes_on_append_quickly(tmp_path):
 def test_complete_oversized_line_in_one_block_is_counted_by_the_reader_too(tmp_path):
     import io
 
-    from acceptmon.source import iter_blocks
+    from acceptmon.inputs.files import iter_blocks
 
     data = b"a\n" + b"x" * 5000 + b"\nb\n"
     out = list(iter_blocks(io.BytesIO(data), max_line=1000, block_size=1 << 16))
@@ -218,7 +218,7 @@ def test_deleted_glob_match_is_read_to_its_end_then_forgotten(tmp_path, grammars
 
 
 def test_state_file_drops_positions_of_files_that_are_gone(tmp_path, grammars):
-    from acceptmon.pipeline import positions as statefile
+    from acceptmon.pipeline import statefile
     from acceptmon.pipeline.live import LiveSource
 
     old, live, state = tmp_path / "old.log", tmp_path / "live.log", tmp_path / "state.json"

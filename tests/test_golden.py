@@ -8,7 +8,7 @@ import os
 import pytest
 
 from acceptmon.pipeline.batch import run
-from acceptmon.sinks.runs import StatsJob
+from acceptmon.sinks.runs_table import StatsJob
 from tests.conftest import GOLDEN, ROOT, SAMPLES
 from tests.update_goldens import golden_text
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptmon.errors import GrammarError
-from acceptmon.loader import builtin_grammar_dir, load_grammars
+from acceptmon.parse.load import builtin_grammar_dir, load_grammars
 
 BAD = Path(__file__).parent / "data" / "bad_grammars"
 
@@ -75,7 +75,7 @@ def test_schema_json_is_current():
     """Every grammar names ./schema.json for editors; it must match the model (scripts/write_grammar_schema.py)."""
     import json
 
-    from acceptmon.grammarschema import grammar_schema
+    from acceptmon.parse.schema import grammar_schema
 
     committed = json.loads((builtin_grammar_dir() / "schema.json").read_text())
     assert committed == grammar_schema()

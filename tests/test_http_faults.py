@@ -18,8 +18,8 @@ import pytest
 
 from acceptmon import __version__
 from acceptmon.errors import InputError
-from acceptmon.sinks.httpserver import HTTPServerConfig, Limits, MetricsServer, WebConfig
-from acceptmon.sinks.webconfig import BasicAuth
+from acceptmon.exporter.http import HTTPServerConfig, Limits, MetricsServer, WebConfig
+from acceptmon.exporter.webconfig import BasicAuth
 from tests.serving import wait_for
 
 PAGE = b"acceptmon_up 1\n"

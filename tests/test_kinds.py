@@ -9,15 +9,15 @@ import pytest
 from pydantic import Field
 
 from acceptmon.errors import GrammarError
-from acceptmon.kinds import KINDS, RecordKind, line_kinds, register, unregister
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.live.state import LiveStats
+from acceptmon.parse.kinds import KINDS, RecordKind, line_kinds, register, unregister
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
+from acceptmon.parse.records import BaseRecord, DecodeStats
+from acceptmon.parse.values import VALUE_KINDS, register_value_kind
 from acceptmon.pipeline.batch import run
-from acceptmon.records import BaseRecord, DecodeStats
-from acceptmon.sinks.livestate import LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
 from acceptmon.sinks.table import TableJob, columns
-from acceptmon.values import VALUE_KINDS, register_value_kind
 
 TOY_GRAMMAR = """
 name = "toy_stats"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from acceptmon.parse import Parser
-from acceptmon.sinks.livestate import LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.live.state import LiveStats
+from acceptmon.parse.parser import Parser
 from tests.serving import Clock, decode_line, launch_line, parse_metrics, value
 from tests.serving import feed as feed_sink
 

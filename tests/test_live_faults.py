@@ -14,14 +14,14 @@ import time
 import pytest
 
 from acceptmon.errors import InputError
-from acceptmon.loader import load_grammars
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.inputs.files import OVERSIZED
+from acceptmon.inputs.follow import Follower
+from acceptmon.live.state import LiveStats
+from acceptmon.parse.load import load_grammars
 from acceptmon.pipeline import live as live_module
-from acceptmon.pipeline import positions as statefile
+from acceptmon.pipeline import statefile
 from acceptmon.pipeline.live import LiveSource
-from acceptmon.sinks.livestate import LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
-from acceptmon.source import OVERSIZED
-from acceptmon.tail import Follower
 from tests.serving import Clock, decode_line, feed, free_port, launch_line, parse_metrics, value
 
 
@@ -313,7 +313,7 @@ def scrape(live: LiveStats) -> tuple[bytes, dict]:
 
 
 def test_a_file_name_that_is_not_utf8_still_scrapes(grammars):
-    from acceptmon.parse import Parser
+    from acceptmon.parse.parser import Parser
 
     live = LiveStats()
     name = os.fsdecode(b"/var/log/srv-\xff\xfe.log")
@@ -324,7 +324,7 @@ def test_a_file_name_that_is_not_utf8_still_scrapes(grammars):
 
 
 def test_long_ranks_and_file_names_are_cut_in_every_label(grammars):
-    from acceptmon.parse import Parser
+    from acceptmon.parse.parser import Parser
 
     live = LiveStats()
     parser = Parser(grammars, "/logs/" + "f" * 5000 + ".log")
@@ -336,7 +336,7 @@ def test_long_ranks_and_file_names_are_cut_in_every_label(grammars):
 
 
 def test_a_noisy_file_leaves_every_other_file_its_share(grammars):
-    from acceptmon.parse import Parser
+    from acceptmon.parse.parser import Parser
 
     live = LiveStats(max_series=64, clock=Clock())
     noisy, quiet = Parser(grammars, "noisy.log"), Parser(grammars, "quiet.log")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from acceptmon.errors import InputError
-from acceptmon.sinks.output import GuardedWriter
-from acceptmon.source import check_path, kernel_dir
+from acceptmon.inputs.files import check_path, kernel_dir
+from acceptmon.sinks.atomic import GuardedWriter
 from tests.conftest import ROOT, SAMPLES
 from tests.test_cli import acceptmon
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon.parse import Parser, ParseState
-from acceptmon.records import DecodeStats, LaunchConfig, PrefillStats, ServerLaunch, build
+from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.records import DecodeStats, LaunchConfig, PrefillStats, ServerLaunch, build
 
 # (line, expected subset of decode fields) — one row per documented variant
 DECODE_VARIANTS = [
@@ -346,7 +346,7 @@ def test_a_value_that_does_not_convert_never_stops_the_parse(grammars):
 
 # The body reader: a piece without ': ' (a list value) makes it read the rest as the careful reader does.
 def _body_keys():
-    from acceptmon.grammar import Converter, FieldSpec
+    from acceptmon.parse.grammar import Converter, FieldSpec
 
     keys = {
         "#token": Converter("#token", FieldSpec(kind="count", field="num_tokens", value=r"full=(\d+)")),
@@ -358,7 +358,7 @@ def _body_keys():
 
 
 def _read(body, pre=None):
-    from acceptmon.body import read_pairs
+    from acceptmon.parse.pairs import read_pairs
 
     table, _ = _body_keys()
     values, extra = dict(pre or {}), {}
@@ -468,7 +468,7 @@ def test_the_body_reader_reads_as_its_careful_reference(pieces, pre):
 
 
 def test_the_kept_last_time_gives_the_same_values_and_the_same_errors():
-    from acceptmon.values import to_float_list, to_timestamp, to_yearless
+    from acceptmon.parse.values import to_float_list, to_timestamp, to_yearless
 
     assert to_yearless("01-02 03:04:05") is to_yearless("01-02 03:04:05")
     assert (to_yearless("01-02 03:04:05").month, to_yearless("12-31 23:59:58").second) == (1, 58)

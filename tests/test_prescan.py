@@ -13,12 +13,12 @@ import io
 
 import pytest
 
-from acceptmon import prescan
-from acceptmon.fastlane import native
-from acceptmon.parse import Parser, ParseState
+from acceptmon.inputs.files import MAX_LINE, OVERSIZED, iter_blocks
+from acceptmon.parse import prescan
+from acceptmon.parse.fast import native
+from acceptmon.parse.parser import Parser, ParseState
 from acceptmon.pipeline import batch
 from acceptmon.sinks.table import TableJob
-from acceptmon.source import MAX_LINE, OVERSIZED, iter_blocks
 from tests.conftest import SAMPLES
 
 ARGS = "[2026-02-26 10:00:00] server_args=ServerArgs(model_path='m{pad}', speculative_algorithm='EAGLE3', speculative_num_steps={n}, speculative_eagle_topk=1, speculative_num_draft_tokens=4, tp_size=1)"

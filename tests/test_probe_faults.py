@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from acceptmon.parse import Parser
+from acceptmon.parse.parser import Parser
 from tests.conftest import SAMPLES
 from tests.test_cli import DECODE, acceptmon
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import regex
 
-from acceptmon.grammar import Grammar, GrammarSet
-from acceptmon.loader import builtin_grammar_dir, read_grammar_file
-from acceptmon.parse import Parser
-from acceptmon.redos import BAD_CHAR, CHECK_TIMEOUT, PROBE_CHARS, check_grammar, check_pattern, probes
+from acceptmon.parse.checks import BAD_CHAR, CHECK_TIMEOUT, PROBE_CHARS, check_grammar, check_pattern, probes
+from acceptmon.parse.grammar import Grammar, GrammarSet
+from acceptmon.parse.load import builtin_grammar_dir, read_grammar_file
+from acceptmon.parse.parser import Parser
 
 CATASTROPHIC_RECORD = """
 name = "catastrophic_decode"
@@ -154,7 +154,7 @@ def test_after_the_anchor_only_the_message_is_pumped():
 def test_a_match_out_of_time_it_did_not_spend_itself_is_tried_again():
     """regex counts the whole process's CPU time: under a storm of scrapes other threads use up a
     line's limit, and the line (a decode batch) was lost as unrecognized."""
-    from acceptmon.grammar import MATCH_TIMEOUT, RETRY_TIMEOUT, bounded
+    from acceptmon.parse.grammar import MATCH_TIMEOUT, RETRY_TIMEOUT, bounded
 
     limits: list[float] = []
 
@@ -170,7 +170,7 @@ def test_a_match_out_of_time_it_did_not_spend_itself_is_tried_again():
 def test_a_match_that_spent_its_time_itself_is_not_tried_again():
     import time
 
-    from acceptmon.grammar import bounded
+    from acceptmon.parse.grammar import bounded
 
     limits: list[float] = []
 

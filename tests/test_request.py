@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from acceptmon.kinds import KINDS
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.live.state import LiveStats
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
+from acceptmon.parse.records import RequestStats
 from acceptmon.pipeline.batch import run
-from acceptmon.records import RequestStats
-from acceptmon.sinks.livestate import LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
 from acceptmon.sinks.table import TableJob, columns, row
 from tests.conftest import GOLDEN, ROOT, SAMPLES
 

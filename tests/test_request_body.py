@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from acceptmon import request_body
-from acceptmon.grammar import Converter, FieldSpec
-from acceptmon.request_body import dict_members, find_meta_info, read_meta_info
+from acceptmon.parse import meta_info as request_body
+from acceptmon.parse.grammar import Converter, FieldSpec
+from acceptmon.parse.meta_info import dict_members, find_meta_info, read_meta_info
 
 KEYS = {
     "id": Converter("id", FieldSpec(kind="str", field="rid")),

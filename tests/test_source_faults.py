@@ -15,14 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon import source
 from acceptmon.errors import InputError
-from acceptmon.grammar import GrammarSet
-from acceptmon.pipeline import batch as pipeline
-from acceptmon.pipeline.batch import run
-from acceptmon.ranges import next_line_start, split_ranges
-from acceptmon.records import Record
-from acceptmon.source import (
+from acceptmon.inputs import files as source
+from acceptmon.inputs.files import (
     OVERSIZED,
     LineAssembler,
     Oversized,
@@ -31,6 +26,11 @@ from acceptmon.source import (
     not_regular,
     open_log,
 )
+from acceptmon.inputs.ranges import next_line_start, split_ranges
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.records import Record
+from acceptmon.pipeline import batch as pipeline
+from acceptmon.pipeline.batch import run
 
 BOM = b"\xef\xbb\xbf"
 DECODE = (
@@ -355,7 +355,7 @@ def test_oversized_is_public_and_single() -> None:
 @settings(max_examples=300, deadline=None)
 def test_long_lines_are_found_whatever_the_block(lengths, max_line):
     """The quick check (a newline in every window of max_line // 2 bytes) never misses a long line."""
-    from acceptmon.source import OVERSIZED, split_oversized
+    from acceptmon.inputs.files import OVERSIZED, split_oversized
 
     block = b"".join(b"x" * n + b"\n" for n in lengths)
     got: list[Any] = []

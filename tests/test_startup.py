@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from acceptmon import checkcache, loader
 from acceptmon.cli import main
 from acceptmon.errors import GrammarError
-from acceptmon.loader import builtin_grammar_dir, load_grammars
-from acceptmon.values import VALUE_KINDS
+from acceptmon.parse import cache as checkcache
+from acceptmon.parse import load as loader
+from acceptmon.parse.load import builtin_grammar_dir, load_grammars
+from acceptmon.parse.values import VALUE_KINDS
 from tests.conftest import ROOT
 
 MINE = """
@@ -214,8 +215,8 @@ def test_parse_loads_no_live_doctor_or_run_statistics_module(tmp_path, cache):
     log.write_text(DECODE + "hello\n")
     loaded = (
         "sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'prometheus_client', 'watchfiles')\n"
-        "    or m.startswith(('acceptmon.doctor', 'acceptmon.tui', 'acceptmon.cli.live', 'acceptmon.pipeline.live'))\n"
-        "    or m in ('acceptmon.stats', 'acceptmon.sinks.runs'))"
+        "    or m.startswith(('acceptmon.diagnose', 'acceptmon.tui', 'acceptmon.cli.live', 'acceptmon.pipeline.live'))\n"
+        "    or m in ('acceptmon.measure.aggregate', 'acceptmon.sinks.runs_table'))"
     )
     assert _parse_then_print(tmp_path, cache, [str(log), "-o", str(tmp_path / "two.csv")], loaded) == "[]\n"
     assert (tmp_path / "two.csv").read_text().count("\n") == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from acceptmon.parse import Parser
+from acceptmon.parse.parser import Parser
 from acceptmon.tui.app import AcceptmonApp, Tile
 from acceptmon.tui.model import DashboardState
 from tests.serving import decode_line, launch_line

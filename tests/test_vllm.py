@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from acceptmon import prescan
 from acceptmon.cli.args import YearSource
-from acceptmon.parse import Parser, ParseState
+from acceptmon.parse import prescan
+from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.values import to_yearless
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
-from acceptmon.sinks.runs import StatsJob
+from acceptmon.sinks.runs_table import StatsJob
 from acceptmon.sinks.table import TableJob
-from acceptmon.values import to_yearless
 from tests.conftest import SAMPLES
 
 DATA = Path(__file__).parent / "data"
@@ -218,7 +218,7 @@ def _v0_log(path: Path, rates: list[float]) -> Path:
 
 
 def test_intervals_of_counters_since_start():
-    from acceptmon.drafts import Intervals
+    from acceptmon.measure.tokens import Intervals
 
     seen, unseen = Intervals(), Intervals()
     seen.launch("a.log", 1)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from acceptmon.parse import Parser, ParseState
-from acceptmon.records import Record
+from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.records import Record
 
 LINES = [json.loads(line) for line in (Path(__file__).parent / "data" / "vllm_lines.jsonl").read_text().splitlines()]
 SPEC = ("engine", "accepted_tokens", "drafted_tokens", "emitted_tokens", "system_efficiency", "num_spec_tokens",

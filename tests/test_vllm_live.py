@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from acceptmon.parse import Parser
-from acceptmon.sinks.livestate import LiveStats
-from acceptmon.sinks.prometheus import MetricsPage
+from acceptmon.exporter.metrics import MetricsPage
+from acceptmon.live.state import LiveStats
+from acceptmon.parse.parser import Parser
 from tests.conftest import SAMPLES
 
 DP = "vllm_v1_0.10.2_dp.log"

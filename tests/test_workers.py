@@ -174,7 +174,7 @@ def test_a_gzip_log_takes_the_fast_lane_whatever_its_compressed_size(grammars, t
     """A .gz's size on disk says little about its lines (a 3 MB archive held 32 MiB of log)."""
     import gzip
 
-    from acceptmon.fastlane import lane as fastlane
+    from acceptmon.parse.fast import lane as fastlane
 
     made: list[object] = []
     real = fastlane.FastLane

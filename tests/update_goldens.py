@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from acceptmon.cli.args import YearSource
-from acceptmon.loader import load_grammars
+from acceptmon.parse.load import load_grammars
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.table import TableJob
 

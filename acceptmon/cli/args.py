@@ -9,10 +9,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.loader import load_grammars
-from acceptmon.parse import Parser, ParseState
-from acceptmon.values import Yearless, year_not_after
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.values import Yearless, year_not_after
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
 """What ``add_subparsers`` returns; each command module adds its commands to it."""
@@ -20,10 +20,20 @@ Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
 
 def tail_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", type=duration, default=300.0, metavar="DURATION", help="window (log time; default 5m)")
-    p.add_argument("--alert-below", type=float, default=1.5, metavar="LEN",
-                   help="flag a window mean accept len below this (default: 1.5; 0: off)")  # fmt: skip
-    p.add_argument("--stale-after", type=duration, default=30.0, metavar="DURATION",
-                   help="flag no decode line for this long while requests are queued (default: 30s)")  # fmt: skip
+    p.add_argument(
+        "--alert-below",
+        type=float,
+        default=1.5,
+        metavar="LEN",
+        help="flag a window mean accept len below this (default: 1.5; 0: off)",
+    )
+    p.add_argument(
+        "--stale-after",
+        type=duration,
+        default=30.0,
+        metavar="DURATION",
+        help="flag no decode line for this long while requests are queued (default: 30s)",
+    )
     p.add_argument("--metrics-port", type=int, metavar="PORT", help="also serve Prometheus metrics on this port")
     p.add_argument("--plain", action="store_true", help="one line per record instead of the dashboard")
 
@@ -38,8 +48,14 @@ def live_options(p: argparse.ArgumentParser) -> None:
 
 
 def rules_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
-                   help="extra doctor rule file: change thresholds, disable or add rules (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="extra doctor rule file: change thresholds, disable or add rules (repeatable)",
+    )
 
 
 def year(text: str) -> int:
@@ -54,9 +70,13 @@ def year(text: str) -> int:
 
 
 def year_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--year", type=year, metavar="YYYY",
-                   help="year of the first year-less timestamp (vLLM logs; default: from the file's modification "
-                        "time, stdin: this year); later lines roll over at New Year")  # fmt: skip
+    p.add_argument(
+        "--year",
+        type=year,
+        metavar="YYYY",
+        help="year of the first year-less timestamp (vLLM logs; default: from the file's modification "
+        "time, stdin: this year); later lines roll over at New Year",
+    )
 
 
 class YearSource:
@@ -109,8 +129,9 @@ class YearSource:
         """Which source was used, for a command's summary line."""
         if self.year is not None:
             return f"year of year-less timestamps: {self.year} (--year)"
-        origins = {f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})"
-                   for f, y in self.used.items()}  # fmt: skip
+        origins = {
+            f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})" for f, y in self.used.items()
+        }
         return f"year of year-less timestamps: {', '.join(sorted(origins)) or 'none needed'}; --year sets it"
 
 

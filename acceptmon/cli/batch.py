@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 
 from acceptmon.cli.args import Subcommands, YearSource, grammar_option, grammars_for, size, year_option
 from acceptmon.errors import InputError
-from acceptmon.kinds import KINDS
-from acceptmon.loader import load_grammars, read_grammar_file
-from acceptmon.parse import Tally
+from acceptmon.inputs.files import check_path
+from acceptmon.inputs.refs import unique_paths
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.load import load_grammars, read_grammar_file
+from acceptmon.parse.parser import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
-from acceptmon.runref import unique_paths
-from acceptmon.sinks.output import atomic_output, check_output, output_path, stdout_writes
+from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
 from acceptmon.sinks.table import TableJob, columns, infer_format
-from acceptmon.source import check_path
 
 if TYPE_CHECKING:
-    from acceptmon.summary import RunSummary
+    from acceptmon.measure.summary import RunSummary
 
 PARSE_HELP = """\
 One row per decode-batch line (other record kinds are counted, not written).
@@ -39,16 +39,24 @@ The summary on stderr counts every line by kind."""
 
 def add_parsers(sub: Subcommands) -> None:
     """The ``parse``, ``runs`` and ``grammars`` commands."""
-    parse = sub.add_parser("parse", help="convert logs to one CSV/JSONL row per decode-batch line",
-                           description=PARSE_HELP.format(columns=", ".join(columns())),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parse = sub.add_parser(
+        "parse",
+        help="convert logs to one CSV/JSONL row per decode-batch line",
+        description=PARSE_HELP.format(columns=", ".join(columns())),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
-    parse.add_argument("-o", "--output",
-                       help="output file: .csv or .jsonl, either with .gz (default, or -: CSV on stdout)")  # fmt: skip
+    parse.add_argument(
+        "-o", "--output", help="output file: .csv or .jsonl, either with .gz (default, or -: CSV on stdout)"
+    )
     parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
     rows = sorted(k for k, v in KINDS.items() if not v.starts_run)
-    parse.add_argument("--kind", choices=rows, metavar="KIND",
-                       help=f"rows of this record kind instead of decode batches: {', '.join(rows)}")  # fmt: skip
+    parse.add_argument(
+        "--kind",
+        choices=rows,
+        metavar="KIND",
+        help=f"rows of this record kind instead of decode batches: {', '.join(rows)}",
+    )
     grammar_option(parse)
     year_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
@@ -66,8 +74,13 @@ def add_parsers(sub: Subcommands) -> None:
     runs.set_defaults(func=cmd_runs)
 
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
-    gram.add_argument("action", nargs="?", choices=("list", "check"), default="list",
-                      help="list the grammars (default), or check grammar files")  # fmt: skip
+    gram.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "check"),
+        default="list",
+        help="list the grammars (default), or check grammar files",
+    )
     gram.add_argument("files", nargs="*", metavar="FILE", help="grammar files to check (a copy of a built-in one too)")
     grammar_option(gram)
     gram.set_defaults(func=cmd_grammars)
@@ -100,7 +113,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from acceptmon.sinks.runs import StatsJob  # the run statistics: not on `parse`'s path
+    from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
     args.files = unique_paths(args.files)
     for f in args.files:
@@ -122,8 +135,8 @@ def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
     import csv
     import json
 
-    from acceptmon.sinks.runs import render_runs_table
-    from acceptmon.summary import RunSummary
+    from acceptmon.measure.summary import RunSummary
+    from acceptmon.sinks.runs_table import render_runs_table
 
     with stdout_writes():
         if fmt == "json":

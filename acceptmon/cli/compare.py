@@ -1,6 +1,6 @@
 """``acceptmon compare A B``: read two files or runs, compare them, print a table or JSON.
 
-The statistics live in :mod:`acceptmon.compare`; this module parses the ``FILE#N``
+The statistics live in :mod:`acceptmon.measure.compare`; this module parses the ``FILE#N``
 references, reads each side's decode lines in one place (:func:`read_side`), and
 renders the result.
 """
@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from acceptmon.cli.args import Subcommands
-from acceptmon.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
-from acceptmon.drafts import Intervals, counters
 from acceptmon.errors import InputError
-from acceptmon.grammar import GrammarSet
-from acceptmon.kinds import KINDS
-from acceptmon.loader import load_grammars
+from acceptmon.inputs.refs import parse_ref
+from acceptmon.measure.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
+from acceptmon.measure.tokens import Intervals, counters
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.records import LaunchConfig, PrefillStats, Record, SpecStats
 from acceptmon.pipeline.batch import default_jobs, run
-from acceptmon.records import LaunchConfig, PrefillStats, Record, SpecStats
-from acceptmon.runref import parse_ref
-from acceptmon.sinks.output import stdout_writes
+from acceptmon.sinks.atomic import stdout_writes
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
 HELP = """\
@@ -53,13 +53,24 @@ def add_parsers(sub: Subcommands) -> None:
     p.add_argument("a", metavar="A", help="the reference: FILE or FILE#RUN")
     p.add_argument("b", metavar="B", help="the candidate: FILE or FILE#RUN")
     p.add_argument("--format", choices=("table", "json"), default="table", help="default: table")
-    p.add_argument("--metric", action="append", choices=METRICS, metavar="METRIC",
-                   help=f"table rows to show (repeatable; default: {', '.join(METRICS)}); JSON has all")  # fmt: skip
+    p.add_argument(
+        "--metric",
+        action="append",
+        choices=METRICS,
+        metavar="METRIC",
+        help=f"table rows to show (repeatable; default: {', '.join(METRICS)}); JSON has all",
+    )
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    p.add_argument("--resamples", type=_resamples, default=RESAMPLES, metavar="N",
-                   help=f"bootstrap replicates per side (default: {RESAMPLES})")  # fmt: skip
-    p.add_argument("--grammar", action="append", default=[], type=Path, metavar="FILE",
-                   help="extra grammar file (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--resamples",
+        type=_resamples,
+        default=RESAMPLES,
+        metavar="N",
+        help=f"bootstrap replicates per side (default: {RESAMPLES})",
+    )
+    p.add_argument(
+        "--grammar", action="append", default=[], type=Path, metavar="FILE", help="extra grammar file (repeatable)"
+    )
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     p.set_defaults(func=cmd_compare)
     # `-#2` is run 2 of stdin, not an option: argparse reads an argument that looks like a negative
@@ -131,8 +142,7 @@ class _SideJob:
                 mine = self.run_no is None or r.run == self.run_no
                 out.append(("load", r.file, v("engine"), (v("gen_throughput"), v("running_req"), v("queue_req")), mine))
             elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
-                batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"),
-                         v("queue_req"))  # fmt: skip
+                batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"), v("queue_req"))
                 since = counters(r) if isinstance(r, SpecStats) and r.cumulative else None  # collected in order
                 out.append(("spec" if r.kind == "spec" else "decode", (*key[:2], v("engine") or key[2]), batch, since))
             elif KINDS[r.kind].table and r.run not in other_runs:
@@ -215,8 +225,11 @@ def _spec_one(c: LaunchConfig | None) -> str:
         return "config unknown: no launch line"
     if c.method is None:
         return "no speculation"
-    parts = [f"{name} {v}" for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk),
-             ("draft", c.spec_num_draft_tokens)) if v is not None]  # fmt: skip
+    parts = [
+        f"{name} {v}"
+        for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk), ("draft", c.spec_num_draft_tokens))
+        if v is not None
+    ]
     return f"{c.method} {', '.join(parts)}".strip()
 
 
@@ -230,8 +243,9 @@ def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamp
         rows.append(("accept len", _est(a.accept_len, 2), _est(b.accept_len, 2), diff))
         rows.append(("  p10 / p50 / p90", _pcts(a), _pcts(b), ""))
     if "accept_rate" in metrics:
-        rows.append(("accept rate (draft)", _est(a.accept_rate, 2), _est(b.accept_rate, 2),
-                     _signed(c.accept_rate_diff, 2)))  # fmt: skip
+        rows.append(
+            ("accept rate (draft)", _est(a.accept_rate, 2), _est(b.accept_rate, 2), _signed(c.accept_rate_diff, 2))
+        )
     if "gen_throughput" in metrics:
         ci = f" [{_signed(c.gen_throughput_pct_ci_low, 1)}, {_signed(c.gen_throughput_pct_ci_high, 1)}]"
         tput = f"{_signed(c.gen_throughput_pct, 1)} %{ci if c.gen_throughput_pct is not None else ''}"

@@ -1,6 +1,6 @@
 """``acceptmon doctor FILE...``: known speculative-decoding failure patterns, per run, with causes and fixes.
 
-Reading and the rule engine live in :mod:`acceptmon.doctor`; this module parses the
+Reading and the rule engine live in :mod:`acceptmon.diagnose`; this module parses the
 arguments, loads grammars and rules, and prints text or JSON.
 """
 
@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, year_option
-from acceptmon.doctor.read import diagnose
-from acceptmon.doctor.report import to_json, to_text
-from acceptmon.doctor.rules import describe_signatures, load_rules
+from acceptmon.diagnose.read import diagnose
+from acceptmon.diagnose.report import to_json, to_text
+from acceptmon.diagnose.rules import describe_signatures, load_rules
+from acceptmon.inputs.files import check_path
+from acceptmon.inputs.refs import unique_paths
 from acceptmon.pipeline.batch import default_jobs
-from acceptmon.runref import unique_paths
-from acceptmon.sinks.output import stdout_writes
-from acceptmon.source import check_path
+from acceptmon.sinks.atomic import stdout_writes
 
 HELP = """\
 Check server logs for known speculative-decoding failure patterns (P1-P18 of the doctor
@@ -51,13 +51,24 @@ def add_parsers(sub: Subcommands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="server logs ('-' for stdin)")
-    p.add_argument("--baseline", metavar="FILE[#N]",
-                   help="a log (or run N of it) without speculation: the speedup reference")  # fmt: skip
-    p.add_argument("--expected-accept-len", type=positive, metavar="L",
-                   help="accept length the draft should reach (its card or paper), for P17/P12")  # fmt: skip
+    p.add_argument(
+        "--baseline", metavar="FILE[#N]", help="a log (or run N of it) without speculation: the speedup reference"
+    )
+    p.add_argument(
+        "--expected-accept-len",
+        type=positive,
+        metavar="L",
+        help="accept length the draft should reach (its card or paper), for P17/P12",
+    )
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
-    p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE",
-                   help="extra rule file: new rules or changed thresholds (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="extra rule file: new rules or changed thresholds (repeatable)",
+    )
     grammar_option(p)
     year_option(p)
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
@@ -70,8 +81,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         check_path(path)
     rules = load_rules(args.rules)
     grammars = grammars_for(args)
-    doctor = diagnose(args.files, grammars, rules, expected_accept_len=args.expected_accept_len,
-                      baseline=args.baseline, jobs=max(1, args.jobs))  # fmt: skip
+    doctor = diagnose(
+        args.files,
+        grammars,
+        rules,
+        expected_accept_len=args.expected_accept_len,
+        baseline=args.baseline,
+        jobs=max(1, args.jobs),
+    )
     findings, runs = doctor.findings(), doctor.reports()
     with stdout_writes():  # first: a closed stdout has no isatty()
         print(to_json(findings, runs) if args.format == "json" else to_text(findings, runs, colour=sys.stdout.isatty()))

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 from acceptmon.cli import args as cli_args
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
 from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
-from acceptmon.grammar import GrammarSet
-from acceptmon.loader import load_grammars
-from acceptmon.replay import sample_names
-from acceptmon.sinks.output import stdout_writes
-from acceptmon.source import check_path
+from acceptmon.inputs.files import check_path
+from acceptmon.inputs.replay import sample_names
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.load import load_grammars
+from acceptmon.sinks.atomic import stdout_writes
 
 if TYPE_CHECKING:
     from acceptmon.pipeline.live import LiveSource
@@ -40,8 +40,13 @@ def add_parsers(sub: Subcommands) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     serve.add_argument("--port", type=int, default=9464, help="port to bind (default: 9464)")
     serve.add_argument("--web-config", type=Path, metavar="FILE", help="exporter-toolkit web config: TLS, basic auth")
-    serve.add_argument("--stale-after", type=duration, default=300.0, metavar="DURATION",
-                       help="drop a rank's gauges after this long without a line (default: 5m)")  # fmt: skip
+    serve.add_argument(
+        "--stale-after",
+        type=duration,
+        default=300.0,
+        metavar="DURATION",
+        help="drop a rank's gauges after this long without a line (default: 5m)",
+    )
     serve.add_argument("--max-series", type=int, default=512, help="cap on (file, rank) series (default: 512)")
     live_options(serve)
     grammar_option(serve)
@@ -57,11 +62,16 @@ def add_parsers(sub: Subcommands) -> None:
     demo = sub.add_parser("demo", help="replay the bundled sample log (broken config, fix, steps sweep) live")
     demo.add_argument("--speed", type=positive, default=10.0, help="replay speed against log time (default: 10x)")
     samples = ", ".join(sample_names())
-    demo.add_argument("--sample", default="seed_eagle3_moe.log", metavar="NAME",
-                      help=f"bundled sample log to replay, or the start of its name: {samples}")  # fmt: skip
+    demo.add_argument(
+        "--sample",
+        default="seed_eagle3_moe.log",
+        metavar="NAME",
+        help=f"bundled sample log to replay, or the start of its name: {samples}",
+    )
     tail_options(demo)
-    demo.set_defaults(func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None,
-                      grammar=[], rules=[])  # fmt: skip
+    demo.set_defaults(
+        func=cmd_demo, files=[], from_start=True, poll=False, poll_interval=0.1, state_file=None, grammar=[], rules=[]
+    )
 
 
 def stop_on_signals(stop: threading.Event) -> None:
@@ -73,10 +83,10 @@ def stop_on_signals(stop: threading.Event) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from acceptmon.exporter.http import MetricsServer, load_web_config
+    from acceptmon.exporter.metrics import MetricsPage
+    from acceptmon.live.state import LiveStats
     from acceptmon.pipeline.live import LiveSource
-    from acceptmon.sinks.httpserver import MetricsServer, load_web_config
-    from acceptmon.sinks.livestate import LiveStats
-    from acceptmon.sinks.prometheus import MetricsPage
 
     grammars = cli_args.grammars_for(args)
     check_live_paths(args.files)
@@ -140,19 +150,33 @@ def cmd_tail(args: argparse.Namespace) -> int:
         return _tail(args, args.files, grammars, plain=plain)
 
 
-def _tail(args: argparse.Namespace, files: Sequence[str], grammars: GrammarSet, *, plain: bool,
-          label: str = "", before: Before | None = None,
-          ) -> int:  # fmt: skip
+def _tail(
+    args: argparse.Namespace,
+    files: Sequence[str],
+    grammars: GrammarSet,
+    *,
+    plain: bool,
+    label: str = "",
+    before: Before | None = None,
+) -> int:
     """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
     from acceptmon.pipeline.live import LiveSource
 
     w = wire(args, files, plain)
-    source = LiveSource(files, grammars, w.sink, from_start=args.from_start, state_file=args.state_file, note=w.note,
-                        on_waiting=w.on_waiting, on_forget=w.live.forget if w.live is not None else None)  # fmt: skip
+    source = LiveSource(
+        files,
+        grammars,
+        w.sink,
+        from_start=args.from_start,
+        state_file=args.state_file,
+        note=w.note,
+        on_waiting=w.on_waiting,
+        on_forget=w.live.forget if w.live is not None else None,
+    )
     server = None
     if w.live is not None:
-        from acceptmon.sinks.httpserver import MetricsServer
-        from acceptmon.sinks.prometheus import MetricsPage
+        from acceptmon.exporter.http import MetricsServer
+        from acceptmon.exporter.metrics import MetricsPage
 
         server = MetricsServer(MetricsPage(w.live).render, "127.0.0.1", args.metrics_port)
         server.start()
@@ -199,7 +223,7 @@ def _start_history(
     import json
     import subprocess
 
-    from acceptmon.stats import RunSummary
+    from acceptmon.measure.aggregate import RunSummary
 
     for path, end in source.history_end.items():
 
@@ -224,7 +248,7 @@ def _start_history(
 def cmd_demo(args: argparse.Namespace) -> int:
     import tempfile
 
-    from acceptmon.replay import replay, sample_path
+    from acceptmon.inputs.replay import replay, sample_path
 
     sample = sample_path(args.sample)
     grammars = load_grammars()
@@ -253,7 +277,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         with stdout_writes():  # plain lines: a full disk is one line, not a traceback
             code = _tail(args, [str(target)], grammars, plain=plain, label=label, before=start_replay)
             from acceptmon.pipeline.batch import run
-            from acceptmon.sinks.runs import StatsJob, render_runs_table
+            from acceptmon.sinks.runs_table import StatsJob, render_runs_table
 
             job = StatsJob()
             run([str(target)], grammars, job)

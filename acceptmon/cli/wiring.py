@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acceptmon.fmt import number
-from acceptmon.parse import Tally
-from acceptmon.records import DecodeStats, Record
+from acceptmon.display import number
+from acceptmon.parse.parser import Tally
+from acceptmon.parse.records import DecodeStats, Record
 
 if TYPE_CHECKING:
-    from acceptmon.doctor.engine import Doctor
-    from acceptmon.sinks.livestate import LiveStats
+    from acceptmon.diagnose.engine import Doctor
+    from acceptmon.live.state import LiveStats
     from acceptmon.tui.model import DashboardState
 
 
@@ -57,7 +57,7 @@ class Wiring:
 
 
 def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
-    from acceptmon.sinks.livestate import LiveStats
+    from acceptmon.live.state import LiveStats
 
     if not plain:
         from acceptmon.tui.model import DashboardState
@@ -83,7 +83,7 @@ def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
 
 def make_doctor(args: argparse.Namespace) -> Doctor:
     """The doctor that judges live records: built-in rules plus ``--rules`` files."""
-    from acceptmon.doctor.engine import Doctor
-    from acceptmon.doctor.rules import load_rules
+    from acceptmon.diagnose.engine import Doctor
+    from acceptmon.diagnose.rules import load_rules
 
     return Doctor(load_rules(getattr(args, "rules", [])))

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.parse import Parser, Tally
+from acceptmon.inputs.files import GZIP_MAGIC, check_path
+from acceptmon.inputs.ranges import split_ranges
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.parser import Parser, Tally
+from acceptmon.parse.records import Record
 from acceptmon.pipeline import inplace
-from acceptmon.ranges import split_ranges
-from acceptmon.records import Record
-from acceptmon.source import GZIP_MAGIC, check_path
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs none of them (workers: process pools)
-    from acceptmon.fastlane.lane import FastLane
-    from acceptmon.fastlane.pieces import Format
+    from acceptmon.parse.fast.lane import FastLane
+    from acceptmon.parse.fast.pieces import Format
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 8 << 20
@@ -90,14 +90,14 @@ def run(
     ``limit``: read only the first ``limit`` bytes of each file (a line start: the
     history before a live start); the last line is completed if it is cut.
     ``fast``: the job is a table job of this format (its parts are ``(rows, bytes)``):
-    rows the fast lane can write come from it (:mod:`acceptmon.fastlane`), same bytes.
+    rows the fast lane can write come from it (:mod:`acceptmon.parse.fast`), same bytes.
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
     lane = None
     big = progress.total >= FAST_MIN_BYTES or any(p == "-" or _is_gzip(p) for p in paths)  # unknown sizes: a pipe, .gz
     if fast is not None and big:
-        from acceptmon.fastlane.lane import FastLane, table_columns
+        from acceptmon.parse.fast.lane import FastLane, table_columns
 
         lane = FastLane(grammars, fast, table_columns())
         lane = lane if lane.enabled else None
@@ -161,7 +161,7 @@ def _run_parallel(
         with open(path, "rb") as f:
             head = f.read(LEARN_BYTES)
         lane.learn(head[: head.rfind(b"\n") + 1])
-    from acceptmon.fastlane.native import finder
+    from acceptmon.parse.fast.native import finder
     from acceptmon.pipeline import workers
 
     tally = Tally()

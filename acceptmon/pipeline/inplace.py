@@ -1,7 +1,7 @@
 """Reading a file's blocks, and a regular file's lines for the compiled matcher without a bytes object per block.
 
 ``acceptmon parse`` of a large plain file spent as much time cutting and copying blocks as the
-compiled matcher (:mod:`acceptmon.fastlane.native`) spends reading them. Here the file is read
+compiled matcher (:mod:`acceptmon.parse.fast.native`) spends reading them. Here the file is read
 into one reused buffer; the matcher reads each region of complete lines (at most the buffer's
 size, so shorter than the reader's line limit) where it lies, and the partial last line moves
 to the buffer's front. A region the matcher cannot say whole (a launch line, a segment for the
@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from acceptmon.parse import Parser
-from acceptmon.source import OVERSIZED, iter_blocks, open_log
+from acceptmon.inputs.files import OVERSIZED, iter_blocks, open_log
+from acceptmon.parse.parser import Parser
 
 BOM = b"\xef\xbb\xbf"
 
 
 class Lane(Protocol):
-    """What is used here of :class:`acceptmon.fastlane.lane.FastLane`."""
+    """What is used here of :class:`acceptmon.parse.fast.lane.FastLane`."""
 
     native: Any
 

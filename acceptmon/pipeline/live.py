@@ -3,9 +3,9 @@
 :class:`LiveSource` is the one live pipeline that ``serve`` and ``tail`` share: it
 expands paths and globs (new matches are picked up), chooses where each file starts
 (its end after back-filling the current run, ``--from-start``, or a saved position),
-feeds every block a :class:`~acceptmon.tail.Follower` reads to that file's
-:class:`~acceptmon.parse.Parser`, and hands the records to a sink. Positions persist
-through :mod:`acceptmon.pipeline.positions`, after every tick that moved one (at most
+feeds every block a :class:`~acceptmon.inputs.follow.Follower` reads to that file's
+:class:`~acceptmon.parse.parser.Parser`, and hands the records to a sink. Positions persist
+through :mod:`acceptmon.pipeline.statefile`, after every tick that moved one (at most
 every :data:`SAVE_SECONDS`) and on exit.
 """
 
@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.parse import Parser, ParseState, Tally
-from acceptmon.pipeline import positions as statefile
+from acceptmon.inputs.files import OVERSIZED, Oversized, check_path, kernel_dir
+from acceptmon.inputs.follow import Follower, watch_loop
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.parser import Parser, ParseState, Tally
+from acceptmon.parse.records import Record
+from acceptmon.pipeline import statefile
 from acceptmon.pipeline.start import current_run_start
-from acceptmon.records import Record
-from acceptmon.source import OVERSIZED, Oversized, check_path, kernel_dir
-from acceptmon.tail import Follower, watch_loop
 
 FORGET_SECONDS = 30.0
 """A glob match missing this long is deleted for good: it is no longer followed."""
@@ -196,8 +196,11 @@ class LiveSource:
         if saved is None or st is None:
             return None
         fp = saved.fingerprint
-        if (st.st_dev, st.st_ino) != (saved.dev, saved.ino) or fp not in (None, statefile.fingerprint(path)) or (
-                saved.offset > st.st_size):  # fmt: skip
+        if (
+            (st.st_dev, st.st_ino) != (saved.dev, saved.ino)
+            or fp not in (None, statefile.fingerprint(path))
+            or (saved.offset > st.st_size)
+        ):
             self.note(f"{path}: replaced since the state file was written; reading it from the start")
             return 0, False, ParseState(), []
         if not saved.skipping and not statefile.at_line_start(path, saved.offset):
@@ -271,9 +274,19 @@ class LiveSource:
                 continue
             dev, ino, offset, skipping = pos
             st = w.parser.state
-            files[os.path.abspath(w.path)] = statefile.FilePosition(dev=dev, ino=ino,
-                fingerprint=w.fingerprint(dev, ino), offset=offset, skipping=skipping, line=st.line, run=st.run,
-                launch=st.launch, year=st.year, month=st.month, launch_open=st.launch_open)  # fmt: skip
+            files[os.path.abspath(w.path)] = statefile.FilePosition(
+                dev=dev,
+                ino=ino,
+                fingerprint=w.fingerprint(dev, ino),
+                offset=offset,
+                skipping=skipping,
+                line=st.line,
+                run=st.run,
+                launch=st.launch,
+                year=st.year,
+                month=st.month,
+                launch_open=st.launch_open,
+            )
         self._saved = statefile.FollowState(files=files)
         statefile.save(self.state_file, self._saved)
         self._last_save = time.monotonic()

@@ -11,12 +11,12 @@ import os
 from collections.abc import Callable
 from typing import BinaryIO
 
-from acceptmon.grammar import GrammarSet
-from acceptmon.kinds import KINDS
-from acceptmon.parse import Parser, ParseState
-from acceptmon.ranges import next_line_start
-from acceptmon.records import Record
-from acceptmon.source import MAX_LINE
+from acceptmon.inputs.files import MAX_LINE
+from acceptmon.inputs.ranges import next_line_start
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.records import Record
 
 
 def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, Record] | None:

@@ -1,6 +1,6 @@
 """``-j N``: byte ranges of one file parsed on N - 1 worker processes and this one, collected in order.
 
-Each range is first pre-scanned (:mod:`acceptmon.prescan`) for the parser state at its end; the
+Each range is first pre-scanned (:mod:`acceptmon.parse.prescan`) for the parser state at its end; the
 states, chained, are where every worker's parser starts, so the output is what one reader writes.
 The workers read the file through a descriptor this process holds: a log renamed, replaced or
 deleted meanwhile is still read whole. They ignore Ctrl-C (this process answers it), and a worker
@@ -18,11 +18,11 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from acceptmon import prescan
 from acceptmon.errors import InputError
-from acceptmon.parse import Parser, ParseState, Tally
+from acceptmon.inputs.files import OVERSIZED, iter_blocks
+from acceptmon.parse import prescan
+from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.pipeline import inplace
-from acceptmon.source import OVERSIZED, iter_blocks
 
 _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""

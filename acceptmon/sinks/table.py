@@ -1,7 +1,7 @@
 """CSV and JSON Lines output of the table record kinds (``acceptmon parse``).
 
 Column order is part of the interface (scripts and spreadsheets depend on it): the
-fields of each table kind's model in declaration order (see :mod:`acceptmon.kinds`),
+fields of each table kind's model in declaration order (see :mod:`acceptmon.parse.kinds`),
 kinds in registration order, each column once. JSON Lines adds ``extra``, the
 ``key: value`` pairs no grammar knows. Formatting is a pure function of a list of
 records, so a parallel worker can format its own chunk.
@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
 from acceptmon.errors import InputError
-from acceptmon.kinds import KINDS, RecordKind, table_kinds
-from acceptmon.records import Record
+from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
+from acceptmon.parse.records import Record
 
 TableFormat: TypeAlias = Literal["csv", "jsonl"]
 

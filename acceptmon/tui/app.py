@@ -25,7 +25,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, RichLog, Static
 
-from acceptmon.fmt import number as fmt
+from acceptmon.display import number as fmt
 from acceptmon.tui.history import HISTORY_COLUMNS, NARROW_HISTORY_COLUMNS, history_cells
 from acceptmon.tui.model import DashboardState
 from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_parts
@@ -38,8 +38,15 @@ SHORT_BELOW_ROWS = 34
 """Terminals with fewer rows get the short layout: title-only borders, one-line tiles' sub-lines, fewer rows."""
 NARROW_BELOW_COLUMNS = 120
 """Narrower terminals show fewer things whole: no rank table, running or KV tile, or throughput plot."""
-RANK_COLUMNS = (("rank", "rank"), ("accept_len", "last"), ("window_mean", "mean"), ("throughput", "tok/s"),
-                ("running", "running"), ("queued", "queue"), ("seen_ago", "seen"))  # fmt: skip
+RANK_COLUMNS = (
+    ("rank", "rank"),
+    ("accept_len", "last"),
+    ("window_mean", "mean"),
+    ("throughput", "tok/s"),
+    ("running", "running"),
+    ("queued", "queue"),
+    ("seen_ago", "seen"),
+)
 Follow = Callable[[threading.Event], None]
 
 
@@ -200,13 +207,24 @@ class AcceptmonApp(App[None]):
             fmt(t.accept_len_last), [("accept len", f"window mean {fmt(t.accept_len_mean)}")], t.health
         )
         logged = fmt(t.accept_rate)
-        self.query_one("#accept_rate", Tile).show(fmt(t.draft_accept_rate), [
-            ("accept rate", f"normalized; logged {logged}"), ("accept rate", f"normalized;\nlogged {logged}"),
-            ("accept rate", f"norm.; logged {logged}")], t.health)  # fmt: skip
+        self.query_one("#accept_rate", Tile).show(
+            fmt(t.draft_accept_rate),
+            [
+                ("accept rate", f"normalized; logged {logged}"),
+                ("accept rate", f"normalized;\nlogged {logged}"),
+                ("accept rate", f"norm.; logged {logged}"),
+            ],
+            t.health,
+        )
         ranks = f"{t.throughput_ranks or ''} {t.unit}{'' if t.throughput_ranks == 1 else 's'}".lstrip()
-        self.query_one("#throughput", Tile).show(fmt(t.throughput, 1), [
-            ("gen throughput", f"tok/s, sum of {ranks}"), ("gen throughput", f"tok/s,\nsum of {ranks}"),
-            ("gen tok/s", f"sum of {ranks}")])  # fmt: skip
+        self.query_one("#throughput", Tile).show(
+            fmt(t.throughput, 1),
+            [
+                ("gen throughput", f"tok/s, sum of {ranks}"),
+                ("gen throughput", f"tok/s,\nsum of {ranks}"),
+                ("gen tok/s", f"sum of {ranks}"),
+            ],
+        )
         self.query_one("#running", Tile).show(fmt(t.running), [("running req", "requests")])
         queued = f"{fmt(t.running)} running" if self.narrow else "requests"
         self.query_one("#queued", Tile).show(fmt(t.queued), [("queued req", queued)], "warn" if t.queued else "none")
@@ -220,11 +238,23 @@ class AcceptmonApp(App[None]):
         bars.display = bool(v.positions)
         bars.show(v.positions)
         for plot_id, series, ref, ref_label, title, brief in (
-            ("#accept_plot", v.accept_series, v.accept_reference, v.accept_reference_label,
-             f"accept len, mean of {v.unit}s", "accept len"),
-            ("#throughput_plot", v.throughput_series, v.throughput_reference, v.throughput_reference_label,
-             f"gen tok/s per {v.unit}, mean of {v.unit}s", f"gen tok/s per {v.unit}"),
-        ):  # fmt: skip
+            (
+                "#accept_plot",
+                v.accept_series,
+                v.accept_reference,
+                v.accept_reference_label,
+                f"accept len, mean of {v.unit}s",
+                "accept len",
+            ),
+            (
+                "#throughput_plot",
+                v.throughput_series,
+                v.throughput_reference,
+                v.throughput_reference_label,
+                f"gen tok/s per {v.unit}, mean of {v.unit}s",
+                f"gen tok/s per {v.unit}",
+            ),
+        ):
             refs = (f"  (--- {ref_label} {ref:.2f})", f"  (--- {ref:.2f})") if ref is not None else ("", "")
             x = (f"  x: s in the {self.state.window:.0f} s window", "  x: seconds") if short else ()
             titles = [*(title + refs[0] + t for t in x), title + refs[0], brief + refs[0], brief + refs[1], brief]
@@ -254,8 +284,15 @@ class AcceptmonApp(App[None]):
         multi = len({r.file for r in rows}) > 1
         for r in ordered:
             name = f"{Path(r.file).name}: {r.rank or '-'}" if multi else (r.rank or "-")
-            table.add_row(name, fmt(r.accept_len), fmt(r.window_mean), fmt(r.throughput, 1), fmt(r.running),
-                          fmt(r.queued), ago(r.seen_ago, ""))  # fmt: skip
+            table.add_row(
+                name,
+                fmt(r.accept_len),
+                fmt(r.window_mean),
+                fmt(r.throughput, 1),
+                fmt(r.running),
+                fmt(r.queued),
+                ago(r.seen_ago, ""),
+            )
 
     def _history(self, v: View) -> None:
         key = (v.history, v.current_run_key, self._unit)

@@ -1,7 +1,7 @@
 """What the dashboard keeps per followed file on top of the shared live state. Pure.
 
 A file's rows are its ranks (SGLang decode lines) or its engines (vLLM): a record is
-named by the field its kind's live series names (:attr:`acceptmon.kinds.SeriesMetrics.rank_field`),
+named by the field its kind's live series names (:attr:`acceptmon.parse.kinds.SeriesMetrics.rank_field`),
 and a record without one belongs to the last engine its file named, as in the live
 state (a vLLM spec line follows its engine's throughput line).
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from acceptmon.kinds import KINDS
-from acceptmon.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
-from acceptmon.stats import Baseline
+from acceptmon.measure.aggregate import Baseline
+from acceptmon.measure.window import Window
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
 from acceptmon.tui.verdict import RunPair
-from acceptmon.window import Window
 
 Accept = DecodeStats | SpecStats
 """A record with the acceptance of one interval: an SGLang decode line or a vLLM spec line."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from acceptmon.fmt import duration, number
-from acceptmon.records import LaunchConfig
-from acceptmon.stats import RunSummary
+from acceptmon.display import duration, number
+from acceptmon.measure.aggregate import RunSummary
+from acceptmon.parse.records import LaunchConfig
 
 SAME_CONFIG_TOLERANCE = 0.1
 """Two runs with one config whose accept len means differ by more than this fraction differ for another reason."""
@@ -71,8 +71,14 @@ def launch_text(c: LaunchConfig, same_as: int | None) -> str:
     """The event of a launch: model and speculative settings, and whether the previous run had the same config."""
     spec = "no speculation"
     if c.method:
-        spec = " ".join((c.method, f"steps {number(c.spec_num_steps)}", f"topk {number(c.spec_eagle_topk)}",
-                         f"draft {number(c.spec_num_draft_tokens)}"))  # fmt: skip
+        spec = " ".join(
+            (
+                c.method,
+                f"steps {number(c.spec_num_steps)}",
+                f"topk {number(c.spec_eagle_topk)}",
+                f"draft {number(c.spec_num_draft_tokens)}",
+            )
+        )
     same = f" (same config as run {same_as})" if same_as is not None else ""
     return f"launch: {c.model_path or 'model ?'}, {spec}{same}"
 

@@ -3,7 +3,7 @@
 :class:`DashboardState` is fed by the live source (any thread) and read by the UI
 through :meth:`DashboardState.view`, a plain immutable :class:`View`. The latest
 record per rank and each file's launch, run and waiting state live in the one live
-state the exporter reads too (:class:`~acceptmon.sinks.livestate.LiveStats`); this
+state the exporter reads too (:class:`~acceptmon.live.state.LiveStats`); this
 adds only what the screen needs on top: the window, the run-start baseline,
 events and the run history. Keeping it
 here, apart from Textual, means the numbers on screen are tested without a
@@ -27,18 +27,18 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from acceptmon.kinds import KINDS
-from acceptmon.parse import Tally
-from acceptmon.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
-from acceptmon.sinks.livestate import FileInfo, LiveStats, RankSeries
-from acceptmon.stats import RunSummary, Stats
+from acceptmon.live.state import FileInfo, LiveStats, RankSeries
+from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.measure.window import Window
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Tally
+from acceptmon.parse.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
 from acceptmon.tui.filestate import FileState
 from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
-from acceptmon.tui.positions import positions
+from acceptmon.tui.position_chart import positions
 from acceptmon.tui.tiles import ACCEPT_KINDS, LOAD_KINDS, rank_rows, tiles, unit
 from acceptmon.tui.verdict import judge
 from acceptmon.tui.view import Event, Level, Tiles, View, finding_event
-from acceptmon.window import Window
 
 DROP = 0.7
 """Collapse: window mean below this fraction of the run's first-ten-minutes mean."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from acceptmon.records import DecodeStats, Record, SpecStats
-from acceptmon.sinks.livestate import RankSeries
+from acceptmon.live.state import RankSeries
+from acceptmon.measure.window import Window
+from acceptmon.parse.records import DecodeStats, Record, SpecStats
 from acceptmon.tui.view import Health, RankRow, Tiles
-from acceptmon.window import Window
 
 ACCEPT_KINDS = ("decode", "spec")
 """Kinds whose records carry one interval's acceptance (accept len, rates)."""

@@ -2,7 +2,7 @@
 
 Each file keeps the decode batches of its last two runs read live (the most recent
 :data:`KEEP` of each, consecutive, as the block bootstrap wants them). :func:`judge`
-runs :func:`acceptmon.compare.compare` on them, so the dashboard says ``better``,
+runs :func:`acceptmon.measure.compare.compare` on them, so the dashboard says ``better``,
 ``worse`` or ``no difference`` exactly when ``acceptmon compare FILE#A FILE#B`` would
 on the same batches.
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from acceptmon.compare import Batch, Side, compare
-from acceptmon.records import DecodeStats, SpecStats, ThroughputStats
+from acceptmon.measure.compare import Batch, Side, compare
+from acceptmon.parse.records import DecodeStats, SpecStats, ThroughputStats
 
 KEEP = 2000
 """Batches kept per run (the latest): bounds memory and the cost of one judgement."""

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from acceptmon.fmt import number, short_model
-from acceptmon.records import LaunchConfig
-from acceptmon.stats import RunSummary
+from acceptmon.display import number, short_model
+from acceptmon.measure.aggregate import RunSummary
+from acceptmon.parse.records import LaunchConfig
 
 Level = Literal["info", "warn", "bad"]
 Health = Literal["good", "warn", "bad", "none"]
@@ -135,9 +135,14 @@ def header_parts(v: View, label: str, *, paused: bool, narrow: bool) -> list[Par
         parts.append((short_model(cfg.model_path or "?"), ""))
         spec, gap = "no speculation", " " if narrow else "  "
         if cfg.method:
-            spec = gap.join((cfg.method, f"steps {number(cfg.spec_num_steps)}",
-                             f"topk {number(cfg.spec_eagle_topk)}",
-                             f"draft{'' if narrow else ' tokens'} {number(cfg.spec_num_draft_tokens)}"))  # fmt: skip
+            spec = gap.join(
+                (
+                    cfg.method,
+                    f"steps {number(cfg.spec_num_steps)}",
+                    f"topk {number(cfg.spec_eagle_topk)}",
+                    f"draft{'' if narrow else ' tokens'} {number(cfg.spec_num_draft_tokens)}",
+                )
+            )
         parts.append((spec, "bold"))
     if v.last_decode_time is None:
         parts.append((f"no {v.stats_kind} line yet", ""))
@@ -163,6 +168,6 @@ _LEVELS: dict[str, Level] = {"error": "bad", "warning": "warn"}
 
 
 def finding_event(change: Any, at: datetime | None) -> Event:
-    """A doctor finding that started or cleared (an ``acceptmon.doctor.engine.Change``), as an event."""
+    """A doctor finding that started or cleared (an ``acceptmon.diagnose.engine.Change``), as an event."""
     level: Level = "info" if change.event == "cleared" else _LEVELS.get(change.finding.severity, "info")
     return Event(at, level, f"doctor: {change.line}", change.finding.file)

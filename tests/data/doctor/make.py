@@ -286,10 +286,10 @@ def where(name: str, directory: Path) -> str:
 
 def render(name: str, directory: Path) -> str:
     """The doctor's JSON for a scenario, with file paths shown as the scenario names them."""
-    from acceptmon.doctor.read import diagnose
-    from acceptmon.doctor.report import to_json
-    from acceptmon.doctor.rules import load_rules
-    from acceptmon.loader import load_grammars
+    from acceptmon.diagnose.read import diagnose
+    from acceptmon.diagnose.report import to_json
+    from acceptmon.diagnose.rules import load_rules
+    from acceptmon.parse.load import load_grammars
 
     sc = SCENARIOS[name]
     baseline = where(sc.baseline, directory) if sc.baseline else None

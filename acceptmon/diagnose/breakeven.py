@@ -1,0 +1,174 @@
+"""Does speculation pay? Speedup against a baseline, or the break-even numbers without one. Pure.
+
+doctor.md §3.3: in steady state at the same ``#running-req``, one verify step takes about
+``B·L/G_spec`` and a plain step ``B/G_base``, so the speedup is ``S = G_spec/G_base`` and the
+step-cost ratio ``R = L·G_base/G_spec`` (break-even accept length ``L* = R``). Buckets and the
+steady rule are those of ``acceptmon compare``; the per-bucket ratios are weighted by the lines
+of both sides, as there. Without a baseline: "speculation pays only if the no-spec server made
+less than G tok/s at B requests", and the verify efficiency ``L/N`` next to ``B·N`` (§3.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from acceptmon.diagnose.state import BucketStats, RunState
+from acceptmon.measure.compare import MIN_BUCKET_BATCHES, MIN_MATCHED_BATCHES
+
+Verdict: TypeAlias = Literal["pays", "marginal", "loses"]
+Buckets: TypeAlias = Mapping[tuple[int, int], BucketStats]
+
+
+class BucketRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    running_req: str
+    spec_lines: int
+    base_lines: int
+    spec_tok_s: float
+    base_tok_s: float
+    speedup: float | None
+
+
+class BreakEven(BaseModel):
+    """One speculative run's verdict (with a baseline) or break-even statement (without)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    baseline: str | None
+    verdict: Verdict | None
+    speedup: float | None
+    """S = G_spec / G_base, weighted over matched #running-req buckets."""
+    step_cost_ratio: float | None
+    """R = L · G_base / G_spec: one speculative step in plain steps."""
+    accept_len: float | None
+    running_req: float | None
+    """B: mean #running-req of the run's most common steady bucket."""
+    break_even_tok_s: float | None
+    """Without a baseline: the no-spec throughput at B below which speculation pays."""
+    step_ms: float | None
+    """B · L / G_spec: the implied time of one verify step."""
+    verify_efficiency: float | None
+    """L / N: the share of verified tokens kept."""
+    verify_tokens: float | None
+    """B · N: tokens verified per step."""
+    buckets: list[BucketRow]
+    statement: str
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits) + 0.0
+
+
+def label(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def matched(spec: Buckets, base: Buckets) -> tuple[list[BucketRow], float | None, float | None]:
+    """Rows of the shared buckets, the weighted speedup, and the spec accept length over them."""
+    shared = sorted(k for k in spec.keys() & base.keys() if min(spec[k].lines, base[k].lines) >= MIN_BUCKET_BATCHES)
+    rows, weights, ratio, length = [], 0, 0.0, BucketStats().accept_len
+    for key in shared:
+        s, b = spec[key], base[key]
+        speedup = s.mean_throughput / b.mean_throughput if b.mean_throughput > 0 else None
+        rows.append(
+            BucketRow(
+                running_req=label(*key),
+                spec_lines=s.lines,
+                base_lines=b.lines,
+                spec_tok_s=round(s.mean_throughput, 2),
+                base_tok_s=round(b.mean_throughput, 2),
+                speedup=_r(speedup),
+            )
+        )
+        if speedup is not None:
+            weights += s.lines + b.lines
+            ratio += (s.lines + b.lines) * speedup
+            length.merge(s.accept_len)
+    enough = min(sum(r.spec_lines for r in rows), sum(r.base_lines for r in rows)) >= MIN_MATCHED_BATCHES
+    return rows, (ratio / weights if weights and enough else None), length.mean
+
+
+def verdict(speedup: float, loses_below: float, marginal_below: float) -> Verdict:
+    s = round(speedup, 6)
+    return "loses" if s < loses_below else "marginal" if s < marginal_below else "pays"
+
+
+def break_even(
+    run: RunState,
+    base: Buckets | None,
+    base_label: str | None,
+    *,
+    loses_below: float = 1.0,
+    marginal_below: float = 1.03,
+) -> BreakEven:
+    """The verdict against ``base`` (steady buckets of no-spec runs), else the break-even statement."""
+    typical = max(run.buckets.items(), key=lambda kv: (kv[1].lines, -kv[0][0]), default=None)
+    length = run.accept_len.mean
+    n = run.draft_tokens
+    b = typical[1].mean_running if typical else None
+    g = typical[1].mean_throughput if typical else None
+    typical_len = typical[1].accept_len.mean if typical else None
+    step_len = typical_len if typical_len is not None else length
+    values: dict[str, float | None] = {
+        "accept_len": _r(length),
+        "running_req": _r(b, 2),
+        "break_even_tok_s": _r(g, 2),
+        "step_ms": _r(1000 * b * step_len / g, 2) if b and g and step_len else None,
+        "verify_efficiency": _r(length / n) if length and n else None,
+        "verify_tokens": _r(b * n, 1) if b and n else None,
+    }
+    rows, speedup, spec_len = matched(run.buckets, base) if base is not None else ([], None, None)
+    if speedup is None:
+        text = _statement(values, rows, base_label)
+        return BreakEven(
+            baseline=base_label,
+            verdict=None,
+            speedup=None,
+            step_cost_ratio=None,
+            buckets=rows,
+            statement=text,
+            **values,
+        )
+    v = verdict(speedup, loses_below, marginal_below)
+    ratio = spec_len / speedup if spec_len else None
+    text = (
+        f"speculation {v}: S = G_spec/G_base = {speedup:.2f} over {len(rows)} matched #running-req "
+        f"bucket(s) against {base_label}"
+    )
+    if ratio is not None and spec_len is not None:
+        text += f"; a step costs R = {ratio:.2f} plain steps for L = {spec_len:.2f} tokens (break-even L* = R)"
+    values["accept_len"] = _r(spec_len) if spec_len is not None else values["accept_len"]
+    return BreakEven(
+        baseline=base_label,
+        verdict=v,
+        speedup=_r(speedup),
+        step_cost_ratio=_r(ratio),
+        buckets=rows,
+        statement=text,
+        **values,
+    )
+
+
+def _statement(values: dict[str, float | None], rows: list[BucketRow], base_label: str | None) -> str:
+    parts = []
+    if base_label is not None:
+        lines = f"{sum(r.spec_lines for r in rows)} vs {sum(r.base_lines for r in rows)}"
+        parts.append(f"baseline {base_label}: too few steady lines at shared #running-req ({lines}) to compare")
+    b, g = values["running_req"], values["break_even_tok_s"]
+    if b is None or g is None:
+        parts.append("no steady decode lines (#queue-req 0, no prefill since the rank's previous line) to judge")
+        return "; ".join(parts)
+    text = f"speculation pays only if the no-spec server made less than {g:.1f} tok/s at {b:g} running requests"
+    if values["step_ms"] is not None:
+        text += f" (one verify step takes about {values['step_ms']:.1f} ms)"
+    parts.append(text)
+    if values["verify_efficiency"] is not None and values["verify_tokens"] is not None:
+        parts.append(
+            f"verify efficiency L/N = {values['verify_efficiency']:.2f} "
+            f"at B·N = {values['verify_tokens']:g} tokens per step"
+        )
+    return "; ".join(parts)

@@ -1,0 +1,120 @@
+"""Signature types that compare acceptance with something else: the expected value, sequence length. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6, run_lines
+from acceptmon.diagnose.model import Hit
+from acceptmon.diagnose.state import RunState, Step
+from acceptmon.parse.records import Record, WarningRecord
+
+
+class ExpectedParams(Params):
+    ratio: float = 0.85
+    max_running: int = 8
+    """Judge decode lines with at most this many running requests (small batches) when there are any."""
+    min_lines: int = 5
+    algorithms: list[str] = Field(default_factory=list)
+
+
+class Expected(Detector[ExpectedParams]):
+    """P17, P12: accept length under the value the draft's card or paper gives (--expected-accept-len)."""
+
+    def __init__(self, params: ExpectedParams) -> None:
+        super().__init__(params)
+        self.small = 0.0
+        self.small_lines = Lines()
+        self.max_running = params.max_running
+
+    def stats(self, r: Record, run: RunState, step: Step) -> None:
+        length, running = step.accept_len, step.running_req
+        if length is not None and running is not None and running <= self.max_running and step.warm:
+            self.small += length
+            self.small_lines.add(step.line)
+
+    def hit(self, run: RunState, ctx: Context) -> Hit | None:
+        want = ctx.expected_accept_len
+        algos = [a.upper() for a in self.p.algorithms]
+        if want is None or not run.speculative or (algos and (run.algorithm or "") not in algos):
+            return None
+        n, mean = self.small_lines.count, None
+        if n >= self.p.min_lines:
+            mean, lines, at = self.small / n, self.small_lines.lines, f"at <= {self.p.max_running} running requests"
+        else:
+            mean, n, lines, at = run.accept_len.mean, run.accept_len.count, run_lines(run), "at any batch size"
+        if mean is None or n < self.p.min_lines or r6(mean) >= r6(self.p.ratio * want):
+            return None
+        text = f"mean accept len {mean:.2f} {at} is {mean / want:.0%} of the expected {want:g} (< {self.p.ratio:.0%})"
+        return hit(text, lines, accept_len_mean=mean, expected=want, line_count=n)
+
+
+class ContextParams(Params):
+    codes: list[str] = Field(default_factory=lambda: ["is greater than the derived context_length"])
+    """Warnings whose ``limit`` is a derived context length (the smallest is the draft's window)."""
+    over_lines: int = 5
+    drop: float = 0.25
+    min_bucket_lines: int = 5
+
+
+class LongContext(Detector[ContextParams]):
+    """P4: sequences longer than the draft was trained for, or L falling as sequences grow."""
+
+    def __init__(self, params: ContextParams) -> None:
+        super().__init__(params)
+        self.window: float | None = None
+        self.window_line = 0
+        self.over = Lines()
+        self.longest = 0.0
+        self.by_length: dict[int, list[Any]] = {}  # log2 bucket -> [lines, sum L, first line]
+
+    def warning(self, r: WarningRecord, run: RunState) -> None:
+        if r.code in self.p.codes and r.limit is not None and (self.window is None or r.limit < self.window):
+            self.window, self.window_line = r.limit, r.line
+
+    def stats(self, r: Record, run: RunState, step: Step) -> None:
+        length, seq = step.accept_len, step.seq_len
+        if length is None or seq is None or not step.warm:
+            return
+        if seq > self.longest:
+            self.longest = seq
+        if self.window is not None and seq > self.window:
+            self.over.add(step.line)
+        key = int(seq).bit_length()
+        bucket = self.by_length.get(key)
+        if bucket is None:
+            bucket = self.by_length[key] = [0, 0.0, step.line]
+        bucket[0] += 1
+        bucket[1] += length
+
+    def hit(self, run: RunState, ctx: Context) -> Hit | None:
+        if not run.speculative:
+            return None
+        if self.window is not None and self.over.count >= self.p.over_lines:
+            text = (
+                f"{self.over.count} decode lines with #token/#running-req above the draft's context length "
+                f"{self.window:g} (longest {self.longest:.0f})"
+            )
+            return hit(
+                text,
+                [self.window_line, *self.over.lines],
+                draft_context=self.window,
+                lines_over=self.over.count,
+                longest_seq=self.longest,
+            )
+        full = sorted((k, v) for k, v in self.by_length.items() if v[0] >= self.p.min_bucket_lines)
+        if len(full) >= 2:
+            (short_k, short), (long_k, long) = full[0], full[-1]
+            short_len, long_len = short[1] / short[0], long[1] / long[0]
+            if r6(long_len) <= r6((1 - self.p.drop) * short_len):
+                text = (
+                    f"accept len {long_len:.2f} at sequences of {1 << (long_k - 1)}+ tokens vs {short_len:.2f} "
+                    f"at {1 << max(short_k - 1, 0)}-{(1 << short_k) - 1}"
+                )
+                return hit(text, [short[2], long[2]], short_accept_len=short_len, long_accept_len=long_len)
+        if self.window is not None:
+            text = f"the draft's derived context length is {self.window:g}; sequences so far reach {self.longest:.0f}"
+            return hit(text, [self.window_line], "info", draft_context=self.window, longest_seq=self.longest)
+        return None

@@ -1,0 +1,136 @@
+"""The detector contract: what a signature type is fed, what it answers, and what it may ask. Pure.
+
+A detector is one rule's state for one run. The engine feeds it the records of the kinds its
+rule reads (``launch``, ``stats`` for decode-like lines, ``prefill``, ``warning``), after
+the run's :class:`~acceptmon.diagnose.state.RunState` has taken them in, and asks :meth:`hit`
+whenever findings are wanted: a :class:`~acceptmon.diagnose.model.Hit` while the rule holds,
+None otherwise. Detectors keep sums and counts, never every line, so the engine runs live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from acceptmon.diagnose.breakeven import BreakEven
+from acceptmon.diagnose.model import Evidence, Hit, Severity, Value
+from acceptmon.diagnose.state import RunState, Step
+from acceptmon.parse.records import Record, WarningRecord
+
+MAX_LINES = 8
+"""Line numbers kept as evidence per finding."""
+
+
+class Params(BaseModel):
+    """Base of every signature type's parameters: unknown keys are errors, and so are nan and inf."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, strict=True)
+
+
+P = TypeVar("P", bound=Params)
+
+
+class Context(Protocol):
+    """What a detector may ask beyond its run: inputs from the command line and other runs."""
+
+    @property
+    def expected_accept_len(self) -> float | None: ...
+
+    def same_config(self, run: RunState) -> list[RunState]:
+        """Other runs of the same file with the same model and speculative settings."""
+        ...
+
+    def break_even(self, run: RunState) -> BreakEven | None:
+        """The run's speedup against its baseline (None when it does not speculate)."""
+        ...
+
+
+class Detector(Generic[P]):
+    """One rule's state for one run; subclasses override what their signature reads."""
+
+    def __init__(self, params: P) -> None:
+        self.p = params
+
+    def launch(self, r: Record, run: RunState) -> None:
+        """The run's launch line (the config is in ``run.launch``)."""
+
+    def stats(self, r: Record, run: RunState, step: Step) -> None:
+        """A decode line (or a kind with decode-like fields: accept_len, running_req, ...)."""
+
+    def prefill(self, r: Record, run: RunState) -> None:
+        """A prefill line."""
+
+    def warning(self, r: WarningRecord, run: RunState) -> None:
+        """A launch or serving warning of this run."""
+
+    def hit(self, run: RunState, ctx: Context) -> Hit | None:
+        """The finding while the rule holds, else None."""
+        return None
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A signature type: its parameter schema, its detector, and what it is for."""
+
+    name: str
+    params: type[Params]
+    detector: Callable[[Any], Detector[Any]]
+    doc: str
+
+    def before_launch(self, params: Params) -> tuple[str, ...]:
+        """Warning codes printed before the launch line they belong to (server arguments resolve first):
+        the ``codes`` and ``error_codes`` of parameters whose ``before_launch`` is true."""
+        if not getattr(params, "before_launch", False):
+            return ()
+        return tuple(getattr(params, "codes", ()))
+
+
+def r6(value: float) -> float:
+    """A derived ratio rounded before it meets a threshold: logged values have two decimals, so a
+    threshold on the boundary (5 of 100 lines is 5 %) must not flip on the last binary digit."""
+    return round(value, 6)
+
+
+class Lines:
+    """The first few line numbers of something that happened, and how often it happened."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines: list[int] = []
+
+    def add(self, line: int) -> None:
+        self.count += 1
+        if self.count <= MAX_LINES:
+            self.lines.append(line)
+
+
+def evidence(text: str, lines: list[int] | tuple[int, ...] = (), **values: Value) -> Evidence:
+    """Evidence with its numbers rounded for people (4 decimals)."""
+    rounded = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in values.items()}
+    return Evidence(lines=sorted(set(lines))[:MAX_LINES], values=rounded, text=text)
+
+
+def hit(
+    text: str,
+    lines: list[int] | tuple[int, ...] = (),
+    severity: Severity | None = None,
+    note: str = "",
+    **values: Value,
+) -> Hit:
+    return Hit(severity=severity, evidence=evidence(text, lines, **values), note=note)
+
+
+def matches(text: str | None, needles: list[str]) -> bool:
+    """Case-insensitive: does ``text`` contain any of ``needles`` (an empty list matches anything)?"""
+    if not needles:
+        return True
+    low = (text or "").lower()
+    return any(n.lower() in low for n in needles)
+
+
+def run_lines(run: RunState) -> list[int]:
+    """The first and last accept-length line of a run, as evidence."""
+    return list(run.accept_lines) if run.accept_lines else []

@@ -1,0 +1,319 @@
+"""The rule engine: feed records in file order, ask which findings hold, learn what changed. Pure.
+
+Every run (one launch in one file) gets a :class:`~acceptmon.diagnose.state.RunState` and one detector
+per rule. :meth:`Doctor.feed` routes each record to the detectors whose rule reads its kind;
+:meth:`Doctor.findings` asks every run's detectors (batch), :meth:`Doctor.holding` only each file's
+current run (live), and :meth:`Doctor.update` feeds and returns what started or stopped holding since
+the last call, for ``tail``'s event log and ``serve``'s ``acceptmon_doctor_finding`` gauge.
+
+Warnings printed while server arguments resolve come *before* their launch line. Codes that
+rules mark ``before_launch`` wait until the next line of the file: a launch takes them into
+its run, any other stats line gives them to the run they were printed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from acceptmon.diagnose.breakeven import BreakEven, break_even
+from acceptmon.diagnose.detector import Detector
+from acceptmon.diagnose.model import Finding, Hit, Rule
+from acceptmon.diagnose.signatures import SIGNATURES
+from acceptmon.diagnose.state import WARMUP_LINES, BucketStats, RunState
+from acceptmon.measure.tokens import Intervals
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import Record, WarningRecord
+
+_Index: TypeAlias = tuple[
+    int, dict[tuple[str, Any], list[RunState]], dict[str, list[RunState]], dict[tuple[str, int], BreakEven]
+]
+STATS_FIELDS = ("accept_len", "accept_rate", "gen_throughput", "running_req")  # a kind with any is a stats line
+
+
+@dataclass(frozen=True)
+class Change:
+    """A finding that started (``new``) or stopped (``cleared``) holding."""
+
+    event: Literal["new", "cleared"]
+    finding: Finding
+
+    @property
+    def line(self) -> str:
+        """For a live event log: ``P1 error (run 2): EAGLE algorithm on ... - evidence``, or ``cleared P1 ...``."""
+        f = self.finding
+        head = f"{f.rule} {f.severity} (run {f.run}): {f.message.partition(': ')[0]}"
+        return f"cleared {head}" if self.event == "cleared" else f"{head} - {f.evidence.text}"
+
+
+class RunReport(BaseModel):
+    """One run in the report, with or without findings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    run: int
+    model: str | None
+    spec: str
+    decode_lines: int
+    accept_len_mean: float | None
+    gen_throughput_mean: float | None
+    findings: int
+    break_even: BreakEven | None
+
+
+@dataclass
+class _Run:
+    state: RunState
+    detectors: list[tuple[Rule, Detector[Any]]] = field(default_factory=list)
+    _feeders: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+
+    def feeders(self, method: str, kind: str) -> list[Any]:
+        """Bound ``method`` of the detectors whose rule reads ``kind`` and whose type implements it."""
+        found = self._feeders.get((method, kind))
+        if found is None:
+            base = getattr(Detector, method)
+            found = self._feeders[method, kind] = [
+                getattr(det, method)
+                for rule, det in self.detectors
+                if kind in rule.reads and getattr(type(det), method) is not base
+            ]
+        return found
+
+
+class Doctor:
+    """Incremental rule engine over any number of files."""
+
+    def __init__(
+        self,
+        rules: Sequence[Rule],
+        *,
+        expected_accept_len: float | None = None,
+        baseline: Sequence[RunState] = (),
+        baseline_label: str | None = None,
+        warmup: int = WARMUP_LINES,
+    ) -> None:
+        self.rules = list(rules)
+        self.expected = expected_accept_len
+        self.baseline, self.baseline_label = list(baseline), baseline_label
+        self.warmup = warmup
+        self.before_launch = frozenset(c for r in self.rules for c in SIGNATURES[r.signature].before_launch(r.params))
+        speedup = next((r.params for r in self.rules if r.signature == "speedup"), None)
+        self.thresholds = (getattr(speedup, "loses_below", 1.0), getattr(speedup, "marginal_below", 1.03))
+        self.runs: dict[tuple[str, int], _Run] = {}
+        self.current: dict[str, tuple[str, int]] = {}
+        self.pending: dict[str, list[WarningRecord]] = {}
+        self._held: dict[tuple[str, int, str, str], Finding] = {}
+        self._fed, self.intervals = 0, Intervals()
+        self._cache: _Index | None = None
+
+    @property
+    def expected_accept_len(self) -> float | None:
+        return self.expected
+
+    def feed(self, records: Iterable[Record]) -> None:
+        """Take records in file order (files may interleave)."""
+        self._fed += 1
+        for r in records:
+            if KINDS[r.kind].starts_run:
+                self.intervals.launch(r.file, r.run)
+                self._launch(r)
+            elif isinstance(r, WarningRecord) and r.code in self.before_launch:
+                self.pending.setdefault(r.file, []).append(r)
+            else:
+                self._record(self.intervals.record(r))  # vLLM v0 counts since start: judged per interval
+
+    def finish(self) -> None:
+        """End of input: warnings still waiting belong to the run they were printed in."""
+        self._fed += 1
+        for file, waiting in list(self.pending.items()):
+            for w in waiting:
+                self._warning(self._run(w.file, w.run), w)
+            self.pending.pop(file, None)
+
+    def update(self, records: Iterable[Record]) -> list[Change]:
+        """Feed, then say which current-run findings started or stopped holding."""
+        self.feed(records)
+        now: dict[tuple[str, int, str, str], Finding] = {(f.file, f.run, f.rule, f.severity): f for f in self.holding()}
+        changes = [Change("cleared", f) for k, f in self._held.items() if k not in now]
+        changes += [Change("new", f) for k, f in now.items() if k not in self._held]
+        self._held = now
+        return changes
+
+    def findings(self) -> list[Finding]:
+        """Every run's findings, in order of files, runs and rules."""
+        return [f for run in self.runs.values() for f in self._evaluate(run)]
+
+    def holding(self) -> list[Finding]:
+        """Findings of each file's current run (a relaunch clears the previous run's)."""
+        return [f for key in self.current.values() for f in self._evaluate(self.runs[key])]
+
+    def labels(self) -> set[tuple[str, str, str]]:
+        """``(file, rule, severity)`` of every holding finding: the ``acceptmon_doctor_finding`` series set to 1."""
+        return {(f.file, f.rule, f.severity) for f in self.holding()}
+
+    def states(self) -> list[RunState]:
+        return [run.state for run in self.runs.values()]
+
+    def reports(self) -> list[RunReport]:
+        """Every run that has a launch line or stats lines, with its finding count and break-even."""
+        out = []
+        for run in self.runs.values():
+            s = run.state
+            found = len(self._evaluate(run))
+            if s.launch is None and not s.decode_lines and not found:
+                continue
+            out.append(
+                RunReport(
+                    file=s.file,
+                    run=s.run,
+                    model=s.launch.model_path if s.launch else None,
+                    spec=spec_text(s),
+                    decode_lines=s.decode_lines,
+                    accept_len_mean=s.accept_len.rounded,
+                    gen_throughput_mean=s.throughput.rounded,
+                    findings=found,
+                    break_even=self.break_even(s),
+                )
+            )
+        return out
+
+    # Context for detectors
+
+    def same_config(self, run: RunState) -> list[RunState]:
+        key = run.config_key()
+        same = self._index()[1].get((run.file, key), []) if key is not None else []
+        return [s for s in same if s is not run]
+
+    def break_even(self, run: RunState) -> BreakEven | None:
+        if not run.speculative or not run.decode_lines:
+            return None
+        cached = self._index()[3].get((run.file, run.run))
+        if cached is None:
+            base, label = self._baseline(run)
+            loses, marginal = self.thresholds
+            cached = break_even(run, base, label, loses_below=loses, marginal_below=marginal)
+            self._index()[3][run.file, run.run] = cached
+        return cached
+
+    def _index(self) -> _Index:
+        """Runs by file (without speculation) and by config, rebuilt after each feed: evaluation is linear."""
+        if self._cache is None or self._cache[0] != self._fed:
+            plain: dict[str, list[RunState]] = {}
+            by_key: dict[tuple[str, Any], list[RunState]] = {}
+            for r in self.runs.values():
+                s = r.state
+                if s.decode_lines and not s.speculative:
+                    plain.setdefault(s.file, []).append(s)
+                by_key.setdefault((s.file, s.config_key()), []).append(s)
+            self._cache = (self._fed, by_key, plain, {})
+        return self._cache
+
+    def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
+        external = bool(self.baseline)
+        pool = self.baseline or self._index()[2].get(run.file, [])
+        plain = [s for s in pool if s.decode_lines and not s.speculative]
+        model = run.launch.model_path if run.launch else None
+        same = [s for s in plain if s.launch is not None and s.launch.model_path == model]
+        chosen = same or plain
+        if not chosen:
+            return None, None
+        merged: dict[tuple[int, int], BucketStats] = {}
+        for s in chosen:
+            for key, b in s.buckets.items():
+                merged.setdefault(key, BucketStats()).merge(b)
+        runs = ", ".join(str(s.run) for s in chosen)
+        label = self.baseline_label if external and self.baseline_label else f"{chosen[0].file} run {runs}"
+        return merged, label
+
+    # Routing
+
+    def _run(self, file: str, number: int) -> _Run:
+        key = (file, number)
+        run = self.runs.get(key)
+        if run is None:
+            state = RunState(file, number)
+            run = self.runs[key] = _Run(state, [(r, SIGNATURES[r.signature].detector(r.params)) for r in self.rules])
+        if number >= self.current.get(file, (file, -1))[1]:
+            self.current[file] = key
+        return run
+
+    def _launch(self, r: Record) -> None:
+        run = self._run(r.file, r.run)
+        run.state.launch = getattr(r, "config", None)
+        run.state.launch_line = r.line
+        run.state.record(r)
+        for feed in run.feeders("launch", r.kind):
+            feed(r, run.state)
+        for w in self.pending.pop(r.file, []):
+            self._warning(run, w)
+
+    def _record(self, r: Record) -> None:
+        run = self._run(r.file, r.run)
+        for w in self.pending.pop(r.file, []):
+            self._warning(self._run(w.file, w.run), w)
+        if isinstance(r, WarningRecord):
+            self._warning(run, r)
+        elif r.kind == "prefill":
+            run.state.prefill(r)  # type: ignore[arg-type]
+            for feed in run.feeders("prefill", "prefill"):
+                feed(r, run.state)
+        elif is_stats_kind(r.kind):
+            step = run.state.stats(r, self.warmup)
+            for feed in run.feeders("stats", r.kind):
+                feed(r, run.state, step)
+        else:
+            run.state.record(r)
+
+    def _warning(self, run: _Run, w: WarningRecord) -> None:
+        run.state.warnings += 1
+        run.state.record(w)
+        for feed in run.feeders("warning", "warning"):
+            feed(w, run.state)
+
+    def _evaluate(self, run: _Run) -> list[Finding]:
+        hits = [(rule, h) for rule, det in run.detectors if (h := det.hit(run.state, self)) is not None]
+        held = {rule.id for rule, _ in hits}
+        return [finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held]
+
+
+@cache
+def is_stats_kind(kind: str) -> bool:
+    """Records of this kind are stats lines: their model has decode-like fields."""
+    return any(name in KINDS[kind].model.model_fields for name in STATS_FIELDS)
+
+
+def finding(rule: Rule, run: RunState, h: Hit) -> Finding:
+    """A rule's words around a detector's hit."""
+    message = f"{rule.title}: {rule.message}" + (f" {h.note}" if h.note else "")
+    if rule.cannot_check:
+        message += f" Cannot check from logs: {rule.cannot_check}"
+    fix = rule.fix + (f" Sources: {', '.join(rule.sources)}." if rule.sources else "")
+    return Finding(
+        rule=rule.id,
+        severity=h.severity or rule.severity,
+        file=run.file,
+        run=run.run,
+        evidence=h.evidence,
+        message=message,
+        fix=fix,
+    )
+
+
+def spec_text(run: RunState) -> str:
+    """The speculative config in a few words: "EAGLE3 steps 3, topk 1, draft 4"."""
+    c = run.launch
+    if c is None:
+        return "speculative (no launch line)" if run.speculative else "config unknown: no launch line"
+    if run.algorithm is None:
+        return "no speculation"
+    parts = [
+        f"{name} {v}"
+        for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk), ("draft", c.spec_num_draft_tokens))
+        if v is not None
+    ]
+    return f"{c.method} {', '.join(parts)}".strip()

@@ -1,0 +1,77 @@
+"""Reading files into the doctor: the batch pipeline feeds the engine; baselines come from other files.
+
+The engine is fed in file order on the main process (``collect``); workers only parse. A
+baseline given as ``FILE`` or ``FILE#N`` is read through the same pipeline with no rules, and
+its runs without speculation become the reference the engine matches buckets against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from acceptmon.diagnose.engine import Doctor
+from acceptmon.diagnose.model import Rule
+from acceptmon.diagnose.state import RunState
+from acceptmon.errors import InputError
+from acceptmon.inputs.refs import parse_ref
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import Record
+from acceptmon.pipeline.batch import run
+
+BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning", "spec", "throughput"})
+"""Read whatever the rules read: every server's stats lines (a vLLM baseline has only throughput lines)."""
+
+
+class DoctorJob:
+    """Parse in chunks (any process), feed the engine in file order (main process)."""
+
+    def __init__(self, doctor: Doctor) -> None:
+        self.doctor = doctor
+        wanted = BASE_KINDS | {kind for rule in doctor.rules for kind in rule.reads}
+        self.records_wanted = frozenset(k for k in wanted if k in KINDS)
+
+    def chunk(self, records: list[Record]) -> list[Record]:
+        return records
+
+    def collect(self, part: list[Record]) -> None:
+        self.doctor.feed(part)
+
+
+def diagnose(
+    paths: Sequence[str],
+    grammars: GrammarSet,
+    rules: Sequence[Rule],
+    *,
+    expected_accept_len: float | None = None,
+    baseline: str | None = None,
+    jobs: int = 1,
+) -> Doctor:
+    """Read every path (and the baseline, if any) and return the engine holding the findings."""
+    base, label = read_baseline(baseline, grammars, jobs) if baseline else ([], None)
+    doctor = Doctor(rules, expected_accept_len=expected_accept_len, baseline=base, baseline_label=label)
+    run(list(paths), grammars, DoctorJob(doctor), jobs=jobs)
+    doctor.finish()
+    return doctor
+
+
+def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[RunState], str]:
+    """The runs without speculation of a baseline reference, and a label for reports."""
+    path, number = parse_ref(ref)
+    reader = Doctor([])
+    run([path], grammars, DoctorJob(reader), jobs=jobs)
+    reader.finish()
+    states = [s for s in reader.states() if s.decode_lines]
+    name = Path(path).name if path != "-" else "stdin"
+    if number is not None:
+        states = [s for s in states if s.run == number]
+        if not states:
+            there = ", ".join(str(s.run) for s in reader.states() if s.decode_lines) or "none with decode lines"
+            raise InputError(ref, f"no run {number} with decode lines (runs there: {there})")
+        if states[0].speculative:
+            raise InputError(ref, f"run {number} speculates; a baseline is a run with speculation off")
+    plain = [s for s in states if not s.speculative]
+    if not plain:
+        raise InputError(ref, "no run without speculation to use as a baseline")
+    return plain, name if number is None else f"{name}#{number}"

@@ -1,0 +1,87 @@
+"""Rendering doctor results: pinned JSON for programs, wrapped text for people (coloured on a terminal).
+
+JSON: ``{"findings": [{"rule", "severity", "file", "run", "evidence", "message", "fix"}, ...],
+"runs": [...]}``; ``evidence`` holds ``lines``, ``values`` and ``text``; each run carries its
+break-even (verdict against a baseline, or the break-even statement) and its finding count.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from acceptmon.diagnose.engine import Change, RunReport
+from acceptmon.diagnose.model import Finding
+
+WIDTH = 100
+COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
+RESET = "\x1b[0m"
+
+
+def to_json(findings: Sequence[Finding], runs: Sequence[RunReport]) -> str:
+    data: dict[str, Any] = {
+        "findings": [f.model_dump(mode="json") for f in findings],
+        "runs": [r.model_dump(mode="json") for r in runs],
+    }
+    return json.dumps(data, indent=2)
+
+
+def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: bool = False) -> str:
+    """Per run: a header, its findings (worst first) or 'no finding', and its break-even line."""
+    by_run: dict[tuple[str, int], list[Finding]] = {}
+    for f in findings:
+        by_run.setdefault((f.file, f.run), []).append(f)
+    keys = [(r.file, r.run) for r in runs]
+    keys += [k for k in by_run if k not in keys]
+    reports = {(r.file, r.run): r for r in runs}
+    blocks = [_run_block(k, reports.get(k), by_run.get(k, []), colour) for k in keys]
+    if not blocks:
+        return "no runs and no decode lines found"
+    counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
+    total = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
+    return "\n\n".join([*blocks, f"{len(keys)} run(s): {total}"])
+
+
+def event_line(change: Change) -> str:
+    """One line for a live event log (:attr:`Change.line`)."""
+    return change.line
+
+
+def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Finding], colour: bool) -> str:
+    file, number = key
+    head = f"{file} run {number}"
+    if report is not None:
+        parts = [report.model or "model unknown", report.spec, f"{report.decode_lines} decode lines"]
+        if report.accept_len_mean is not None:
+            parts.append(f"accept len {report.accept_len_mean:.2f}")
+        if report.gen_throughput_mean is not None:
+            parts.append(f"{report.gen_throughput_mean:.1f} tok/s")
+        head += ": " + ", ".join(parts)
+    lines = [head]
+    order = {"error": 0, "warning": 1, "info": 2}
+    for f in sorted(findings, key=lambda f: order[f.severity]):
+        lines += _finding_lines(f, colour)
+    if not findings:
+        lines.append("  no finding")
+    if report is not None and report.break_even is not None:
+        lines += _wrap("break-even: " + report.break_even.statement, "  ")
+    return "\n".join(lines)
+
+
+def _finding_lines(f: Finding, colour: bool) -> list[str]:
+    tag = f"[{f.severity}]"
+    if colour:
+        tag = f"{COLOURS[f.severity]}{tag}{RESET}"
+    title, _, cause = f.message.partition(": ")
+    out = [f"  {tag} {f.rule} {title}"]
+    where = f" (line{'s' if len(f.evidence.lines) != 1 else ''} {', '.join(map(str, f.evidence.lines))})"
+    out += _wrap("evidence: " + f.evidence.text + (where if f.evidence.lines else ""), "    ")
+    out += _wrap("cause: " + cause, "    ")
+    out += _wrap("try: " + f.fix, "    ")
+    return out
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)

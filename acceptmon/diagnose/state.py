@@ -1,0 +1,259 @@
+"""What one run's records add up to, for every rule at once: config, warm-up, steady batches. Pure.
+
+A :class:`RunState` is updated once per record before the run's detectors see it, so each
+detector keeps only what its own signature needs. :class:`Step` is the per-line context:
+past the warm-up (the first decode lines of a run are ignored by accept-length rules),
+steady (``#queue-req`` 0 and no prefill line since the rank's previous decode line, the rule
+``acceptmon compare`` uses), and the mean sequence length ``#token / #running-req``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
+
+from acceptmon.measure.aggregate import Mean
+from acceptmon.measure.compare import bucket_of
+from acceptmon.parse.records import LaunchConfig, PrefillStats, Record
+
+WARMUP_LINES = 2
+"""Decode lines ignored per run by the accept-length rules (doctor.md §4)."""
+
+CONFIG_FIELDS = {
+    "model_path": "model_path",
+    "speculative_algorithm": "spec_algorithm",
+    "speculative_num_steps": "spec_num_steps",
+    "speculative_eagle_topk": "spec_eagle_topk",
+    "speculative_num_draft_tokens": "spec_num_draft_tokens",
+    "speculative_draft_model_path": "spec_draft_model_path",
+    "tp_size": "tp_size",
+    "dp_size": "dp_size",
+    "ep_size": "ep_size",
+}
+"""server_args keys that the launch grammars lift into LaunchConfig fields."""
+
+
+STEP_FIELDS = (
+    "rank",
+    "line",
+    "queue_req",
+    "running_req",
+    "gen_throughput",
+    "accept_len",
+    "accept_rate",
+    "num_tokens",
+    "token_usage",
+)
+"""The fields :meth:`RunState.stats` reads, in the order its reader returns them."""
+_READERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+
+
+def _reader(model: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """Reads STEP_FIELDS from a record's ``__dict__`` in one call (None for fields its kind lacks); one per model."""
+    fields = getattr(model, "model_fields", {})
+    every = all(name in fields for name in STEP_FIELDS)
+    read: Callable[[dict[str, Any]], tuple[Any, ...]] = itemgetter(*STEP_FIELDS) if every else _read_some
+    _READERS[model] = read
+    return read
+
+
+def _read_some(values: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(map(values.get, STEP_FIELDS))
+
+
+def config_value(launch: LaunchConfig | None, key: str) -> Any:
+    """A server_args value by its logged name, whether lifted into a field or kept as an extra."""
+    if launch is None:
+        return None
+    name = CONFIG_FIELDS.get(key)
+    return getattr(launch, name) if name else launch.extra.get(key)
+
+
+@dataclass(slots=True)
+class BucketStats:
+    """Steady decode lines at one ``#running-req`` bucket: throughput and accept length sums."""
+
+    lines: int = 0
+    throughput: float = 0.0
+    running: int = 0
+    accept_len: Mean = field(default_factory=Mean)
+
+    def add(self, throughput: float, running: int, accept_len: float | None) -> None:
+        """One steady decode line."""
+        self.lines += 1
+        self.throughput += throughput
+        self.running += running
+        self.accept_len.add(accept_len)
+
+    def merge(self, other: BucketStats) -> None:
+        self.lines += other.lines
+        self.throughput += other.throughput
+        self.running += other.running
+        self.accept_len.merge(other.accept_len)
+
+    @property
+    def mean_throughput(self) -> float:
+        return self.throughput / self.lines if self.lines else 0.0
+
+    @property
+    def mean_running(self) -> float:
+        return self.running / self.lines if self.lines else 0.0
+
+
+@dataclass(slots=True)
+class Step:
+    """Context of one decode line within its run, with the fields every stats feeder reads, read once.
+
+    ``accept_len``, ``accept_rate``, ``running_req``, ``num_tokens`` and ``token_usage`` are the record's
+    (None when its kind lacks them);
+    ``speculative`` is :attr:`RunState.speculative` once the line is taken in.
+    """
+
+    warm: bool
+    steady: bool
+    seq_len: float | None
+    line: int = 0
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    running_req: int | None = None
+    speculative: bool = False
+    num_tokens: int | None = None
+    token_usage: float | None = None
+
+
+UNREAD: Any = object()
+"""Stands for a launch not read yet, where a launch-derived value is cached by the launch it came from
+(None means no launch line)."""
+
+
+@dataclass
+class RunState:
+    """One launch in one file, as far as it has been read."""
+
+    file: str
+    run: int
+    launch: LaunchConfig | None = None
+    launch_line: int | None = None
+    decode_lines: int = 0
+    spec_lines: int = 0
+    first_line: int | None = None
+    last_line: int | None = None
+    accept_len: Mean = field(default_factory=Mean)
+    """Accept length of decode lines past the warm-up."""
+    accept_lines: tuple[int, int] | None = None
+    """First and last line that went into ``accept_len``."""
+    throughput: Mean = field(default_factory=Mean)
+    buckets: dict[tuple[int, int], BucketStats] = field(default_factory=dict)
+    """Steady decode lines by ``#running-req`` bucket (``compare.bucket_of``)."""
+    warnings: int = 0
+    _after_prefill: dict[str, bool] = field(default_factory=dict)
+    _by_running: dict[int, BucketStats] = field(default_factory=dict, repr=False, compare=False)
+    """``buckets`` entries by exact ``#running-req``, so a line finds its bucket without ``bucket_of``."""
+
+    _spec_of: Any = field(default=UNREAD, repr=False, compare=False)
+    """The launch ``_spec`` was worked out from: launch-derived values are computed once per launch line."""
+    _spec: tuple[str | None, int | None, int | None, int] = field(
+        default=(None, None, None, 1), repr=False, compare=False
+    )
+
+    def spec_params(self) -> tuple[str | None, int | None, int | None, int]:
+        """(algorithm, draft tokens N, steps k, topk or 1) of the current launch, cached until it changes."""
+        c = self.launch
+        if c is self._spec_of:
+            return self._spec
+        if c is None:
+            spec: tuple[str | None, int | None, int | None, int] = (None, None, None, 1)
+        else:
+            algo = c.method  # a vLLM <= 0.7 draft model whose method the log does not name: "draft model"
+            spec = (
+                algo.upper().replace(" ", "_") if algo else None,
+                c.draft_tokens,
+                c.spec_num_steps,
+                c.spec_eagle_topk or 1,
+            )
+        self._spec_of, self._spec = c, spec
+        return spec
+
+    @property
+    def algorithm(self) -> str | None:
+        """The speculative algorithm, upper case; None when the run does not speculate or has no launch."""
+        return self.spec_params()[0]
+
+    @property
+    def speculative(self) -> bool:
+        """Speculation is on: by the launch line, or (no launch line) by accept lengths in decode lines."""
+        if self.launch is None:
+            return self.spec_lines > 0
+        return self.spec_params()[0] is not None
+
+    @property
+    def steps(self) -> int | None:
+        return self.spec_params()[2]
+
+    @property
+    def draft_tokens(self) -> int | None:
+        """N: tokens verified per request per step."""
+        return self.spec_params()[1]
+
+    def config_key(self) -> tuple[Any, ...] | None:
+        """Model and speculative settings: runs with equal keys differ only in what logs do not show."""
+        c = self.launch
+        if c is None:
+            return None
+        return (
+            c.model_path,
+            c.spec_algorithm,
+            c.spec_draft_model_path,
+            c.spec_num_steps,
+            c.spec_eagle_topk,
+            c.spec_num_draft_tokens,
+        )
+
+    def prefill(self, r: PrefillStats) -> None:
+        self._after_prefill[r.rank or ""] = True
+        self._seen(r.line)
+
+    def stats(self, r: Record, warmup: int = WARMUP_LINES) -> Step:
+        """Fold in one stats line (a decode line, or any kind with decode-like fields); return its context."""
+        read = _READERS.get(type(r)) or _reader(type(r))
+        try:
+            rank, line, queue, running, tput, length, rate, tokens, usage = read(r.__dict__)
+        except KeyError:  # a record made without some of its model's fields
+            rank, line, queue, running, tput, length, rate, tokens, usage = _read_some(r.__dict__)
+        rank = rank or ""
+        after = self._after_prefill
+        steady = queue == 0 and not after.get(rank, True)
+        after[rank] = False
+        warm = self.decode_lines >= warmup
+        self.decode_lines += 1
+        if self.first_line is None:
+            self.first_line = line
+        self.last_line = line
+        if length is not None or rate is not None:
+            self.spec_lines += 1
+        if length is not None and warm:
+            self.accept_len.add(length)
+            self.accept_lines = (self.accept_lines[0] if self.accept_lines else line, line)
+        if tput is not None:
+            self.throughput.add(tput)
+            if steady and running:
+                self._bucket(running).add(tput, running, length)
+        seq = tokens / running if tokens is not None and running else None
+        return Step(warm, steady, seq, line, length, rate, running, self.speculative, tokens, usage)
+
+    def _bucket(self, running: int) -> BucketStats:
+        """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""
+        bucket = self._by_running.get(running)
+        if bucket is None:
+            bucket = self._by_running[running] = self.buckets.setdefault(bucket_of(running), BucketStats())
+        return bucket
+
+    def record(self, r: Record) -> None:
+        """Any other record: only its line counts."""
+        self._seen(r.line)
+
+    def _seen(self, line: int) -> None:
+        self.first_line = self.first_line if self.first_line is not None else line
+        self.last_line = line

@@ -1,0 +1,224 @@
+"""The one live state of followed logs: latest record per (file, kind, rank), counters, run config; no I/O.
+
+:class:`LiveStats` is fed records as the live pipeline reads them and answers, at any
+moment, with a consistent :class:`Snapshot` (taken under a lock, so a scrape or a
+screen refresh in another thread never sees half an update). It is what both the
+Prometheus collector and the dashboard read. How a record is folded in is its
+kind's declaration (:mod:`acceptmon.parse.kinds`): a launch starts a run, a kind with
+``series`` keeps its latest record per rank, with a counter, a histogram and the
+run-start baseline of the field its metrics name.
+
+Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, kind,
+rank) up to ``max_series`` (records for further series are counted in ``overflow``,
+not kept), a fixed set of histogram buckets, and counters. Each file known has a fair
+share of the cap, ``max(MIN_FILE_SHARE, max_series // files)``: a file at its share gets
+no new series, and when the cap is full a file below its share takes the least recently
+seen series of the file holding the most, if that one is above its share.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from acceptmon.live.series import FileInfo, RankSeries
+from acceptmon.measure.tokens import Intervals
+from acceptmon.parse.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
+from acceptmon.parse.parser import Tally
+from acceptmon.parse.records import Record
+
+__all__ = ["DEFAULT_MAX_SERIES", "DOCTOR_SECONDS", "FileInfo", "FindingSource", "LiveStats", "RankSeries", "Snapshot"]
+
+DEFAULT_MAX_SERIES = 512
+MIN_FILE_SHARE = 16
+"""Series every file may keep, however many files there are (while the cap allows)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent copy of the live state at one moment."""
+
+    taken: float
+    series: list[RankSeries]
+    files: list[FileInfo]
+    overflow: int
+    version: int
+    findings: frozenset[tuple[str, str, str]] = frozenset()
+    """(file, rule, severity) of every doctor finding holding for a file's current run."""
+
+
+class FindingSource(Protocol):
+    """What the live state needs of the doctor (``acceptmon.diagnose.engine.Doctor``): fed records, it judges."""
+
+    def feed(self, records: Iterable[Record]) -> None: ...
+
+    def update(self, records: Iterable[Record]) -> list[Any]: ...
+
+    def labels(self) -> set[tuple[str, str, str]]: ...
+
+
+DOCTOR_SECONDS = 1.0
+"""How often the doctor's findings are judged again while records arrive (clock seconds)."""
+
+
+class LiveStats:
+    """Thread-safe live aggregate of everything the followers read."""
+
+    def __init__(
+        self,
+        *,
+        max_series: int = DEFAULT_MAX_SERIES,
+        clock: Callable[[], float] = time.monotonic,
+        doctor: FindingSource | None = None,
+    ) -> None:
+        """``doctor``: judges the records as they come; its holding findings are part of every snapshot."""
+        self.max_series = max_series
+        self.doctor = doctor
+        self._findings: frozenset[tuple[str, str, str]] = frozenset()
+        self._changes: list[Any] = []
+        self._judged = -math.inf
+        self._unjudged = False
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str], RankSeries] = {}
+        self._files: dict[str, FileInfo] = {}
+        self._overflow = 0
+        self._per_file: Counter[str] = Counter()
+        """Series held per file, valid for the FileInfo object recorded in ``_counted``."""
+        self._counted: dict[str, FileInfo] = {}
+        self._intervals = Intervals()
+        self.version = 0
+        """Increments on every change, so a reader can tell whether anything is new."""
+
+    def add_file(self, file: str) -> None:
+        with self._lock:
+            self._file(file)
+            self.version += 1
+
+    def update(self, file: str, records: Iterable[Record], tally: Tally | None = None) -> None:
+        """Take one batch of records read from ``file`` and its parser's cumulative tally."""
+        now = self.clock()
+        records = list(records)
+        with self._lock:
+            info = self._file(file)
+            self._judge(records, now)
+            for r in records:
+                kind = KINDS[r.kind]
+                if kind.starts_run:
+                    self._intervals.launch(r.file, r.run)
+                    self._launch(info, r)
+                elif kind.series is not None:  # vLLM v0 counts since start: gauges show the latest interval
+                    self._add_series(info, kind, kind.series, self._intervals.record(r), now)
+            if tally is not None:
+                info.lines = Counter(tally.kinds)
+            self.version += 1
+
+    def set_waiting(self, file: str, waiting: bool) -> None:
+        with self._lock:
+            info = self._file(file)
+            if info.waiting != waiting:
+                info.waiting = waiting
+                self.version += 1
+
+    def forget(self, file: str) -> None:
+        """Drop a file that is gone for good, with its series (its metrics disappear, as its file did)."""
+        with self._lock:
+            self._files.pop(file, None)
+            for key in [k for k in self._series if k[0] == file]:
+                del self._series[key]
+            self.version += 1
+
+    def take_changes(self) -> list[Any]:
+        """Doctor findings that started or cleared since the last call (``Change`` objects), oldest first."""
+        with self._lock:
+            self._judge([], self.clock())
+            changes, self._changes = self._changes, []
+            return changes
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            self._judge([], self.clock())  # records that came in the last second are judged by a later reader
+            return Snapshot(
+                taken=self.clock(),
+                series=[s.copy() for s in self._series.values()],
+                files=[f.copy() for f in self._files.values()],
+                overflow=self._overflow,
+                version=self.version,
+                findings=frozenset(f for f in self._findings if f[0] in self._files),
+            )
+
+    def _judge(self, records: list[Record], now: float) -> None:
+        """Feed the doctor; judge again at most every :data:`DOCTOR_SECONDS` (its rules look at whole runs)."""
+        if self.doctor is None:
+            return
+        if records:
+            self.doctor.feed(records)
+            self._unjudged = True
+        if self._unjudged and now - self._judged >= DOCTOR_SECONDS:
+            self._judged, self._unjudged = now, False
+            self._changes += self.doctor.update([])
+            self._findings = frozenset(self.doctor.labels())
+
+    def _file(self, file: str) -> FileInfo:
+        info = self._files.get(file)
+        if info is None:
+            info = self._files[file] = FileInfo(file)
+            for kind in line_kinds():
+                info.lines[kind] += 0
+        return info
+
+    def _launch(self, info: FileInfo, r: Record) -> None:
+        info.launch = getattr(r, "config", None)
+        if r.run == info.launch_at[0] and r.line > info.launch_at[1]:
+            info.launch_at = (r.run, r.line)  # one server start logging several launch lines
+            return
+        info.launches += 1
+        info.run += 1
+        info.launch_time = r.timestamp
+        info.launch_at = (r.run, r.line)
+
+    def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
+        rank = getattr(r, metrics.rank_field, None)
+        if metrics.rank_field != "rank":
+            info.engine = rank = rank or info.engine
+        key = (info.file, kind.name, rank or "")
+        series = self._series.get(key)
+        if series is None:
+            if not self._room_for(info.file):
+                self._overflow += 1
+                return
+            series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
+            self._per_file[info.file] += 1
+        series.add(r, now, info.run, info.launch_time)
+        info.last_seen = now
+
+    def _room_for(self, file: str) -> bool:
+        """Whether ``file`` may start one more series; makes room by evicting from a file above its share."""
+        share = min(self.max_series, max(MIN_FILE_SHARE, self.max_series // max(1, len(self._files))))
+        if self._held(file) >= share:
+            return False
+        if len(self._series) < self.max_series:
+            return True
+        victim = max(self._files, key=self._held)
+        if self._held(victim) <= share:
+            return False
+        oldest = min((s for k, s in self._series.items() if k[0] == victim), key=lambda s: s.seen)
+        del self._series[(victim, oldest.kind, oldest.rank)]
+        self._per_file[victim] -= 1
+        return True
+
+    def _held(self, file: str) -> int:
+        """Series of ``file``, counted again after the file was forgotten and came back."""
+        info = self._files.get(file)
+        if self._counted.get(file) is not info:
+            self._counted = {f: i for f, i in self._counted.items() if f in self._files}
+            self._per_file = Counter({f: n for f, n in self._per_file.items() if f in self._files})
+            self._per_file[file] = sum(1 for k in self._series if k[0] == file)
+            if info is not None:
+                self._counted[file] = info
+        return self._per_file[file]

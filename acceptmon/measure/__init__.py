@@ -1,0 +1,1 @@
+"""Records to numbers: per-run aggregates, token counts, windows and the A/B comparison (pure)."""

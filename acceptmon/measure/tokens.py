@@ -1,0 +1,138 @@
+"""Token counts of a run's speculative-decoding lines (vLLM), aggregated by drafts rather than by lines.
+
+A spec line counts accepted and drafted tokens either since server start (vLLM v0:
+the run's figure is the counters' increase) or per logging interval (v1: the figure
+is their sum). Accept rate is accepted / drafted; accept length is emitted tokens per
+draft (a draft is one verify step: k drafted tokens, plus the bonus token); the
+per-position rates are weighted by each line's drafts. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptmon.parse.records import Record, SpecStats
+
+Counters = tuple[int, int, int | None, int | None]
+"""A spec line's accepted, drafted and emitted tokens, and draft width k (tokens per draft)."""
+
+
+def counters(r: SpecStats) -> Counters:
+    k = r.num_spec_tokens or (len(r.position_accept_rates or ()) or None) or r.spec_num_steps
+    return r.accepted_tokens or 0, r.drafted_tokens or 0, r.emitted_tokens, k
+
+
+@dataclass
+class SpecTotals:
+    """Token counts of a run's spec lines: accept rate and length weighted by drafts, not by lines."""
+
+    accepted: int = 0
+    drafted: int = 0
+    emitted: int = 0
+    drafts: float = 0.0
+    positions: list[float] = field(default_factory=list)
+    first: tuple[int, int, int, int] | None = None
+    """First and last cumulative counters (accepted, drafted, emitted, k): their increase is the run's."""
+    last: tuple[int, int, int, int] | None = None
+    since_start: bool = False
+    """The run's launch was seen: cumulative counters count from zero at its start."""
+    points: dict[str, list[Counters]] = field(default_factory=dict)
+    """Cumulative lines' counters in order, per engine: the intervals they close (:meth:`interval_lengths`)."""
+
+    def add(self, r: SpecStats) -> None:
+        acc, drafted, emitted, k = counters(r)
+        if r.cumulative:
+            self.points.setdefault(r.engine or r.rank or "", []).append((acc, drafted, emitted, k))
+            self.last = (acc, drafted, emitted or 0, k or 0)
+            self.first = self.first or self.last
+            return
+        drafts = drafted / k if k else 0.0
+        self.accepted += acc
+        self.drafted += drafted
+        self.emitted += emitted if emitted is not None else round(acc + drafts)
+        self.drafts += drafts
+        rates = r.position_accept_rates or []
+        self.positions += [0.0] * (len(rates) - len(self.positions))
+        for i, p in enumerate(rates):
+            self.positions[i] += (p or 0.0) * drafts
+
+    def merge(self, other: SpecTotals) -> None:
+        for name in ("accepted", "drafted", "emitted", "drafts"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.positions += [0.0] * (len(other.positions) - len(self.positions))
+        for i, p in enumerate(other.positions):
+            self.positions[i] += p
+        self.first, self.last = self.first or other.first, other.last or self.last
+        for engine, points in other.points.items():
+            self.points.setdefault(engine, []).extend(points)
+
+    def interval_lengths(self) -> list[float | None]:
+        """Accept length over each interval a cumulative line closes (see :class:`Intervals`)."""
+        intervals = Intervals()
+        if self.since_start:
+            intervals.launch("", 0)
+        return [intervals.close(("", 0, engine), c)[0] for engine, points in self.points.items() for c in points]
+
+    def totals(self) -> tuple[int, int, int, float]:
+        """accepted, drafted, emitted, drafts: interval sums plus the cumulative counters' increase."""
+        acc, drafted, emitted, drafts = self.accepted, self.drafted, self.emitted, self.drafts
+        if self.last is not None and self.first is not None:
+            base = (0, 0, 0) if self.since_start else self.first[:3]
+            acc, drafted, emitted = (
+                acc + self.last[0] - base[0],
+                drafted + self.last[1] - base[1],
+                emitted + self.last[2] - base[2],
+            )
+            drafts += (self.last[1] - base[1]) / self.last[3] if self.last[3] else 0.0
+        return acc, drafted, emitted, drafts
+
+    def fill(self, out: dict[str, object]) -> None:
+        """The run summary's figures, when the run had spec lines with drafts."""
+        acc, drafted, emitted, drafts = self.totals()
+        out.update(accepted_tokens=acc, drafted_tokens=drafted, emitted_tokens=emitted, num_drafts=round(drafts, 3))
+        if drafted and drafts:
+            rate = round(acc / drafted, 6)
+            out.update(accept_rate_mean=rate, draft_accept_rate_mean=rate, accept_len_mean=round(emitted / drafts, 6))
+        if self.positions and self.drafts:
+            out["position_accept_rates"] = [round(p / self.drafts, 6) for p in self.positions]
+
+
+class Intervals:
+    """Cumulative spec lines (vLLM v0 counts tokens since server start) as the interval each closes:
+    its counters less those of the line before it (same file, run and engine). A run's first line
+    counts from zero if the run's launch was seen; otherwise its interval is unknown (no values).
+    Means over lines (``compare``, ``doctor``) are then means over intervals, not of running averages."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int, str], tuple[int, int, int | None]] = {}
+        self._launched: set[tuple[str, int]] = set()
+
+    def launch(self, file: str, run: int) -> None:
+        self._launched.add((file, run))
+
+    def close(self, key: tuple[str, int, str], now: Counters) -> tuple[float | None, float | None]:
+        """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
+        acc, drafted, emitted, k = now
+        before = self._last.get(key)
+        self._last[key] = (acc, drafted, emitted)
+        if before is None and key[:2] not in self._launched:
+            return None, None
+        b_acc, b_drafted, b_emitted = before or (0, 0, 0)
+        d_acc, d_drafted = acc - b_acc, drafted - b_drafted
+        if d_drafted <= 0 or d_acc < 0 or not k:
+            return None, None  # no drafts in the interval, or counters went back (a restart not logged)
+        d_emitted = emitted - b_emitted if emitted is not None and b_emitted is not None else None
+        if d_emitted is not None and d_emitted >= 0:
+            length = d_emitted * k / d_drafted
+        else:  # no emitted count at one end (or it went back): from the accepted tokens
+            length = 1 + d_acc * k / d_drafted
+        return round(length, 6), round(d_acc / d_drafted, 6)
+
+    def record(self, r: Record) -> Record:
+        """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""
+        if not isinstance(r, SpecStats) or not r.cumulative:
+            return r
+        length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))
+        update: dict[str, Any] = {"accept_len": length, "accept_rate": rate, "draft_accept_rate": rate}
+        return r.model_copy(update=update)

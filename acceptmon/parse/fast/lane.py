@@ -1,0 +1,278 @@
+"""The fast lane itself: a block of lines in, table rows and the parser's tallies out.
+
+A block is cut at its launch lines, which the general parser reads (they set the run and
+the launch that derived columns come from). In each segment between them one ``finditer``
+of the fast pattern writes the rows. Then the segment's count of each anchor, and of the
+word 'accept', is compared with what the fast matches account for: if every count agrees,
+no other line holds an anchor, and the tally is exact. If one differs, the segment is read
+again carefully: every line that holds an anchor and was not matched (or holds another
+grammar's anchor too) goes to the general parser, in order, at its own line number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from acceptmon.parse.fast import native, rescan
+from acceptmon.parse.fast.careful import Entry, accept_lines, careful_segment
+from acceptmon.parse.fast.pieces import Format
+from acceptmon.parse.fast.rows import Plan, Unsupported
+from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Parser
+from acceptmon.parse.records import Record
+from acceptmon.parse.state import line_starts
+
+Part = tuple[int, bytes]
+"""What the table job collects: (rows, their bytes)."""
+Chunk = Callable[[list[Record]], Part]
+Quick = tuple[Part, list[int], int, int]
+"""A segment every count of which the fast matches explain: rows, matches per template, lines, 'accept' lines."""
+NOISE_EXEMPT = "decode"
+"""The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
+
+
+PIECE = 128 << 10
+"""Bytes of lines the general parser reads at a time in a segment without fast lines (its records are
+typed objects, a few kB each: a whole block's would be tens of MB)."""
+
+
+def _pieces(buf: bytes, s: int, e: int) -> list[bytes]:
+    """``buf[s:e]`` (whole lines) in pieces of about :data:`PIECE` bytes, cut after newlines."""
+    out = []
+    while e - s > PIECE:
+        cut = buf.find(b"\n", s + PIECE, e) + 1 or e
+        out.append(buf[s:cut])
+        s = cut
+    return [*out, buf[s:e]] if e > s else out
+
+
+def table_columns() -> tuple[str, ...]:
+    """The table's columns, as :func:`acceptmon.sinks.table.columns` gives them (a test holds them equal)."""
+    return tuple(dict.fromkeys(c for k in KINDS.values() if k.table for c in k.columns))
+
+
+class FastLane:
+    """Table rows of one output format, for the files of one ``acceptmon parse``."""
+
+    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...]) -> None:
+        self.fmt, self.columns, self.learned = fmt, columns, False
+        shape, templates = build_templates(grammars)
+        self.shape = shape
+        self.templates: list[Template] = templates if shape is not None else []
+        self.anchors = [a.encode() for a in grammars.anchors]
+        runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
+        self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
+        self.counted = [a for a in self.anchors if a not in self.launch_anchors]
+        self.every = list(self.templates)
+        self.full: dict[str, Any] | None = None
+        """The state compiled from every template, kept for careful segments once learning dropped some."""
+        self._compile()
+
+    @property
+    def enabled(self) -> bool:
+        return self.pattern is not None
+
+    def _compile(self) -> None:
+        self.pattern: re.Pattern[bytes] | None = None
+        if self.shape is None or not self.templates:
+            return
+        text, numbers = assemble(self.shape, self.templates)
+        try:
+            self.pattern = re.compile(text)
+        except (re.error, RecursionError, OverflowError):
+            self.pattern = None
+            return
+        self.numbers = numbers
+        self.by_group = {outer: i for i, (outer, _) in enumerate(numbers)}
+        self.table = [KINDS[t.kind].table for t in self.templates]
+        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.accepts = [t.literal.count(ACCEPT) for t in self.templates]
+        self.exempt = [t.kind == NOISE_EXEMPT for t in self.templates]
+        self.unsure = [
+            t.kind == NOISE_EXEMPT and not t.literal.count(ACCEPT) and bool(t.extras) for t in self.templates
+        ]
+        """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
+        self.plans: list[Plan | bool | None] = []
+        self.context: tuple[str, int, Any] | None = None
+        self.native = None
+        if self.fmt == "csv" or not any(t.extras for t in self.templates if KINDS[t.kind].table):
+            # JSONL rows with unknown keys carry them in "extra", an object built in Python: the `re` lane's
+            self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
+        self.native_order = native.order(self.templates)
+
+    _STATE = (
+        *("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure"),
+        *("native", "native_order"),
+    )
+
+    def _swap(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Install a compiled state (and its plans); return the one it replaces."""
+        old = {name: getattr(self, name) for name in (*self._STATE, "plans", "context")}
+        for name, value in state.items():
+            setattr(self, name, value)
+        return old
+
+    def _careful_state(self) -> dict[str, Any] | None:
+        """The every-template state, compiled on first need (None if the active one has every template)."""
+        if len(self.templates) == len(self.every):
+            return None
+        if self.full is None:
+            active = self._swap({"templates": list(self.every)})
+            self._compile()
+            self.full = self._swap(active)
+        return self.full
+
+    def learn(self, sample: bytes) -> None:
+        """Keep the templates that match ``sample`` (the first MiB of the input), most frequent first.
+
+        Lines of the others still take the fast lane, in a careful segment: a pattern with fewer
+        templates has fewer groups, and each match object carries room for every group.
+        """
+        self.learned = True
+        if self.pattern is None:
+            return
+        hits = [0] * len(self.templates)
+        for m in self.pattern.finditer(b"\n" + sample):
+            hits[self.by_group[m.lastindex or 0]] += 1
+        heads: dict[bytes, int] = {}
+        for t, n in zip(self.templates, hits, strict=True):
+            heads[t.head] = heads.get(t.head, 0) + n
+        ranked = sorted(zip(self.templates, hits, strict=True), key=lambda th: (-heads[th[0].head], -th[1]))
+        self.templates = [t for t, n in ranked if n] or [t for t, _ in ranked]
+        self._compile()
+
+    def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
+        """Rows of a block of complete lines, in order; the parser's line, run and tally advance."""
+        if self.pattern is None or not block.endswith(b"\n"):
+            return [chunk(parser.feed(block))]
+        parts: list[Part] = []
+        buf = b"\n" + block
+        if self.native is not None and self._segment(parser, buf, 0, len(block), parts, chunk):
+            return parts  # no launch line in the block: one segment
+        pos = 0
+        for start, end in self._launch_lines(block):
+            if start > pos:
+                self._segment(parser, buf, pos, start, parts, chunk)
+            records = parser.feed(block[start:end])
+            if records:
+                parts.append(chunk(records))
+            pos = end
+        if pos < len(block):
+            self._segment(parser, buf, pos, len(block), parts, chunk)
+        return parts
+
+    def _launch_lines(self, block: bytes) -> list[tuple[int, int]]:
+        starts = set().union(*(line_starts(block, a) for a in self.launch_anchors))
+        return [(s, block.find(b"\n", s) + 1) for s in sorted(starts)]
+
+    def plans_for(self, parser: Parser) -> list[Plan | bool | None]:
+        """Per template: its row plan for the parser's file, run and launch; None for a kind
+        that is only counted; False if its rows must come from the general parser."""
+        context = (parser.file, parser.run, parser.launch)
+        if context != self.context:
+            self.context, self.plans = context, []
+            for t, (_, numbers) in zip(self.templates, self.numbers, strict=True):
+                try:
+                    self.plans.append(
+                        Plan(t, numbers, self.fmt, self.columns, context) if KINDS[t.kind].table else None
+                    )
+                except Unsupported:
+                    self.plans.append(False)
+        return self.plans
+
+    def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> bool:
+        """Rows and tallies of the lines between two launch lines; False (nothing done) if the
+        compiled matcher finds a launch line among them."""
+        base = parser.line
+        quick = self._quick(parser, buf, s, e, base) if self.native is not None else self._quick_re(parser, buf, s, e)
+        if quick is False:
+            return False
+        if quick is not None:
+            self._account(parser, quick, base, parts)
+            return True
+        entries: list[Entry] = []
+        parser.line = base
+        lines = buf.count(b"\n", s + 1, e + 1)
+        full = self._careful_state()
+        active = self._swap(full) if full is not None else None
+        try:
+            rescan.scan(self, parser, buf, (s, e, base), entries)
+            if entries:
+                careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
+            else:  # no fast line (another server's log): the parser reads it as it would without the lane
+                for piece in _pieces(buf, s + 1, e + 1):  # a piece's records at a time, not a block's
+                    records = parser.feed(piece)
+                    parts += [chunk(records)] if records else []
+        finally:
+            if active is not None:
+                self.full = self._swap(active)
+        return True
+
+    def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
+        """Rows of ``buf[start:end]`` (complete lines, in any buffer) read in place by the
+        compiled matcher; None if it cannot say them all (a launch line, a careful segment: the
+        caller gives those bytes to :meth:`feed`)."""
+        base = parser.line
+        quick = self._quick(parser, buf, start - 1, end - 1, base) if self.native is not None else None
+        if not quick:
+            return None
+        parts: list[Part] = []
+        self._account(parser, quick, base, parts)
+        return parts
+
+    def _account(self, parser: Parser, quick: Quick, base: int, parts: list[Part]) -> None:
+        """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
+        (nrows, rows), counts, lines, accepts = quick
+        if nrows:
+            parts.append((nrows, rows))
+        kinds = parser.tally.kinds
+        for i, n in enumerate(counts):
+            if n:
+                kinds[self.templates[i].kind] += n
+        kinds["other"] += lines - sum(counts)
+        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
+            parser.launch_open, parser.closed = None, True  # a stats line ends a launch group, as in Parser.feed
+        exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
+        parser.tally.accept_noise += accepts - exempt
+        parser.line = base + lines
+
+    def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
+        """The segment through the compiled matcher (:mod:`acceptmon.parse.fast.native`), or None;
+        False if a line holds a launch anchor."""
+        at = self.native_order
+        assert self.native is not None
+        got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at))
+        if got is None:
+            return False
+        nrows, rows, hits, anchors, accepts, lines = got
+        counts = [0] * len(self.templates)
+        for i, n in zip(at, hits, strict=True):
+            counts[i] = n
+        if any(n and plan is False for n, plan in zip(counts, self.plans, strict=True)):
+            return None
+        if not self._accounted(anchors.__getitem__, counts, accepts > 0):
+            return None
+        return (nrows, rows), counts, lines, accepts
+
+    def _quick_re(self, parser: Parser, buf: bytes, s: int, e: int) -> Quick | None:
+        """The segment through the ``re`` pattern, or None."""
+        rows, counts, clean = rescan.scan(self, parser, buf, (s, e, parser.line), None)
+        if not clean or not self._accounted(
+            lambda j: buf.count(self.counted[j], s + 1, e + 1), counts, ACCEPT in buf[s + 1 : e + 1]
+        ):
+            return None
+        return (len(rows), b"".join(rows)), counts, buf.count(b"\n", s + 1, e + 1), accept_lines(buf, s, e)
+
+    def _accounted(self, found: Callable[[int], int], counts: list[int], says_accept: bool) -> bool:
+        """Every anchor in the segment (``found(j)`` of ``counted[j]``) is one the fast matches'
+        literal text holds, and every exempt (decode) match says 'accept' in its literal text if
+        its line says it at all (``says_accept``: some line of the segment does)."""
+        for j in range(len(self.counted)):
+            want = sum(n * self.anchor_counts[i][j] for i, n in enumerate(counts) if n)
+            if found(j) != want:
+                return False
+        return not any(n and self.unsure[i] for i, n in enumerate(counts)) or not says_accept

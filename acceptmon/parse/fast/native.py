@@ -1,0 +1,158 @@
+"""The fast lane's compiled matcher: the templates handed to C (``cmatch.c``), where one is built.
+
+``pip install`` compiles ``acceptmon/parse/fast/cmatch.c`` when a C compiler is there
+(``hatch_build.py``); without it, or with ``ACCEPTMON_PURE_PYTHON=1`` set, the lane runs
+on ``re`` as before. The C matcher reads each template as steps (:attr:`Template.ops`) and
+matches a step greedily, without backtracking; :func:`program` builds it only where greedy
+reading accepts exactly what the template's regular expression accepts: a value is never
+followed by a step that could start with a byte of the value, alternatives are never
+prefixes of each other, and the envelope's suffix cannot continue a timestamp or a rank.
+Anywhere else the lane stays on ``re``. Same bytes either way (``tests/test_fastlane.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
+from acceptmon.parse.fast.rows import Plan
+from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
+from acceptmon.parse.kinds import KINDS
+
+VERSION = 2
+"""The C module this code speaks to (``cmatch.VERSION``); another version is not used."""
+LIT, ALT, INT, FLOAT, BOOL, STR, LINT, LFLOAT, LSTR, EXTRA = range(10)
+STRICT = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
+LOOSE = {"int": LINT, "float": LFLOAT, "bool": BOOL, "str": LSTR}
+"""Value steps of a template whose rows are written (strict, captured) or only counted (loose)."""
+
+_DIGITS = frozenset(b"0123456789")
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+_ANY = frozenset(range(256))
+CLASSES: dict[int, frozenset[int]] = {
+    INT: _DIGITS,
+    LINT: _DIGITS,
+    FLOAT: _DIGITS | {ord(".")},
+    LFLOAT: _DIGITS | {ord(".")},
+    BOOL: frozenset(),
+    STR: _PRINTABLE - frozenset(b'",\\'),
+    LSTR: _ANY - frozenset(b",\r\n\x1b"),
+    EXTRA: _ANY - frozenset(b",\r\n\t\x1b"),
+}
+"""Bytes a greedy step may go on reading: the next step must not start with one of them."""
+END = frozenset(b",\r\n")
+"""First bytes of the end of a line: ``(?:, )?\\r*\\n``."""
+ENVELOPE_STOP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789 .")
+"""Bytes that could continue a timestamp or rank: the envelope's suffix must not start with one."""
+Step = tuple[int, int, tuple[bytes, ...]]
+
+
+def load() -> ModuleType | None:
+    """The compiled module, or None (not built, another version, or pure Python asked for)."""
+    if os.environ.get("ACCEPTMON_PURE_PYTHON"):
+        return None
+    try:
+        from acceptmon.parse.fast import cmatch
+    except ImportError:
+        return None
+    return cmatch if getattr(cmatch, "VERSION", None) == VERSION else None
+
+
+class _Finder:
+    """The pre-scan's searches (:class:`acceptmon.parse.prescan.Finder`) in C: ``memmem`` and ``memchr``."""
+
+    def __init__(self, module: Any) -> None:
+        self.find_any, self.newlines = module.find_any, module.newlines
+
+
+def finder() -> Any | None:
+    """The compiled :class:`acceptmon.parse.prescan.Finder`, or None."""
+    module = load()
+    return None if module is None else _Finder(module)
+
+
+def order(templates: Sequence[Template]) -> list[int]:
+    """Template indexes in the order the ``re`` pattern tries them (:func:`templates.assemble`)."""
+    heads: dict[bytes, list[int]] = {}
+    for i, t in enumerate(templates):
+        heads.setdefault(t.head, []).append(i)
+    return [i for members in heads.values() for i in members]
+
+
+def program(
+    shape: Shape, templates: Sequence[Template], counted: Sequence[bytes], launch: Sequence[bytes]
+) -> Any | None:
+    """The compiled matcher for ``templates`` (in :func:`order`), or None where there is none.
+
+    Its ``scan`` counts the ``counted`` anchors, and gives up (None) on lines that hold a ``launch`` anchor.
+    """
+    scan = load()
+    needles = [*counted, *launch, ACCEPT]
+    if scan is None or not _envelope_ok(shape) or len(needles) > 64 or any(len(a) < 2 for a in needles):
+        return None
+    steps = [_steps(templates[i]) for i in order(templates)]
+    if any(s is None for s in steps):
+        return None
+    parts = (shape.prefix, shape.suffix, steps, needles, len(launch))
+    return scan.Program(*parts, parts)
+
+
+def plans(plans: Sequence[Plan | bool | None], at: Sequence[int]) -> list[Any]:
+    """Per template in C order: None (counted), False (the parser writes it), or the row recipe."""
+    out: list[Any] = []
+    for i in at:
+        plan = plans[i]
+        if isinstance(plan, Plan) and plan.recipe is not None:
+            out.append((plan.recipe, plan.dep_slots, plan.memo))
+        else:
+            out.append(plan if plan is None else False)
+    return out
+
+
+def _envelope_ok(shape: Shape) -> bool:
+    inner = ENVELOPE_KINDS["timestamp"] + ENVELOPE_KINDS["rank"]
+    return shape.inner == inner and bool(shape.prefix) and bool(shape.suffix) and shape.suffix[0] not in ENVELOPE_STOP
+
+
+def _steps(t: Template) -> list[Step] | None:
+    """The template's steps for C, or None if greedy reading could differ from the pattern."""
+    table = KINDS[t.kind].table
+    steps: list[Step] = []
+    for op, arg in t.ops:
+        step = _step(op, arg, table)
+        if step is None:
+            return None
+        if step[0] != LIT or step[2][0]:
+            steps.append(step)
+    for here, after in zip(steps, [*steps[1:], None], strict=True):
+        if here[0] in CLASSES and _starts(after) & CLASSES[here[0]]:
+            return None
+        if here[0] == ALT and any(a != b and b.startswith(a) for a in here[2] for b in here[2]):
+            return None
+    return steps
+
+
+def _step(op: str, arg: Any, table: bool) -> Step | None:
+    if op == "lit":
+        return (LIT, -1, (arg,))
+    if op == "alt":
+        return (ALT, -1, tuple(arg))
+    if op == "extra":
+        return (EXTRA, -1, tuple(arg))
+    code = (STRICT if table else LOOSE).get(op)
+    if code is None:
+        return None
+    return (code, arg if table else -1, ())
+
+
+def _starts(step: Step | None) -> frozenset[int]:
+    """Bytes the step after a value may start with."""
+    if step is None:
+        return END
+    code, _, texts = step
+    if code in (LIT, ALT):
+        return frozenset(t[0] for t in texts if t) | (END if any(not t for t in texts) else frozenset())
+    return _ANY

@@ -1,0 +1,219 @@
+"""Row plans: how one fast template's match becomes one CSV or JSONL row, for one file and launch.
+
+Everything that is the same for every row of a template in a run is printed once into a
+%-format: the file, server and kind, the run, and the launch's derived values. A derived
+value that depends on the row (``draft_accept_rate`` from ``accept_len``) is computed by
+the kind's own ``derive`` once per distinct logged text and remembered. What ``derive``
+reads and writes is found by running it on the template's sample values; a ``derive`` that
+reads anything but the template's fields, the server, the file or the run makes the
+template's rows go to the general parser. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from acceptmon.parse.fast.pieces import CAPTURED_JSON, Format, cell, escape_format, json_rank
+from acceptmon.parse.fast.templates import Template
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import LaunchConfig
+from acceptmon.parse.values import VALUE_KINDS
+
+CONSTANT_FIELDS = frozenset({"server", "file", "run"})
+SLOT = 16
+"""In a :attr:`Plan.recipe`, the code of the template's first group."""
+BOOL_SLOT = SLOT + 256
+"""In a JSONL recipe, the code of the template's first group written as JSON's ``true``/``false``."""
+JSON_RANK = 5
+"""In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
+
+
+class Unsupported(Exception):
+    """The kind's derived values depend on more than the fast lane captures."""
+
+
+class _Reads(dict[str, Any]):
+    """A values dict that remembers which keys were read."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.reads: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.reads.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.reads.add(str(key))
+        return super().__contains__(key)
+
+
+class _Memo(dict[Any, tuple[bytes, ...]]):
+    """Derived cells by dependency text; a missing entry is computed (see :meth:`Plan.derived_cells`)."""
+
+    def __init__(self, plan: Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def __missing__(self, texts: Any) -> tuple[bytes, ...]:
+        return self.plan.derived_cells(texts)
+
+
+class Plan:
+    """Output of one template's matches: ``fmt % pick((line, stamp, rank, *m.group(*idx), *derived))``."""
+
+    def __init__(
+        self,
+        t: Template,
+        numbers: list[int],
+        fmt: Format,
+        columns: tuple[str, ...],
+        context: tuple[str, int, LaunchConfig | None],
+    ) -> None:
+        file, run, launch = context
+        kind = KINDS[t.kind]
+        base: dict[str, Any] = {"file": file, "line": 0, "server": t.grammar.spec.server, **t.values, "run": run}
+        probe = _Reads(base)
+        if kind.derive is not None:
+            kind.derive(probe, launch)
+        reads, after = set(probe.reads), dict(probe)
+        written = [c for c in columns if c in after and (c not in base or after[c] is not base[c])]
+        if reads - set(t.fields) - CONSTANT_FIELDS - set(written):
+            raise Unsupported(t.kind)
+        deps = sorted(set(t.fields) & reads)
+        self.dep_slots = tuple(t.fields[f] for f in deps)
+        """The template groups of ``dep``, for the compiled matcher."""
+        self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
+        self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
+        self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
+        self.derived = written if deps else []
+        self.memo: _Memo = _Memo(self)
+        self.kinds: list[str] = []
+        self.extras = [(numbers[k], numbers[v]) for k, v in t.extras]
+        self._layout(t, numbers, columns, (after, written, kind.model.model_fields))
+
+    def _layout(
+        self, t: Template, numbers: list[int], columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
+    ) -> None:
+        """The row's %-format and the argument order that fills it."""
+        after, written, model = probed
+        base, fmt, deps = self.base, self.fmt_kind, self.dep
+        cells: list[int] = []
+        parts: list[bytes] = []
+        order: list[int] = []  # argument positions: 0 line, 1-3 date, time, fraction, 4 rank, 5.. cells, derived
+        steps: list[list[bytes | int]] = []  # the same per column, for the compiled matcher (see `recipe`)
+        for c in columns:
+            if c in written and deps:
+                order.append(-1 - self.derived.index(c))
+                steps.append([order[-1]])
+            elif c in written or c == "run" or (c not in t.fields and c not in ("timestamp", "rank", "line")):
+                value = after[c] if c in written or c in base else None
+                if c not in written and c not in base and c in model:
+                    value = model[c].get_default(call_default_factory=True)
+                parts.append(escape_format(cell(value, fmt)))
+                steps.append([cell(value, fmt)])
+                continue
+            elif c in t.fields:
+                order.append(5 + len(cells))
+                cells.append(numbers[t.fields[c]])
+                self.kinds.append(t.groups[t.fields[c]][1])
+                steps.append(_group_step(t.fields[c], self.kinds[-1], fmt))
+            elif c == "timestamp":
+                order += [1, 2, 3]
+                parts.append(b"%sT%s%s" if fmt == "csv" else b'"%sT%s%s"')
+                steps.append([1, b"T", 2, 3] if fmt == "csv" else [b'"', 1, b"T", 2, 3, b'"'])
+                continue
+            else:
+                order.append(0 if c == "line" else 4)
+                steps.append([order[-1] if fmt == "csv" or c == "line" else JSON_RANK])
+            parts.append(b"%d" if order[-1] == 0 else b"%s")
+        self.recipe = _recipe(steps) if fmt == "csv" else None if self.extras else _json_recipe(steps, columns)
+        self.idx = (1, 2, 3, 4, *cells)
+        width = 1 + len(self.idx)
+        order = [width + (-1 - o) if o < 0 else o for o in order]
+        if fmt == "csv":
+            self.fmt = b",".join(parts) + b"\r\n"
+        else:
+            names = [escape_format(json.dumps(c).encode()) for c in columns]
+            body = b",".join(n + b":" + p for n, p in zip(names, parts, strict=True))
+            self.fmt = b"{" + body + (b',"extra":%s}\n' if self.extras else b',"extra":{}}\n')
+            order += [width + len(self.derived)] if self.extras else []
+        self.pick = _picker(order)
+
+    def derived_cells(self, texts: Any) -> tuple[bytes, ...]:
+        """Cells of the derived columns for one row's dependency text(s) (memoised)."""
+        got = self.memo.get(texts)
+        if got is not None:
+            return got
+        raw = texts if len(self.dep) > 1 else (texts,)
+        values = dict(self.base)
+        for (name, convert), text in zip(self.dep_fields, raw, strict=True):
+            values[name] = convert(text.decode())
+        assert self.derive is not None
+        self.derive(values, self.launch)
+        got = tuple(cell(values.get(c), self.fmt_kind) for c in self.derived)
+        if len(self.memo) > 100_000:
+            self.memo.clear()
+        self.memo[texts] = got
+        return got
+
+    def json_cells(self, groups: tuple[bytes, ...]) -> tuple[bytes, ...]:
+        """Captured text as JSON cells (the CSV cells are the text itself)."""
+        date, time, fraction, rank, *cells = groups
+        return (
+            date,
+            time,
+            fraction,
+            json_rank(rank),
+            *(CAPTURED_JSON[k](g) for k, g in zip(self.kinds, cells, strict=True)),
+        )
+
+    def json_extra(self, match: Any) -> bytes:
+        extra: dict[str, str] = {}
+        for k, v in self.extras:
+            extra[match.group(k).decode("utf-8", "replace")] = match.group(v).decode("utf-8", "replace")
+        return json.dumps(extra, separators=(",", ":")).encode()
+
+
+def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
+    """A CSV row as literal bytes and argument codes (0 line, 1-3 date, time, fraction, 4 rank,
+    ``SLOT + i`` the template's group ``i``, ``-1 - k`` derived cell ``k``; in JSONL also
+    :data:`JSON_RANK` and :data:`BOOL_SLOT` ``+ i``), adjacent literals merged."""
+    out: list[bytes | int] = []
+    for i, column in enumerate(steps):
+        for step in [b"," if i else b"", *column]:
+            if isinstance(step, bytes) and out and isinstance(out[-1], bytes):
+                out[-1] += step
+            elif step != b"":
+                out.append(step)
+    return (*out[:-1], out[-1] + end) if isinstance(out[-1], bytes) else (*out, end)
+
+
+def _json_recipe(steps: list[list[bytes | int]], columns: tuple[str, ...]) -> tuple[bytes | int, ...]:
+    """A JSONL row (``{"column":cell,...,"extra":{}}``) as literal bytes and argument codes (see
+    :func:`_recipe`; a template with unknown keys has none: their object is built in Python)."""
+    named = [[json.dumps(c).encode() + b":", *column] for c, column in zip(columns, steps, strict=True)]
+    named[0] = [b"{", *named[0]]
+    named[-1] = [*named[-1], b',"extra":{}}']
+    return _recipe(named, b"\n")
+
+
+def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
+    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
+    if fmt == "csv" or kind in ("int", "float"):
+        return [SLOT + slot]
+    return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']
+
+
+def _picker(order: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    if len(order) == 1:
+        only = order[0]
+        return lambda args: (args[only],)
+    return operator.itemgetter(*order)

@@ -1,0 +1,161 @@
+"""Reading a message body: ``key: value`` pairs, a kwargs or dict repr, a Docker json-file line. Pure.
+
+The parser matches a line's envelope and message with a grammar's regex; what the
+``body`` group captured is read here, in one pass, without regexes that could
+backtrack.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+from acceptmon.parse.grammar import Converter
+
+_KEYLIKE = regex.compile(r"[#A-Za-z][\w .()/+%#'-]*")
+
+
+def docker_json(text: str) -> str:
+    """The message of a Docker json-file log line (``{"log":"...\\n","stream":...}``), else the line."""
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return text
+    log = entry.get("log") if isinstance(entry, dict) else None
+    return log.rstrip("\n") if isinstance(log, str) else text
+
+
+Table = dict[str, tuple[str, Callable[[str], Any], bool, Converter]]
+"""Body key -> (field, plain converter, fallback, the converter itself): :attr:`Grammar.key_table`."""
+
+
+def read_pairs(body: str, table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """Read ``key: value, key: value`` at known keys (``table``), in any order, into ``values``;
+    unknown keys into ``extra`` (empty when called).
+
+    Fast path: every piece is one pair. A piece without ``: `` means a value itself
+    holds ', ' (``est uncap acc len: 3.3 [3.1, 3.5]``, ``#token: full=1, swa=2``);
+    then the careful reader reads the body instead (:func:`_read_pairs_careful`), or,
+    when it would read the pieces before as the fast path did, only the rest (:func:`_read_rest`).
+    """
+    pieces = body.rstrip(", \t").split(", ")
+    found: dict[str, Any] = {}
+    get = table.get
+    fallbacks = False
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if not sep:  # the first piece without ': ' (every one before has it, so none is equal to it)
+            stop = pieces.index(piece)
+            if stop and not fallbacks and all(map(_keylike, extra)):
+                values.update(found)  # what the careful reader makes of pieces[:stop]: one pair each
+                _read_rest(pieces, stop, table, values, extra)
+            else:
+                _read_pairs_careful(pieces, table, values, extra)
+            return
+        entry = get(key)
+        if entry is None:
+            extra[key] = value
+            continue
+        field_name, convert, fallback, conv = entry
+        if fallback:
+            if field_name in found:
+                continue
+            fallbacks = True
+        try:
+            found[field_name] = convert(value)
+        except (ValueError, ArithmeticError, IndexError, KeyError, TypeError):
+            found[field_name] = conv(value)  # the careful call: a value pattern, or one ValueError
+    values.update(found)
+
+
+def _read_rest(pieces: list[str], stop: int, table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """The careful reader from the pair of ``pieces[stop - 1]`` on, the pairs before already in ``values``.
+
+    Exact where every key before ``stop`` starts a pair (known, or key-like) and none is a
+    fallback: the careful reader then leaves what the fast path read of them, and the fast
+    path's conversion of ``pieces[stop - 1]`` alone raised what it would raise.
+    """
+    key, _, value = pieces[stop - 1].partition(": ")
+    _read_pieces([(key, [value])], pieces[stop:], table, values, extra)
+
+
+def _read_pairs_careful(pieces: list[str], table: Table, values: dict[str, Any], extra: dict[str, str]) -> None:
+    """A piece starts a new pair only if its key is known or looks like a key."""
+    _read_pieces([], pieces, table, values, extra)
+
+
+def _read_pieces(
+    pairs: list[tuple[str, list[str]]], pieces: list[str], table: Table, values: dict[str, Any], extra: dict[str, str]
+) -> None:
+    """Pairs from ``pieces`` after ``pairs`` (a piece starts one if its key is known or key-like, else
+    joins the one before), then their values: parts joined once at the end, linear in the body's length."""
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if sep and (key in table or _keylike(key)):
+            pairs.append((key, [value]))
+        elif pairs:
+            pairs[-1][1].append(piece)
+    for key, parts in pairs:
+        entry = table.get(key)
+        if entry is None:
+            extra[key] = ", ".join(parts)
+        elif not (entry[2] and entry[0] in values):
+            values[entry[0]] = entry[3](", ".join(parts))
+
+
+def _keylike(key: str) -> bool:
+    known = _KEYLIKE_SEEN.get(key)
+    if known is None:
+        known = _KEYLIKE.fullmatch(key) is not None
+        if len(_KEYLIKE_SEEN) < 4096:  # keys repeat line after line; a bound against a log of ever-new ones
+            _KEYLIKE_SEEN[key] = known
+    return known
+
+
+_KEYLIKE_SEEN: dict[str, bool] = {}
+
+
+def split_top_level(body: str, sep: str) -> dict[str, str]:
+    """Split a repr of kwargs (``a=1, b='x, y'``) or a dict (``'a': 1``) into raw values."""
+    out: dict[str, str] = {}
+    depth, quote, start = 0, "", 0
+    items: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(body[start:i])
+            start = i + 1
+        i += 1
+    items.append(body[start:])
+    for item in items:
+        key, found, value = item.partition(sep)
+        key = key.strip().strip("'\"")
+        if found and key.isidentifier():
+            out[key] = value.strip()
+    return out
+
+
+def literal(text: str) -> Any:
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return text
+    if isinstance(value, (str, int, float, bool, type(None))):
+        return value
+    return text

@@ -1,0 +1,221 @@
+"""Persisted follow positions (``--state-file``), so a restarted follower resumes exactly.
+
+A position belongs to one file *identity*: device, inode and a fingerprint of the
+file's first line (inodes are reused after a delete). It records the byte offset
+of the first line not yet processed and the parser's state there (line number,
+run index, the current launch's config fields without ``extra``, so no server
+argument such as an API key is ever written), so the resumed parser is in the
+same state as if it had never stopped.
+
+The file is JSON, mode 0600, written atomically (temporary file + rename). A state
+file that cannot be read, is damaged or of another version costs one warning and is
+read as empty (a damaged one is kept as ``<state>.bad``); an invalid entry costs its
+file's position only; a file acceptmon never used that holds something else is refused,
+never overwritten. One process at a time uses a state file: :func:`lock` holds
+``<state>.lock`` for the process lifetime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from acceptmon.errors import InputError
+from acceptmon.inputs.files import BOM
+from acceptmon.parse.parser import ParseState
+from acceptmon.parse.records import LaunchConfig
+
+FINGERPRINT_BYTES = 1024
+VERSION: Final = 1
+"""The state file format this code reads and writes; any other version is read as empty."""
+
+
+class FilePosition(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dev: int = Field(ge=0)
+    ino: int = Field(ge=0)
+    fingerprint: str | None = Field(max_length=64)
+    offset: int = Field(ge=0)
+    skipping: bool = False
+    """The offset is inside an over-long line being skipped."""
+    line: int = Field(0, ge=0)
+    run: int = Field(0, ge=0)
+    launch: LaunchConfig | None = None
+    """Only the config fields the parser reports on: ``extra`` (every other server argument) is never kept."""
+    year: int | None = Field(None, ge=1, le=9999)
+    """Year of the last year-less (vLLM) timestamp, so a resumed parser dates like one that never stopped."""
+    month: int | None = Field(None, ge=1, le=12)
+    launch_open: str | None = Field(None, max_length=64)
+    """Server of a launch no stats line has followed yet (its next launch line continues the same run)."""
+
+    @field_serializer("launch")
+    def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
+        return None if launch is None else launch.model_dump(exclude={"extra"})
+
+    @property
+    def parse_state(self) -> ParseState:
+        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open)
+
+
+class FollowState(BaseModel):
+    version: Literal[1] = VERSION
+    files: dict[str, FilePosition] = {}
+
+
+def fingerprint(path: str) -> str | None:
+    """Hash of the first line (up to 1 KiB); None while the file has no complete first line."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(FINGERPRINT_BYTES)
+    except OSError:
+        return None
+    nl = head.find(b"\n")
+    if nl >= 0:
+        head = head[: nl + 1]
+    elif len(head) < FINGERPRINT_BYTES:
+        return None
+    return hashlib.sha256(head).hexdigest()[:32]
+
+
+def at_line_start(path: str, offset: int) -> bool:
+    """Whether ``offset`` starts a line of ``path``: 0, just after a newline, or just after a leading BOM."""
+    if offset == 0:
+        return True
+    try:
+        with open(path, "rb") as f:
+            before = os.pread(f.fileno(), 1, offset - 1)
+            return before == b"\n" or (offset == len(BOM) and os.pread(f.fileno(), len(BOM), 0) == BOM)
+    except OSError:
+        return False
+
+
+def load(path: Path, note: Callable[[str], None] = lambda _msg: None, *, used: bool = False) -> FollowState:
+    """Read a state file; a missing, unreadable, empty or invalid one reads as empty, with one warning.
+
+    An invalid entry drops that file's position only (its file is read as new). Content
+    that is no acceptmon state at all (not a JSON object with ``version`` and ``files``)
+    is moved aside to ``<path>.bad`` if acceptmon used this path before (``used``: its
+    lock file was there), else refused: a mistyped ``--state-file`` overwrites nobody's file.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return FollowState()
+    except OSError as exc:
+        note(f"{path}: cannot read state file ({exc.strerror}); every file is read as new")
+        return FollowState()
+    doc, reason = _document(raw)
+    if doc is None and raw.strip() and not used:
+        raise InputError(str(path), f"not an acceptmon state file ({reason}); delete it or name another file")
+    if doc is None:
+        kept = ""
+        if raw.strip():
+            aside = path.with_name(path.name + ".bad")
+            try:
+                os.replace(path, aside)
+                kept = f"; kept as {aside.name}"
+            except OSError as exc:
+                kept = f"; cannot keep it as {aside.name} ({exc.strerror})"
+        note(f"{path}: not an acceptmon state file ({reason}){kept}; every file is read as new")
+        return FollowState()
+    if doc["version"] != VERSION:
+        note(f"{path}: state file version {doc['version']!r}, not {VERSION}; every file is read as new")
+        return FollowState()
+    return FollowState(files=_entries(path, doc["files"], note))
+
+
+def _document(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """The state document, or None and why not."""
+    if not raw.strip():
+        return None, "empty"
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # invalid UTF-8 or JSON
+        return None, str(exc).splitlines()[0]
+    if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("files"), dict):
+        return None, "no version and files"
+    return doc, ""
+
+
+def _entries(path: Path, entries: dict[str, Any], note: Callable[[str], None]) -> dict[str, FilePosition]:
+    """The valid positions; one warning names the invalid ones."""
+    files, bad = {}, []
+    for name, entry in entries.items():
+        try:
+            files[name] = FilePosition.model_validate(entry, strict=True)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            bad.append(f"{name} ({'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']})")
+    if bad:
+        more = f" and {len(bad) - 1} more" if len(bad) > 1 else ""
+        note(f"{path}: invalid position for {bad[0]}{more}; read as new")
+    return files
+
+
+def save(path: Path, state: FollowState) -> None:
+    """Write atomically and privately (0600): readers see the old state or the new one, never half of one."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # a stale one may have another mode: create it afresh
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            f.write(state.model_dump_json(indent=1).encode())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write state file: {exc.strerror}") from None
+
+
+def lock(path: Path) -> tuple[int, bool]:
+    """Hold ``<path>.lock`` exclusively (until the descriptor returned is closed); refuse if another process has it.
+
+    Two followers sharing one state file would overwrite each other's positions. Also
+    returns whether the lock file was there already (acceptmon used this path before).
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    existed = True
+    try:
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            fd, existed = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), False
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write state file: {exc.strerror} ({lock_path.name})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise InputError(str(path), f"in use by another acceptmon process (pid {holder})") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd, existed
+
+
+def open_state(path: Path, note: Callable[[str], None]) -> tuple[int, FollowState]:
+    """Lock the state file, read it and write it back at once: the lock's descriptor and the positions.
+
+    Writing at once makes an unwritable state file an error now, not at exit, and drops
+    whatever was invalid in it. A path refused leaves no lock file behind.
+    """
+    fd, used = lock(path)
+    try:
+        state = load(path, note, used=used)
+        save(path, state)
+    except BaseException:
+        if not used:
+            with contextlib.suppress(OSError):
+                os.unlink(path.with_name(path.name + ".lock"))
+        os.close(fd)
+        raise
+    return fd, state

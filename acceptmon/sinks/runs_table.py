@@ -1,0 +1,96 @@
+"""The runs sink: one summary per server launch, aggregated (in workers too) and shown as a table.
+
+:class:`StatsJob` is the batch pipeline's job for ``acceptmon runs`` (and the demo's
+closing table); :func:`render_runs_table` is the aligned text those commands print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from acceptmon.display import duration, number, short_model
+from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.parse.records import Record
+
+
+class StatsJob:
+    """Aggregate records per run (in workers too) and merge them in order."""
+
+    records_wanted = frozenset({"decode", "request", "spec", "throughput"})
+
+    def __init__(self) -> None:
+        self.stats = Stats()
+        self.records = 0
+
+    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
+        part = Stats()
+        part.update(records)
+        return sum(1 for r in records if r.kind in self.records_wanted), part
+
+    def collect(self, part: tuple[int, Stats]) -> None:
+        self.records += part[0]
+        self.stats.merge(part[1])
+
+
+def render_runs_table(summaries: Sequence[RunSummary]) -> str:
+    """Aligned text table of run summaries, one row per launch."""
+    head = (
+        "file",
+        "run",
+        "start",
+        "model",
+        "spec",
+        "steps",
+        "topk",
+        "draft",
+        "batches",
+        "accept_len",
+        "p10",
+        "p50",
+        "p90",
+        "rate",
+        "draft_rate",
+        "tok/s",
+        "duration",
+        "req_len p10/p50/p90",
+    )
+    rows = [head]
+    for s in summaries:
+        rows.append(
+            (
+                Path(s.file).name,
+                str(s.run),
+                s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
+                short_model(s.model),
+                _spec(s),
+                number(s.spec_num_steps),
+                number(s.spec_eagle_topk),
+                number(s.spec_num_draft_tokens),
+                str(s.batches),
+                number(s.accept_len_mean),
+                number(s.accept_len_p10),
+                number(s.accept_len_p50),
+                number(s.accept_len_p90),
+                number(s.accept_rate_mean),
+                number(s.draft_accept_rate_mean),
+                number(s.gen_throughput_mean, 1),
+                duration(s.duration_s),
+                _request_lengths(s),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _spec(s: RunSummary) -> str:
+    """The speculative method; ``draft`` for a draft model whose method the log does not name (vLLM <= 0.7),
+    ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
+    return (s.method or ("none" if s.launch_seen else "unknown")).replace(" ", "_")
+
+
+def _request_lengths(s: RunSummary) -> str:
+    """p10/p50/p90 of the per-request accept lengths, ``-`` without request lines."""
+    if not s.requests:
+        return "-"
+    return "/".join(number(x) for x in (s.request_accept_len_p10, s.request_accept_len_p50, s.request_accept_len_p90))
