@@ -1,1 +1,1 @@
-"""Grammar files and text to records: the registry of record kinds, the parser and its fast lane (pure, but for ``load``)."""
+"""Grammar files and text to records: the record-kind registry, the parser and its fast lane (pure, but load)."""
