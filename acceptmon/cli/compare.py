@@ -19,11 +19,12 @@ from acceptmon.cli.args import Subcommands
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
-from acceptmon.measure.tokens import Intervals, counters
+from acceptmon.measure.figures import RunFigures
+from acceptmon.measure.normalize import Normalizer
 from acceptmon.parse.grammar import GrammarSet
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.load import load_grammars
-from acceptmon.parse.records import LaunchConfig, PrefillStats, Record, SpecStats
+from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.pipeline.batch import default_jobs, run
 from acceptmon.sinks.atomic import stdout_writes
 
@@ -105,90 +106,65 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 class _SideJob:
-    """Reduce records to compact tuples (in workers too); mark steady batches in file order.
+    """One side's records (parsed in workers too), normalized in file order (:mod:`acceptmon.measure.normalize`).
 
-    A batch is an SGLang decode line (acceptance and throughput at once), or a vLLM spec line with
-    the throughput, running and waiting requests of the latest throughput line of the engine it
-    follows (vLLM logs no prefill lines: steady means no waiting request). ``tail`` judges runs with
-    the same batches.
+    A batch is a record with the ``acceptance`` role: an SGLang decode line (acceptance and
+    throughput at once), or a vLLM spec line with the load of its engine's latest throughput
+    line. The throughput is the mean of the load lines, as ``runs`` reports it. ``tail`` and
+    ``doctor`` read the same batches.
     """
-
-    records_wanted = frozenset({"decode", "prefill", "spec", "throughput"})
 
     def __init__(self, run_no: int | None) -> None:
         self.run_no = run_no
+        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
+        self.normalizer = Normalizer()
+        self.figures = RunFigures()
         self.batches: list[Batch] = []
-        self.runs: dict[int, LaunchConfig | None] = {}
-        self._after_prefill: dict[tuple[str, int, str], bool] = {}
-        self._engine: dict[str, str] = {}
-        """Per file: the engine of its latest throughput line (the engine the next spec line belongs to)."""
-        self._load: dict[tuple[str, str], tuple[Any, ...]] = {}
-        self.intervals = Intervals()
         self.load_batches: list[Batch] = []
-        """vLLM throughput lines as batches of their own, for a side with no spec line."""
-        """Per (file, engine): (throughput, running, waiting) of its latest throughput line."""
+        """Load lines as batches of their own, for a side with no batch (vLLM without speculation)."""
+        self.loads: list[float] = []
+        self.own_loads = True
+        """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+        self.runs: dict[int, LaunchConfig | None] = {}
+        self.sources: dict[str, tuple[str, str]] = {}
 
-    def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
-        out: list[tuple[Any, ...]] = []
-        other_runs: set[int] = set()
-        for r in records:
-            key = (r.file, r.run, r.rank or "")
-            v = r.__dict__.get
+    def chunk(self, records: list[Record]) -> list[Record]:
+        return records
+
+    def collect(self, part: list[Record]) -> None:
+        for fact in self.normalizer.feed(part):
+            r = fact.record
             if KINDS[r.kind].starts_run:
-                out.append(("launch", r.run, getattr(r, "config", None), r.file))
-            elif isinstance(r, PrefillStats):
-                out.append(("prefill", key))
-            elif r.kind == "throughput":
-                mine = self.run_no is None or r.run == self.run_no
-                out.append(("load", r.file, v("engine"), (v("gen_throughput"), v("running_req"), v("queue_req")), mine))
-            elif KINDS[r.kind].table and (self.run_no is None or r.run == self.run_no):
-                batch = (v("accept_len"), v("draft_accept_rate"), v("gen_throughput"), v("running_req"), v("queue_req"))
-                since = counters(r) if isinstance(r, SpecStats) and r.cumulative else None  # collected in order
-                out.append(("spec" if r.kind == "spec" else "decode", (*key[:2], v("engine") or key[2]), batch, since))
-            elif KINDS[r.kind].table and r.run not in other_runs:
-                other_runs.add(r.run)
-                out.append(("other", r.run))  # a run that exists, for the error naming them
-        return out
+                self.runs[r.run] = getattr(r, "config", None)
+                continue
+            b, load = fact.batch, fact.load
+            if b is None and load is None:
+                continue
+            self.runs.setdefault(r.run, None)
+            if self.run_no is not None and r.run != self.run_no:
+                continue
+            self.figures.add(fact)
+            self.sources.setdefault(getattr(r, "source", ""), (getattr(r, "pod", ""), getattr(r, "container", "")))
+            if b is not None:
+                self.batches.append(Batch(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady))
+            if load is not None:
+                self.own_loads = self.own_loads and b is not None
+                if load.gen_throughput is not None:
+                    self.loads.append(load.gen_throughput)
+                if b is None:
+                    self.load_batches.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
 
-    def collect(self, part: list[tuple[Any, ...]]) -> None:
-        for item in part:
-            what = item[0]
-            if what == "launch":
-                self.runs[item[1]] = item[2]
-                self.intervals.launch(item[3], item[1])
-            elif what == "prefill":
-                self._after_prefill[item[1]] = True
-            elif what == "other":
-                self.runs.setdefault(item[1], None)
-            elif what == "load":
-                self._take_load(*item[1:])
-            elif item[3] is None:
-                self._batch(what, item[1], item[2])
-            else:  # vLLM v0: counts since server start; the batch is the interval the line closes
-                self._batch(what, item[1], (*self.intervals.close(item[1], item[3]), *item[2][2:]))
-
-    def _take_load(self, file: str, engine: str | None, load: tuple[Any, ...], mine: bool) -> None:
-        if mine:  # a run without spec lines (no speculation) is compared on its throughput lines alone
-            self.load_batches.append(Batch(None, None, load[0], load[1], load[2] == 0))
-        engine = engine or self._engine.get(file, "")
-        self._engine[file] = engine
-        old = self._load.get((file, engine), (None, None, None))
-        self._load[(file, engine)] = tuple(new if new is not None else was for new, was in zip(load, old, strict=True))
-
-    def _batch(self, what: str, key: tuple[str, int, str], values: tuple[Any, ...]) -> None:
-        length, rate, tput, running, queue = values
-        self.runs.setdefault(key[1], None)
-        if what == "spec":
-            tput, running, queue = self._load.get((key[0], self._engine.get(key[0], "")), (None, None, None))
-            self.batches.append(Batch(length, rate, tput, running, queue == 0))
-            return
-        steady = queue == 0 and not self._after_prefill.get(key, True)
-        self._after_prefill[key] = False
-        self.batches.append(Batch(length, rate, tput, running, steady))
+    def figures_of(self) -> dict[str, Any]:
+        """The shared figures and the side's source (one source, or several joined by commas)."""
+        names = sorted(self.sources)
+        one = self.sources[names[0]] if len(names) == 1 else ("", "")
+        out: dict[str, Any] = self.figures.as_dict()
+        out.pop("batches")
+        return {**out, "source": ",".join(names), "pod": one[0], "container": one[1]}
 
 
 def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1) -> Side:
-    """Every decode line of ``path`` (or of its run ``run_no``) as one side of a comparison."""
+    """Every batch of ``path`` (or of its run ``run_no``) as one side of a comparison."""
     job = _SideJob(run_no)
     run([path], grammars, job, jobs=jobs)
     name = Path(path).name if path != "-" else "stdin"
@@ -200,7 +176,8 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     if not batches:
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    return Side(label=label, batches=batches, spec=_spec(wanted))
+    loads = None if job.own_loads else job.loads
+    return Side(label=label, batches=batches, spec=_spec(wanted), loads=loads, figures=job.figures_of())
 
 
 def _ranges(numbers: Sequence[int]) -> str:
@@ -249,7 +226,7 @@ def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamp
     if "gen_throughput" in metrics:
         ci = f" [{_signed(c.gen_throughput_pct_ci_low, 1)}, {_signed(c.gen_throughput_pct_ci_high, 1)}]"
         tput = f"{_signed(c.gen_throughput_pct, 1)} %{ci if c.gen_throughput_pct is not None else ''}"
-        rows.append(("gen throughput tok/s", _est(a.gen_throughput, 1), _est(b.gen_throughput, 1), tput))
+        rows.append(("gen throughput tok/s/rank", _est(a.gen_throughput, 1), _est(b.gen_throughput, 1), tput))
         m = c.matched
         at_load = f"{_signed(m.gen_throughput_pct, 1)} % ({len(m.buckets)} buckets)" if m.comparable else "too few"
         rows.append(("  at matched load", f"{m.a_batches} steady", f"{m.b_batches} steady", at_load))

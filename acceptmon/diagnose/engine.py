@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
@@ -24,15 +23,14 @@ from acceptmon.diagnose.breakeven import BreakEven, break_even
 from acceptmon.diagnose.detector import Detector
 from acceptmon.diagnose.model import Finding, Hit, Rule
 from acceptmon.diagnose.signatures import SIGNATURES
-from acceptmon.diagnose.state import WARMUP_LINES, BucketStats, RunState
-from acceptmon.measure.tokens import Intervals
+from acceptmon.diagnose.state import BucketStats, RunState
+from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record, WarningRecord
 
 _Index: TypeAlias = tuple[
     int, dict[tuple[str, Any], list[RunState]], dict[str, list[RunState]], dict[tuple[str, int], BreakEven]
 ]
-STATS_FIELDS = ("accept_len", "accept_rate", "gen_throughput", "running_req")  # a kind with any is a stats line
 
 
 @dataclass(frozen=True)
@@ -59,9 +57,16 @@ class RunReport(BaseModel):
     run: int
     model: str | None
     spec: str
-    decode_lines: int
+    source: str = ""
+    batches: int
+    """Stats lines with acceptance, as ``runs`` counts them."""
     accept_len_mean: float | None
-    gen_throughput_mean: float | None
+    """Over all the batches, as ``runs`` gives it."""
+    gen_throughput_per_rank: float | None
+    gen_throughput_total: float | None
+    judged_batches: int
+    """Batches with an accept length past each run's warm-up: what the accept-length rules judge."""
+    judged_accept_len_mean: float | None
     findings: int
     break_even: BreakEven | None
 
@@ -95,7 +100,7 @@ class Doctor:
         expected_accept_len: float | None = None,
         baseline: Sequence[RunState] = (),
         baseline_label: str | None = None,
-        warmup: int = WARMUP_LINES,
+        warmup: int = WARMUP_BATCHES,
     ) -> None:
         self.rules = list(rules)
         self.expected = expected_accept_len
@@ -108,7 +113,7 @@ class Doctor:
         self.current: dict[str, tuple[str, int]] = {}
         self.pending: dict[str, list[WarningRecord]] = {}
         self._held: dict[tuple[str, int, str, str], Finding] = {}
-        self._fed, self.intervals = 0, Intervals()
+        self._fed, self.normalizer = 0, Normalizer(warmup)
         self._cache: _Index | None = None
 
     @property
@@ -118,14 +123,14 @@ class Doctor:
     def feed(self, records: Iterable[Record]) -> None:
         """Take records in file order (files may interleave)."""
         self._fed += 1
-        for r in records:
+        for fact in self.normalizer.feed(records):
+            r = fact.record
             if KINDS[r.kind].starts_run:
-                self.intervals.launch(r.file, r.run)
                 self._launch(r)
             elif isinstance(r, WarningRecord) and r.code in self.before_launch:
                 self.pending.setdefault(r.file, []).append(r)
             else:
-                self._record(self.intervals.record(r))  # vLLM v0 counts since start: judged per interval
+                self._record(fact)
 
     def finish(self) -> None:
         """End of input: warnings still waiting belong to the run they were printed in."""
@@ -165,7 +170,7 @@ class Doctor:
         for run in self.runs.values():
             s = run.state
             found = len(self._evaluate(run))
-            if s.launch is None and not s.decode_lines and not found:
+            if s.launch is None and not s.stats_lines and not found:
                 continue
             out.append(
                 RunReport(
@@ -173,9 +178,10 @@ class Doctor:
                     run=s.run,
                     model=s.launch.model_path if s.launch else None,
                     spec=spec_text(s),
-                    decode_lines=s.decode_lines,
-                    accept_len_mean=s.accept_len.rounded,
-                    gen_throughput_mean=s.throughput.rounded,
+                    source=s.source,
+                    **s.figures.as_dict(),
+                    judged_batches=s.accept_len.count,
+                    judged_accept_len_mean=s.accept_len.rounded,
                     findings=found,
                     break_even=self.break_even(s),
                 )
@@ -190,7 +196,7 @@ class Doctor:
         return [s for s in same if s is not run]
 
     def break_even(self, run: RunState) -> BreakEven | None:
-        if not run.speculative or not run.decode_lines:
+        if not run.speculative or not run.stats_lines:
             return None
         cached = self._index()[3].get((run.file, run.run))
         if cached is None:
@@ -207,7 +213,7 @@ class Doctor:
             by_key: dict[tuple[str, Any], list[RunState]] = {}
             for r in self.runs.values():
                 s = r.state
-                if s.decode_lines and not s.speculative:
+                if s.stats_lines and not s.speculative:
                     plain.setdefault(s.file, []).append(s)
                 by_key.setdefault((s.file, s.config_key()), []).append(s)
             self._cache = (self._fed, by_key, plain, {})
@@ -216,7 +222,7 @@ class Doctor:
     def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
         external = bool(self.baseline)
         pool = self.baseline or self._index()[2].get(run.file, [])
-        plain = [s for s in pool if s.decode_lines and not s.speculative]
+        plain = [s for s in pool if s.stats_lines and not s.speculative]
         model = run.launch.model_path if run.launch else None
         same = [s for s in plain if s.launch is not None and s.launch.model_path == model]
         chosen = same or plain
@@ -232,18 +238,18 @@ class Doctor:
 
     # Routing
 
-    def _run(self, file: str, number: int) -> _Run:
+    def _run(self, file: str, number: int, source: str = "") -> _Run:
         key = (file, number)
         run = self.runs.get(key)
         if run is None:
-            state = RunState(file, number)
+            state = RunState(file, number, source=source)
             run = self.runs[key] = _Run(state, [(r, SIGNATURES[r.signature].detector(r.params)) for r in self.rules])
         if number >= self.current.get(file, (file, -1))[1]:
             self.current[file] = key
         return run
 
     def _launch(self, r: Record) -> None:
-        run = self._run(r.file, r.run)
+        run = self._run(r.file, r.run, getattr(r, "source", ""))
         run.state.launch = getattr(r, "config", None)
         run.state.launch_line = r.line
         run.state.record(r)
@@ -252,18 +258,20 @@ class Doctor:
         for w in self.pending.pop(r.file, []):
             self._warning(run, w)
 
-    def _record(self, r: Record) -> None:
-        run = self._run(r.file, r.run)
+    def _record(self, fact: Fact) -> None:
+        r = fact.record
+        run = self._run(r.file, r.run, getattr(r, "source", ""))
         for w in self.pending.pop(r.file, []):
             self._warning(self._run(w.file, w.run), w)
+        kind = KINDS[r.kind]
         if isinstance(r, WarningRecord):
             self._warning(run, r)
-        elif r.kind == "prefill":
-            run.state.prefill(r)  # type: ignore[arg-type]
-            for feed in run.feeders("prefill", "prefill"):
+        elif kind.prefill:
+            run.state.prefill(r)
+            for feed in run.feeders("prefill", r.kind):
                 feed(r, run.state)
-        elif is_stats_kind(r.kind):
-            step = run.state.stats(r, self.warmup)
+        elif fact.batch is not None or fact.load is not None:
+            step = run.state.stats(fact)
             for feed in run.feeders("stats", r.kind):
                 feed(r, run.state, step)
         else:
@@ -279,12 +287,6 @@ class Doctor:
         hits = [(rule, h) for rule, det in run.detectors if (h := det.hit(run.state, self)) is not None]
         held = {rule.id for rule, _ in hits}
         return [finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held]
-
-
-@cache
-def is_stats_kind(kind: str) -> bool:
-    """Records of this kind are stats lines: their model has decode-like fields."""
-    return any(name in KINDS[kind].model.model_fields for name in STATS_FIELDS)
 
 
 def finding(rule: Rule, run: RunState, h: Hit) -> Finding:

@@ -62,13 +62,13 @@ def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[R
     reader = Doctor([])
     run([path], grammars, DoctorJob(reader), jobs=jobs)
     reader.finish()
-    states = [s for s in reader.states() if s.decode_lines]
+    states = [s for s in reader.states() if s.stats_lines]
     name = Path(path).name if path != "-" else "stdin"
     if number is not None:
         states = [s for s in states if s.run == number]
         if not states:
-            there = ", ".join(str(s.run) for s in reader.states() if s.decode_lines) or "none with decode lines"
-            raise InputError(ref, f"no run {number} with decode lines (runs there: {there})")
+            there = ", ".join(str(s.run) for s in reader.states() if s.stats_lines) or "none with stats lines"
+            raise InputError(ref, f"no run {number} with stats lines (runs there: {there})")
         if states[0].speculative:
             raise InputError(ref, f"run {number} speculates; a baseline is a run with speculation off")
     plain = [s for s in states if not s.speculative]

@@ -44,6 +44,10 @@ def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: b
     return "\n\n".join([*blocks, f"{len(keys)} run(s): {total}"])
 
 
+def plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def event_line(change: Change) -> str:
     """One line for a live event log (:attr:`Change.line`)."""
     return change.line
@@ -53,11 +57,15 @@ def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Fi
     file, number = key
     head = f"{file} run {number}"
     if report is not None:
-        parts = [report.model or "model unknown", report.spec, f"{report.decode_lines} decode lines"]
+        parts = [report.model or "model unknown", report.spec, plural(report.batches, "batch", "batches")]
         if report.accept_len_mean is not None:
             parts.append(f"accept len {report.accept_len_mean:.2f}")
-        if report.gen_throughput_mean is not None:
-            parts.append(f"{report.gen_throughput_mean:.1f} tok/s")
+        if report.judged_batches != report.batches and report.judged_accept_len_mean is not None:
+            parts.append(f"judged {report.judged_accept_len_mean:.2f} over {report.judged_batches} past warm-up")
+        if report.gen_throughput_per_rank is not None:
+            parts.append(f"{report.gen_throughput_per_rank:.1f} tok/s/rank")
+        if report.gen_throughput_total is not None and report.gen_throughput_total != report.gen_throughput_per_rank:
+            parts.append(f"{report.gen_throughput_total:.1f} tok/s total")
         head += ": " + ", ".join(parts)
     lines = [head]
     order = {"error": 0, "warning": 1, "info": 2}

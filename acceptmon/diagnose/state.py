@@ -1,25 +1,23 @@
 """What one run's records add up to, for every rule at once: config, warm-up, steady batches. Pure.
 
 A :class:`RunState` is updated once per record before the run's detectors see it, so each
-detector keeps only what its own signature needs. :class:`Step` is the per-line context:
-past the warm-up (the first decode lines of a run are ignored by accept-length rules),
-steady (``#queue-req`` 0 and no prefill line since the rank's previous decode line, the rule
-``acceptmon compare`` uses), and the mean sequence length ``#token / #running-req``.
+detector keeps only what its own signature needs. :class:`Step` is the per-line context, from
+the normalized fact (:mod:`acceptmon.measure.normalize`, the rules every command shares):
+past the warm-up (a run's first batches are left out by the accept-length rules), steady
+(nothing queued and no prefill line since the unit's previous line), and the mean sequence
+length ``#token / #running-req``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
-from acceptmon.measure.aggregate import Mean
 from acceptmon.measure.compare import bucket_of
-from acceptmon.parse.records import LaunchConfig, PrefillStats, Record
-
-WARMUP_LINES = 2
-"""Decode lines ignored per run by the accept-length rules (doctor.md §4)."""
+from acceptmon.measure.figures import RunFigures
+from acceptmon.measure.mean import Mean
+from acceptmon.measure.normalize import Fact
+from acceptmon.parse.records import LaunchConfig, Record
 
 CONFIG_FIELDS = {
     "model_path": "model_path",
@@ -33,34 +31,6 @@ CONFIG_FIELDS = {
     "ep_size": "ep_size",
 }
 """server_args keys that the launch grammars lift into LaunchConfig fields."""
-
-
-STEP_FIELDS = (
-    "rank",
-    "line",
-    "queue_req",
-    "running_req",
-    "gen_throughput",
-    "accept_len",
-    "accept_rate",
-    "num_tokens",
-    "token_usage",
-)
-"""The fields :meth:`RunState.stats` reads, in the order its reader returns them."""
-_READERS: dict[type, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
-
-
-def _reader(model: type) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """Reads STEP_FIELDS from a record's ``__dict__`` in one call (None for fields its kind lacks); one per model."""
-    fields = getattr(model, "model_fields", {})
-    every = all(name in fields for name in STEP_FIELDS)
-    read: Callable[[dict[str, Any]], tuple[Any, ...]] = itemgetter(*STEP_FIELDS) if every else _read_some
-    _READERS[model] = read
-    return read
-
-
-def _read_some(values: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(map(values.get, STEP_FIELDS))
 
 
 def config_value(launch: LaunchConfig | None, key: str) -> Any:
@@ -134,21 +104,25 @@ class RunState:
 
     file: str
     run: int
+    source: str = ""
+    """The stream source of the run's lines (empty for a plain file)."""
     launch: LaunchConfig | None = None
     launch_line: int | None = None
-    decode_lines: int = 0
+    stats_lines: int = 0
+    """Stats lines read (batches and load lines)."""
+    figures: RunFigures = field(default_factory=RunFigures)
+    """The figures every command reports for a run (batches, accept_len_mean, throughput per rank and total)."""
     spec_lines: int = 0
     first_line: int | None = None
     last_line: int | None = None
     accept_len: Mean = field(default_factory=Mean)
-    """Accept length of decode lines past the warm-up."""
+    """Accept length of the batches past the warm-up: what the accept-length rules judge."""
     accept_lines: tuple[int, int] | None = None
     """First and last line that went into ``accept_len``."""
     throughput: Mean = field(default_factory=Mean)
     buckets: dict[tuple[int, int], BucketStats] = field(default_factory=dict)
     """Steady decode lines by ``#running-req`` bucket (``compare.bucket_of``)."""
     warnings: int = 0
-    _after_prefill: dict[str, bool] = field(default_factory=dict)
     _by_running: dict[int, BucketStats] = field(default_factory=dict, repr=False, compare=False)
     """``buckets`` entries by exact ``#running-req``, so a line finds its bucket without ``bucket_of``."""
 
@@ -211,35 +185,35 @@ class RunState:
             c.spec_num_draft_tokens,
         )
 
-    def prefill(self, r: PrefillStats) -> None:
-        self._after_prefill[r.rank or ""] = True
+    def prefill(self, r: Record) -> None:
         self._seen(r.line)
 
-    def stats(self, r: Record, warmup: int = WARMUP_LINES) -> Step:
-        """Fold in one stats line (a decode line, or any kind with decode-like fields); return its context."""
-        read = _READERS.get(type(r)) or _reader(type(r))
-        try:
-            rank, line, queue, running, tput, length, rate, tokens, usage = read(r.__dict__)
-        except KeyError:  # a record made without some of its model's fields
-            rank, line, queue, running, tput, length, rate, tokens, usage = _read_some(r.__dict__)
-        rank = rank or ""
-        after = self._after_prefill
-        steady = queue == 0 and not after.get(rank, True)
-        after[rank] = False
-        warm = self.decode_lines >= warmup
-        self.decode_lines += 1
+    def stats(self, fact: Fact) -> Step:
+        """Fold in one stats line (a batch, a load line, or both: its normalized fact); return its context."""
+        r, batch, load = fact.record, fact.batch, fact.load
+        values = r.__dict__
+        line = r.line
+        self.stats_lines += 1
+        self.figures.add(fact)
         if self.first_line is None:
             self.first_line = line
         self.last_line = line
+        length = batch.accept_len if batch else None
+        rate = values.get("accept_rate") if batch else None
+        warm = batch is not None and not batch.warmup
         if length is not None or rate is not None:
             self.spec_lines += 1
         if length is not None and warm:
             self.accept_len.add(length)
             self.accept_lines = (self.accept_lines[0] if self.accept_lines else line, line)
+        tput = load.gen_throughput if load else None
         if tput is not None:
             self.throughput.add(tput)
-            if steady and running:
-                self._bucket(running).add(tput, running, length)
+            if load is not None and load.steady and load.running_req:
+                self._bucket(load.running_req).add(tput, load.running_req, length)
+        running = batch.running_req if batch else load.running_req if load else None
+        steady = batch.steady if batch else load.steady if load else False
+        tokens, usage = values.get("num_tokens"), values.get("token_usage")
         seq = tokens / running if tokens is not None and running else None
         return Step(warm, steady, seq, line, length, rate, running, self.speculative, tokens, usage)
 

@@ -183,8 +183,8 @@ class LiveStats:
         info.launch_at = (r.run, r.line)
 
     def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
-        rank = getattr(r, metrics.rank_field, None)
-        if metrics.rank_field != "rank":
+        rank = getattr(r, kind.unit_field, None)
+        if kind.unit_field != "rank":
             info.engine = rank = rank or info.engine
         key = (info.file, kind.name, rank or "")
         series = self._series.get(key)

@@ -1,10 +1,10 @@
 """Every running aggregate, in one place; no I/O.
 
-:class:`Mean` is the one running count-and-sum (with removal, for sliding windows);
+:class:`Mean` (:mod:`acceptmon.measure.mean`) is the one running count-and-sum;
 :class:`Series` adds the distribution, :class:`Baseline` a run's first ten minutes.
-:class:`Stats` is fed records in file order and answers "what did each launch
-achieve": batches, accept length mean and percentiles, raw and normalized accept
-rate, throughput, duration. Percentiles are exact: accept lengths are logged with
+:class:`Stats` is fed records in file order, normalizes them and answers "what did each
+launch achieve": the shared figures (:mod:`acceptmon.measure.figures`), accept length
+percentiles, raw and normalized accept rate, duration. Percentiles are exact: accept lengths are logged with
 two decimals, so a counter of distinct values stays small whatever the log size.
 """
 
@@ -16,45 +16,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from acceptmon.measure.figures import RunFigures
+from acceptmon.measure.mean import Mean
+from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import SpecTotals
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import DecodeStats, LaunchConfig, Record, RequestStats, SpecStats, ThroughputStats
+from acceptmon.parse.records import LaunchConfig, Record
 
 __all__ = ["BASELINE_SECONDS", "Baseline", "Mean", "RunStats", "RunSummary", "Series", "Stats"]
 
 BASELINE_SECONDS = 600.0
 """The start of a run whose mean accept length later batches are compared with (log time)."""
-
-
-@dataclass(slots=True)
-class Mean:
-    """Running count and sum of one value; values can be taken out again (sliding windows)."""
-
-    count: int = 0
-    total: float = 0.0
-
-    def add(self, value: float | None) -> None:
-        if value is not None:
-            self.count += 1
-            self.total += value
-
-    def remove(self, other: Mean) -> None:
-        self.count -= other.count
-        self.total -= other.total
-
-    def merge(self, other: Mean) -> None:
-        self.count += other.count
-        self.total += other.total
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count > 0 else None
-
-    @property
-    def rounded(self) -> float | None:
-        """The mean to four decimals, as reports show it."""
-        return round(self.total / self.count, 4) if self.count > 0 else None
 
 
 @dataclass
@@ -118,39 +91,53 @@ class Baseline:
 
 @dataclass
 class RunStats:
-    """Running aggregate of one run."""
+    """Running aggregate of one run, from its normalized facts (:mod:`acceptmon.measure.normalize`)."""
 
     file: str
     run: int
+    source: str = ""
     launch: LaunchConfig | None = None
     start: datetime | None = None
     end: datetime | None = None
-    batches: int = 0
+    figures: RunFigures = field(default_factory=RunFigures)
+    """batches, accept_len_mean, gen_throughput_per_rank and _total: the figures every command shares."""
     ranks: set[str] = field(default_factory=set)
     accept_len: Series = field(default_factory=lambda: Series(keep_values=True))
     accept_rate: Series = field(default_factory=Series)
+    """``accept_rate`` as the acceptance lines give it (SGLang: as logged)."""
     draft_accept_rate: Series = field(default_factory=Series)
-    gen_throughput: Series = field(default_factory=Series)
     requests: int = 0
     request_accept_len: Series = field(default_factory=lambda: Series(keep_values=True))
     """Per finished request (``--log-requests``): its accept length, to two decimals."""
     spec: SpecTotals | None = None
-    """vLLM spec lines' token counts (None for a run without any)."""
-    engines: dict[str, Mean] = field(default_factory=dict)
-    """Generation throughput per engine, from throughput lines (vLLM)."""
+    """Token counts of lines that carry them (vLLM; None for a run without any)."""
 
-    def add_spec(self, r: SpecStats) -> None:
-        self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
-        self.spec.add(r)
-        self.batches += 1
-        self._seen(r)
-        if not r.cumulative:  # a running average since start: its interval's length is taken at the summary
-            self.accept_len.add(r.accept_len)
-
-    def add_throughput(self, r: ThroughputStats) -> None:
-        self.engines.setdefault(r.engine or "", Mean()).add(r.gen_throughput)
-        self.ranks.add(r.engine or "")
-        self._seen(r)
+    def add(self, fact: Fact) -> None:
+        r = fact.record
+        kind = KINDS[r.kind]
+        if kind.starts_run:  # a launch line; a later one of the same run continues it
+            self.launch = getattr(r, "config", None)
+            self.start = self.start or r.timestamp
+            return
+        if kind.request:
+            self.requests += 1
+            length = getattr(r, "accept_len", None)
+            self.request_accept_len.add(None if length is None else round(length, 2))
+            return
+        self.figures.add(fact)
+        b = fact.batch
+        for unit in (b.unit if b else None, fact.load.unit if fact.load else None):
+            if unit is not None:
+                self.ranks.add(unit)
+        if b is not None or fact.load is not None:
+            self._seen(r)
+        if b is not None:
+            self.accept_len.add(b.accept_len)
+            self.accept_rate.add(getattr(r, "accept_rate", None))
+            self.draft_accept_rate.add(b.accept_rate)
+            if getattr(r, "drafted_tokens", None) is not None:
+                self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
+                self.spec.add(r)  # type: ignore[arg-type]
 
     def _seen(self, r: Record) -> None:
         """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""
@@ -159,57 +146,21 @@ class RunStats:
             self.start = t if self.start is None else min(self.start, t)
             self.end = t if self.end is None else max(self.end, t)
 
-    def add(self, r: DecodeStats) -> None:
-        self.batches += 1
-        self.ranks.add(r.rank or "")
-        self._seen(r)
-        self.accept_len.add(r.accept_len)
-        self.accept_rate.add(r.accept_rate)
-        self.draft_accept_rate.add(r.draft_accept_rate)
-        self.gen_throughput.add(r.gen_throughput)
-
-    def merge(self, other: RunStats) -> None:
-        """Fold in the same run's aggregate from a later part of the file."""
-        self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
-        self.start = min((t for t in (self.start, other.start) if t is not None), default=None)
-        self.end = max((t for t in (self.end, other.end) if t is not None), default=None)
-        self.batches += other.batches
-        self.ranks |= other.ranks
-        self.requests += other.requests
-        for name in ("accept_len", "accept_rate", "draft_accept_rate", "gen_throughput", "request_accept_len"):
-            getattr(self, name).merge(getattr(other, name))
-        if other.spec is not None:
-            if self.spec is None:
-                self.spec = other.spec
-                self.spec.since_start |= self.launch is not None  # the launch was in an earlier part
-            else:
-                self.spec.merge(other.spec)
-        for engine, mean in other.engines.items():
-            self.engines.setdefault(engine, Mean()).merge(mean)
-
     def summary(self) -> RunSummary:
         cfg = self.launch or LaunchConfig()
         duration = (self.end - self.start).total_seconds() if self.start and self.end else None
-        lengths = self.accept_len
-        if self.spec is not None and self.spec.points:
-            lengths = Series(keep_values=True)
-            lengths.merge(self.accept_len)
-            for length in self.spec.interval_lengths():
-                lengths.add(length)
-        figures: dict[str, object] = dict(
-            accept_len_mean=lengths.rounded,
-            accept_rate_mean=self.accept_rate.rounded,
-            draft_accept_rate_mean=self.draft_accept_rate.rounded,
-            gen_throughput_mean=self.gen_throughput.rounded,
-        )
+        figures: dict[str, object] = {
+            **self.figures.as_dict(),
+            "accept_rate_mean": self.accept_rate.rounded,
+            "draft_accept_rate_mean": self.draft_accept_rate.rounded,
+        }
         if self.spec is not None:
             self.spec.fill(figures)
-        if self.engines:  # the server's rate: the engines' means added up
-            means = [m.mean for m in self.engines.values() if m.mean is not None]
-            figures["gen_throughput_mean"] = round(sum(means), 4) if means else None
+        lengths = self.accept_len
         return RunSummary(
             file=self.file,
             run=self.run,
+            source=self.source,
             start=self.start,
             end=self.end,
             duration_s=duration,
@@ -218,7 +169,6 @@ class RunStats:
             spec_num_steps=cfg.spec_num_steps,
             spec_eagle_topk=cfg.spec_eagle_topk,
             spec_num_draft_tokens=cfg.spec_num_draft_tokens,
-            batches=self.batches,
             ranks=len(self.ranks),
             accept_len_p10=lengths.quantile(0.1),
             accept_len_p50=lengths.quantile(0.5),
@@ -235,42 +185,24 @@ class RunStats:
 
 
 class Stats:
-    """Runs of every file fed so far, in order of appearance."""
+    """Runs of every file fed so far, in order of appearance; fed records in file order."""
 
     def __init__(self) -> None:
-        self.runs: dict[tuple[str, int], RunStats] = {}
+        self.runs: dict[RunKey, RunStats] = {}
+        self.normalizer = Normalizer()
 
     def update(self, records: Iterable[Record]) -> None:
-        for r in records:
+        for fact in self.normalizer.feed(records):
+            r = fact.record
             kind = KINDS[r.kind]
-            if not (kind.starts_run or isinstance(r, DecodeStats | RequestStats | SpecStats | ThroughputStats)):
+            if not (kind.starts_run or fact.batch or fact.load or kind.request):
                 continue  # other kinds (warnings, prefill) make no run of their own
-            key = (r.file, r.run)
+            key = fact.key
             run = self.runs.get(key)
             if run is None:
-                run = self.runs[key] = RunStats(r.file, r.run)
-            if kind.starts_run:  # a launch line; a later one of the same run continues it
-                run.launch = getattr(r, "config", None)
-                run.start = run.start or r.timestamp
-            elif isinstance(r, DecodeStats):
-                run.add(r)
-            elif isinstance(r, RequestStats):
-                run.requests += 1
-                run.request_accept_len.add(None if r.accept_len is None else round(r.accept_len, 2))
-            elif isinstance(r, SpecStats):
-                run.add_spec(r)
-            elif isinstance(r, ThroughputStats):
-                run.add_throughput(r)
-
-    def merge(self, other: Stats) -> None:
-        """Fold in the aggregate of a later part of the same files."""
-        for key, run in other.runs.items():
-            mine = self.runs.get(key)
-            if mine is None:
-                self.runs[key] = run
-            else:
-                mine.merge(run)
+                run = self.runs[key] = RunStats(r.file, r.run, key[1])
+            run.add(fact)
 
     def summaries(self) -> list[RunSummary]:
         """Every launch, plus a run 0 where stats lines came before any launch."""
-        return [s.summary() for s in self.runs.values() if s.run > 0 or s.batches]
+        return [s.summary() for s in self.runs.values() if s.run > 0 or s.figures.batches or s.figures.units]

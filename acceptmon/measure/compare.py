@@ -15,10 +15,10 @@ import sys
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from operator import itemgetter
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
@@ -50,6 +50,11 @@ class Side:
     label: str
     batches: Sequence[Batch]
     spec: str = ""  # the speculative config, for people: "EAGLE3 steps 3, topk 1, draft 4"
+    loads: Sequence[float] | None = None
+    """The logged rate of each load line, where load lines are not the batches (vLLM's throughput lines):
+    the throughput estimate is their mean, bootstrapped on its own. None: the batches' own throughput."""
+    figures: dict[str, Any] = field(default_factory=dict)
+    """The figures every command reports for a run (:mod:`acceptmon.measure.figures`), and the side's source."""
 
 
 class _Frozen(BaseModel):
@@ -78,6 +83,13 @@ class SideResult(_Frozen):
     accept_rate: Estimate
     """Normalized accept rate: accepted drafts / proposed drafts."""
     gen_throughput: Estimate
+    """Mean over the side's load lines of the rate each rank or engine logged (``gen_throughput_per_rank``)."""
+    accept_len_mean: float | None = None
+    gen_throughput_per_rank: float | None = None
+    gen_throughput_total: float | None = None
+    source: str = ""
+    pod: str = ""
+    container: str = ""
 
 
 class Bucket(_Frozen):
@@ -194,10 +206,14 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResult, list[list[float | None]]]:
     """Means, CIs and accept-length percentiles of one side, and its bootstrap replicates."""
     b = side.batches
-    cols = [[x.accept_len for x in b], [x.accept_rate for x in b], [x.gen_throughput for x in b]]
+    own: list[float | None] = [x.gen_throughput for x in b] if side.loads is None else [None] * len(b)
+    cols = [[x.accept_len for x in b], [x.accept_rate for x in b], own]
     has = [any(v is not None for v in c) for c in cols]  # a column of None costs no resampling
     reps = iter(bootstrap_means([c for c, h in zip(cols, has, strict=True) if h], rng, resamples))
     replicates: list[list[float | None]] = [next(reps) if h else [None] * resamples for h in has]
+    if side.loads:  # load lines of their own (vLLM): their mean, resampled in blocks of their own
+        cols[2] = list(side.loads)
+        replicates[2] = bootstrap_means([cols[2]], rng, resamples)[0]
     est = []
     for col, rep in zip(cols, replicates, strict=True):
         lo, hi = interval(rep)
@@ -213,6 +229,7 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
         accept_len=AcceptLenEstimate(**est[0], **q),
         accept_rate=Estimate(**est[1]),
         gen_throughput=Estimate(**est[2]),
+        **side.figures,
     )
     return result, replicates
 

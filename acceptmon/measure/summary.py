@@ -14,6 +14,8 @@ class RunSummary(BaseModel):
 
     file: str
     run: int
+    source: str = ""
+    """The stream source (``pod/NAME/CONTAINER``, a compose service) as logged; empty for a plain file."""
     start: datetime | None
     end: datetime | None
     duration_s: float | None
@@ -23,14 +25,19 @@ class RunSummary(BaseModel):
     spec_eagle_topk: int | None
     spec_num_draft_tokens: int | None
     batches: int
+    """Stats lines with acceptance (decode lines, vLLM spec lines)."""
     ranks: int
     accept_len_mean: float | None
+    """Mean accept length over the batches (a vLLM v0 line: over the interval it closes)."""
     accept_len_p10: float | None
     accept_len_p50: float | None
     accept_len_p90: float | None
     accept_rate_mean: float | None
     draft_accept_rate_mean: float | None
-    gen_throughput_mean: float | None
+    gen_throughput_per_rank: float | None
+    """Mean over the run's lines of the generation throughput each rank or engine logged."""
+    gen_throughput_total: float | None
+    """The sum over ranks or engines of their mean throughput: what the server made."""
     launch_seen: bool = True
     """False for decode lines before any launch line: the config is unknown, not absent."""
     requests: int = 0
@@ -47,6 +54,10 @@ class RunSummary(BaseModel):
     emitted_tokens: int | None = None
     num_drafts: float | None = None
     """Verify steps that carried a draft: drafted tokens / k."""
+    accept_len_by_tokens: float | None = None
+    """Emitted tokens / drafts over the whole run (vLLM): accept length weighted by drafts, not by lines."""
+    accept_rate_by_tokens: float | None = None
+    """Accepted / drafted tokens over the whole run (vLLM)."""
     position_accept_rates: list[float] | None = None
     """Per draft position, the fraction of drafts accepted up to it, weighted by drafts."""
 

@@ -1,9 +1,10 @@
 """Token counts of a run's speculative-decoding lines (vLLM), aggregated by drafts rather than by lines.
 
 A spec line counts accepted and drafted tokens either since server start (vLLM v0:
-the run's figure is the counters' increase) or per logging interval (v1: the figure
-is their sum). Accept rate is accepted / drafted; accept length is emitted tokens per
-draft (a draft is one verify step: k drafted tokens, plus the bonus token); the
+the run's figure is the counters' increase, and :class:`Intervals` gives each line's
+interval) or per logging interval (v1: the figure is their sum). Accept rate is
+accepted / drafted; accept length is emitted tokens per draft (a draft is one verify
+step: k drafted tokens, plus the bonus token); the
 per-position rates are weighted by each line's drafts. Pure: no I/O.
 """
 
@@ -37,13 +38,10 @@ class SpecTotals:
     last: tuple[int, int, int, int] | None = None
     since_start: bool = False
     """The run's launch was seen: cumulative counters count from zero at its start."""
-    points: dict[str, list[Counters]] = field(default_factory=dict)
-    """Cumulative lines' counters in order, per engine: the intervals they close (:meth:`interval_lengths`)."""
 
     def add(self, r: SpecStats) -> None:
         acc, drafted, emitted, k = counters(r)
         if r.cumulative:
-            self.points.setdefault(r.engine or r.rank or "", []).append((acc, drafted, emitted, k))
             self.last = (acc, drafted, emitted or 0, k or 0)
             self.first = self.first or self.last
             return
@@ -56,23 +54,6 @@ class SpecTotals:
         self.positions += [0.0] * (len(rates) - len(self.positions))
         for i, p in enumerate(rates):
             self.positions[i] += (p or 0.0) * drafts
-
-    def merge(self, other: SpecTotals) -> None:
-        for name in ("accepted", "drafted", "emitted", "drafts"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.positions += [0.0] * (len(other.positions) - len(self.positions))
-        for i, p in enumerate(other.positions):
-            self.positions[i] += p
-        self.first, self.last = self.first or other.first, other.last or self.last
-        for engine, points in other.points.items():
-            self.points.setdefault(engine, []).extend(points)
-
-    def interval_lengths(self) -> list[float | None]:
-        """Accept length over each interval a cumulative line closes (see :class:`Intervals`)."""
-        intervals = Intervals()
-        if self.since_start:
-            intervals.launch("", 0)
-        return [intervals.close(("", 0, engine), c)[0] for engine, points in self.points.items() for c in points]
 
     def totals(self) -> tuple[int, int, int, float]:
         """accepted, drafted, emitted, drafts: interval sums plus the cumulative counters' increase."""
@@ -88,12 +69,12 @@ class SpecTotals:
         return acc, drafted, emitted, drafts
 
     def fill(self, out: dict[str, object]) -> None:
-        """The run summary's figures, when the run had spec lines with drafts."""
+        """The run summary's token figures, when the run had spec lines with drafts: accept rate and length
+        over all the run's drafts (the per-batch means are the shared figures, :mod:`acceptmon.measure.figures`)."""
         acc, drafted, emitted, drafts = self.totals()
         out.update(accepted_tokens=acc, drafted_tokens=drafted, emitted_tokens=emitted, num_drafts=round(drafts, 3))
         if drafted and drafts:
-            rate = round(acc / drafted, 6)
-            out.update(accept_rate_mean=rate, draft_accept_rate_mean=rate, accept_len_mean=round(emitted / drafts, 6))
+            out.update(accept_rate_by_tokens=round(acc / drafted, 6), accept_len_by_tokens=round(emitted / drafts, 6))
         if self.positions and self.drafts:
             out["position_accept_rates"] = [round(p / self.drafts, 6) for p in self.positions]
 

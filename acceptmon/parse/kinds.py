@@ -70,9 +70,6 @@ class SeriesMetrics:
     counts since server start, so its increase over the previous record is added."""
     positions: Gauge | None = None
     """A gauge per list element of ``field`` (labels file, engine, position; position 1 first)."""
-    rank_field: str = "rank"
-    """The record field naming the series (its ``rank`` label): ``engine`` for vLLM; a record
-    without one takes the last value its file logged (a spec line follows its engine's line)."""
     sticky: bool = False
     """Gauges show each field's latest non-empty value (a kind whose lines carry different fields)."""
 
@@ -93,6 +90,24 @@ class RecordKind:
     before_launch: bool = False
     """May be printed just before the launch line of the run it concerns (start-up warnings): a live
     start at the current run's launch line also reads these from the bytes before it."""
+    acceptance: bool = False
+    """Role: each record is one batch's (or one logging interval's) acceptance: ``accept_len`` and
+    ``draft_accept_rate``. Batches are counted, averaged and compared by these (decode, spec)."""
+    load: bool = False
+    """Role: each record is one unit's load: ``gen_throughput`` (logged tok/s of that rank or engine),
+    ``running_req``, ``queue_req``. A run's throughput is read from these (decode, throughput)."""
+    prefill: bool = False
+    """Role: a prefill batch; a unit's next batch after one is not steady."""
+    ends_launch_group: bool = False
+    """Role: a stats line; a launch line after it starts a new run even where launch lines merge."""
+    request: bool = False
+    """Role: one finished request's acceptance (never a batch)."""
+    warning: bool = False
+    """Role: a launch or serving warning the doctor reads (``code``, ``value``, ``limit``, ``detail``)."""
+    unit_field: str = "rank"
+    """The field naming the unit a record belongs to (a rank, or a vLLM engine). Where it is ``engine``,
+    a record without one belongs to the unit its file (and stream source) named last: a vLLM spec line
+    follows its engine's throughput line."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -132,6 +147,11 @@ def table_kinds() -> list[RecordKind]:
     return [k for k in KINDS.values() if k.table]
 
 
+def with_role(role: str) -> frozenset[str]:
+    """Names of the kinds that declare a role (``acceptance``, ``load``, ``prefill``, ...)."""
+    return frozenset(k.name for k in KINDS.values() if getattr(k, role))
+
+
 ACCEPT_BUCKETS: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0)
 """Upper bounds of the accept-length histogram (tokens per verify step); +Inf follows."""
 
@@ -156,6 +176,9 @@ DECODE = register(
         "decode",
         DecodeStats,
         table=True,
+        acceptance=True,
+        load=True,
+        ends_launch_group=True,
         derive=decode_from_launch,
         series=SeriesMetrics(
             gauges=_DECODE_GAUGES,
@@ -179,7 +202,7 @@ DECODE = register(
         ),
     )
 )
-PREFILL = register(RecordKind("prefill", PrefillStats))
+PREFILL = register(RecordKind("prefill", PrefillStats, prefill=True))
 LAUNCH = register(RecordKind("launch", ServerLaunch, starts_run=True))
 
 
@@ -188,6 +211,9 @@ SPEC = register(
         "spec",
         SpecStats,
         table=True,
+        acceptance=True,
+        ends_launch_group=True,
+        unit_field="engine",
         derive=spec_values,
         series=SeriesMetrics(
             gauges=_DECODE_GAUGES[:3],
@@ -204,7 +230,6 @@ SPEC = register(
                 "position_accept_rates",
                 "Fraction of drafts whose first `position` tokens were accepted (last spec line).",
             ),
-            rank_field="engine",
         ),
     )
 )
@@ -213,13 +238,15 @@ THROUGHPUT = register(
         "throughput",
         ThroughputStats,
         table=True,
+        load=True,
+        ends_launch_group=True,
+        unit_field="engine",
         series=SeriesMetrics(
             gauges=(
                 *_DECODE_GAUGES[3:],
                 Gauge("acceptmon_prompt_throughput_tokens_per_second", "prompt_throughput", "Prompt throughput."),
                 Gauge("acceptmon_prefix_cache_hit_ratio", "prefix_cache_hit_rate", "Prefix-cache hit rate (0-1)."),
             ),
-            rank_field="engine",
             sticky=True,
         ),
     )
@@ -230,6 +257,7 @@ REQUEST = register(
     RecordKind(
         "request",
         RequestStats,
+        request=True,
         derive=request_from_launch,
         series=SeriesMetrics(
             counter=Gauge("acceptmon_requests", "", "Finished-request lines with speculative fields read."),
@@ -245,4 +273,4 @@ REQUEST = register(
 """Finished requests (``--log-requests``): not a ``parse`` table kind, so decode rows and columns stay as they are."""
 
 
-WARNING = register(RecordKind("warning", WarningRecord, before_launch=True))
+WARNING = register(RecordKind("warning", WarningRecord, before_launch=True, warning=True))

@@ -56,7 +56,7 @@ class Parser:
         self.closed, self.lead = state.closed, state.lead
         self.guess: tuple[int, int] | None = None
         """(month, year) of the first year-less timestamp if its year was guessed (no year to go on)."""
-        self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.table)
+        self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.ends_launch_group)
         self.tally = Tally()
         self._data_kinds = {k.name for k in KINDS.values() if k.series is not None}
         """Kinds whose own lines say 'accept' (not grep bait)."""

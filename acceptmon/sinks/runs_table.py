@@ -11,26 +11,24 @@ from pathlib import Path
 
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.parse.kinds import with_role
 from acceptmon.parse.records import Record
 
 
 class StatsJob:
-    """Aggregate records per run (in workers too) and merge them in order."""
-
-    records_wanted = frozenset({"decode", "request", "spec", "throughput"})
+    """Records of the kinds runs are made of (parsed in workers too), normalized and aggregated in file order."""
 
     def __init__(self) -> None:
+        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("request")
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> tuple[int, Stats]:
-        part = Stats()
-        part.update(records)
-        return sum(1 for r in records if r.kind in self.records_wanted), part
+    def chunk(self, records: list[Record]) -> list[Record]:
+        return records
 
-    def collect(self, part: tuple[int, Stats]) -> None:
-        self.records += part[0]
-        self.stats.merge(part[1])
+    def collect(self, part: list[Record]) -> None:
+        self.records += sum(1 for r in part if r.kind in self.records_wanted)
+        self.stats.update(part)
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
@@ -51,9 +49,10 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         "p90",
         "rate",
         "draft_rate",
-        "tok/s",
+        "tok/s/rank",
+        "tok/s_total",
         "duration",
-        "req_len p10/p50/p90",
+        "req_len_p10/p50/p90",
     )
     rows = [head]
     for s in summaries:
@@ -74,7 +73,8 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
                 number(s.accept_len_p90),
                 number(s.accept_rate_mean),
                 number(s.draft_accept_rate_mean),
-                number(s.gen_throughput_mean, 1),
+                number(s.gen_throughput_per_rank, 1),
+                number(s.gen_throughput_total, 1),
                 duration(s.duration_s),
                 _request_lengths(s),
             )

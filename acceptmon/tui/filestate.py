@@ -53,7 +53,7 @@ class FileState:
     def rank_of(self, r: Record) -> str:
         """The row a record belongs to: its rank, or its engine (none named: the file's last engine)."""
         metrics = KINDS[r.kind].series
-        name_field = metrics.rank_field if metrics is not None else "rank"
+        name_field = KINDS[r.kind].unit_field if metrics is not None else "rank"
         name = getattr(r, name_field, None)
         if name_field != "rank":
             self.engine = name = name or self.engine

@@ -41,30 +41,19 @@ def history_rows(
 
 
 def references(history: Sequence[RunSummary], file: str, current: int, unit: str = "rank") -> References:
-    """Reference lines for run ``current`` of ``file``.
-
-    ``unit`` ``engine``: a vLLM run's gen throughput mean is its engines' means added up (the
-    server's rate); the plot shows one engine's, so the reference is that sum over the engines.
-    """
+    """Reference lines for run ``current`` of ``file``: its previous run's accept length, and the
+    throughput per rank or engine (what the plot shows) of its last run without speculation, else
+    of its previous run."""
     earlier = [h for h in history if h.file == file and h.run < current and h.batches]
     prev = earlier[-1] if earlier else None
     accept = prev.accept_len_mean if prev else None
     accept_label = f"run {prev.run} mean" if prev and accept is not None else ""
-    base = [h for h in earlier if h.method is None and h.launch_seen and h.gen_throughput_mean is not None]
+    base = [h for h in earlier if h.method is None and h.launch_seen and h.gen_throughput_per_rank is not None]
     ref, label = (base[-1], "no-spec run") if base else (prev, "run")
-    tput = ref.gen_throughput_mean if ref else None
+    tput = ref.gen_throughput_per_rank if ref else None
     if ref is None or tput is None:
         return References(accept, accept_label)
-    if unit == "engine" and ref.ranks > 1:
-        return References(accept, accept_label, per_unit(ref, unit), f"{label} {ref.run} mean per engine")
-    return References(accept, accept_label, tput, f"{label} {ref.run} mean")
-
-
-def per_unit(h: RunSummary, unit: str) -> float | None:
-    """A run's gen throughput mean per rank or engine: a vLLM run's (``unit`` ``engine``) is its engines'
-    means added up (the server's rate), an SGLang run's is per rank already."""
-    tput = h.gen_throughput_mean
-    return tput / h.ranks if unit == "engine" and tput is not None and h.ranks > 1 else tput
+    return References(accept, accept_label, tput, f"{label} {ref.run} mean per {unit}")
 
 
 def launch_text(c: LaunchConfig, same_as: int | None) -> str:
@@ -103,7 +92,7 @@ NARROW_HISTORY_COLUMNS = tuple(c for c in HISTORY_COLUMNS if c != "batch")
 def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str, str]:
     """One run as the history table shows it, by column; the current run is marked ``*``.
 
-    Gen throughput is per rank or engine (:func:`per_unit`), as the plot and the rank table show it."""
+    Gen throughput is per rank or engine (``runs``' ``tok/s/rank``), as the plot and the rank table show it."""
     return {
         "run": f"{h.run}{' *' if current else ''}",
         "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
@@ -114,6 +103,6 @@ def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str,
         "batch": str(h.batches),
         "len": number(h.accept_len_mean),
         "rate": number(h.draft_accept_rate_mean),
-        "tok/s/rank": number(per_unit(h, unit), 1),
+        "tok/s/rank": number(h.gen_throughput_per_rank, 1),
         "time": duration(h.duration_s),
     }

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from acceptmon.live.state import RankSeries
 from acceptmon.measure.window import Window
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import DecodeStats, Record, SpecStats
 from acceptmon.tui.view import Health, RankRow, Tiles
 
@@ -56,7 +57,7 @@ def tiles(
 
 def unit(series: Iterable[RankSeries]) -> str:
     """``engine`` when the rows are named by an engine field (vLLM), else ``rank``."""
-    return "engine" if any(s.metrics.rank_field == "engine" for s in series) else "rank"
+    return "engine" if any(KINDS[s.kind].unit_field == "engine" for s in series) else "rank"
 
 
 def rank_rows(series: Sequence[RankSeries], windows: Mapping[str, Window], now: float) -> list[RankRow]:

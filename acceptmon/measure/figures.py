@@ -1,0 +1,73 @@
+"""The figures every command reports for a run, under the same names and from the same facts. Pure.
+
+``runs``, each side of ``compare``, each run of ``doctor`` and the dashboard fold the
+normalized facts of a run (:mod:`acceptmon.measure.normalize`) into one :class:`RunFigures`,
+so they cannot disagree:
+
+- ``batches``: stats lines with acceptance (records whose kind has the ``acceptance`` role);
+- ``accept_len_mean``: the mean accept length over those batches (a vLLM v0 line: over the
+  interval it closes);
+- ``gen_throughput_per_rank``: the mean, over the run's load lines, of the rate each rank or
+  engine logged; ``gen_throughput_total``: the sum over ranks or engines of their means, what
+  the server made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from acceptmon.measure.mean import Mean
+from acceptmon.measure.normalize import Fact
+
+
+@dataclass
+class RunFigures:
+    """Running figures of one run."""
+
+    batches: int = 0
+    accept_len: Mean = field(default_factory=Mean)
+    units: dict[str, Mean] = field(default_factory=dict)
+    """Logged generation throughput per rank or engine."""
+
+    def add(self, fact: Fact) -> None:
+        b = fact.batch
+        if b is not None:
+            self.batches += 1
+            self.accept_len.add(b.accept_len)
+        load = fact.load
+        if load is not None and load.gen_throughput is not None:
+            mean = self.units.get(load.unit)
+            if mean is None:
+                mean = self.units[load.unit] = Mean()
+            mean.add(load.gen_throughput)
+
+    def merge(self, other: RunFigures) -> None:
+        self.batches += other.batches
+        self.accept_len.merge(other.accept_len)
+        for unit, mean in other.units.items():
+            self.units.setdefault(unit, Mean()).merge(mean)
+
+    @property
+    def accept_len_mean(self) -> float | None:
+        return self.accept_len.rounded
+
+    @property
+    def gen_throughput_per_rank(self) -> float | None:
+        every = Mean()
+        for mean in self.units.values():
+            every.merge(mean)
+        return every.rounded
+
+    @property
+    def gen_throughput_total(self) -> float | None:
+        means = [m.mean for m in self.units.values() if m.mean is not None]
+        return round(sum(means), 4) if means else None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        """The four figures, by their names in every command's JSON."""
+        return {
+            "batches": self.batches,
+            "accept_len_mean": self.accept_len_mean,
+            "gen_throughput_per_rank": self.gen_throughput_per_rank,
+            "gen_throughput_total": self.gen_throughput_total,
+        }

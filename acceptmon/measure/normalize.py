@@ -1,0 +1,163 @@
+"""The one step between the parser and every consumer: records in file order become facts. Pure.
+
+``runs``, ``compare``, ``doctor``, ``tail`` and ``serve`` all read what :class:`Normalizer`
+gives; only ``parse`` writes the records as logged. Each cross-line rule is written here
+once, and which records it applies to is their kind's declared role
+(:mod:`acceptmon.parse.kinds`), never their class:
+
+- **Units.** A record belongs to a unit: its rank, or (``unit_field = "engine"``) its engine;
+  a record without one belongs to the unit its file and source named last (a vLLM spec line
+  follows its engine's throughput line), and it is given that engine.
+- **Intervals.** A record that counts tokens since server start (vLLM v0: ``cumulative``)
+  is turned into the interval it closes (:class:`~acceptmon.measure.tokens.Intervals`).
+- **Batches.** A record with the ``acceptance`` role is one :class:`Batch`: its accept length
+  and draft accept rate, and the load of its unit (its own fields when its kind also has the
+  ``load`` role, else the unit's latest load line, fields a line lacks kept from earlier ones).
+  A batch is ``steady`` when nothing is queued and no prefill line came since its unit's
+  previous batch or load line (a unit's first line is not steady), and ``warmup`` for the first
+  :data:`WARMUP_BATCHES` of its run (the doctor leaves those out of what it judges).
+- **Load.** A record with the ``load`` role also gives one :class:`Load`: its unit's logged rate.
+
+Runs are keyed by (file, source, run): runs are numbered per file in launch order, and a
+stream with several processes (``source``) keeps each one's runs apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptmon.measure.tokens import Intervals
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import Record
+
+WARMUP_BATCHES = 2
+"""Batches at the start of each run that the doctor's accept-length rules leave out (doctor.md §4)."""
+
+RunKey = tuple[str, str, int]
+"""(file, source, run): one run of one process in one file."""
+
+
+def run_key(r: Record) -> RunKey:
+    return r.file, getattr(r, "source", ""), r.run
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One stats line with acceptance, with its unit's load and its place in the run."""
+
+    unit: str
+    accept_len: float | None
+    accept_rate: float | None
+    """The draft accept rate (accepted / proposed drafts): one definition for every server."""
+    gen_throughput: float | None
+    running_req: int | None
+    queue_req: int | None
+    steady: bool
+    warmup: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """One unit's load line: its logged generation throughput (tok/s of that rank or engine) and requests."""
+
+    unit: str
+    gen_throughput: float | None
+    running_req: int | None
+    queue_req: int | None
+    steady: bool
+
+
+@dataclass(slots=True)
+class Fact:
+    """A normalized record, with its batch (``acceptance`` role) and its load (``load`` role)."""
+
+    record: Record
+    batch: Batch | None = None
+    load: Load | None = None
+
+    @property
+    def key(self) -> RunKey:
+        return run_key(self.record)
+
+
+_LOAD_FIELDS = ("gen_throughput", "running_req", "queue_req")
+
+
+@dataclass
+class _Unit:
+    after_prefill: bool = True
+    load: tuple[Any, ...] = (None, None, None)
+
+
+@dataclass
+class Normalizer:
+    """Turns records, in file order (files and sources may interleave), into :class:`Fact` s."""
+
+    warmup: int = WARMUP_BATCHES
+    intervals: Intervals = field(default_factory=Intervals)
+    _units: dict[tuple[RunKey, str], _Unit] = field(default_factory=dict)
+    _last_unit: dict[tuple[str, str], str] = field(default_factory=dict)
+    _batches: dict[RunKey, int] = field(default_factory=dict)
+
+    def feed(self, records: Iterable[Record]) -> list[Fact]:
+        return [self.fact(r) for r in records]
+
+    def fact(self, r: Record) -> Fact:
+        kind = KINDS[r.kind]
+        if kind.starts_run:
+            self.intervals.launch(r.file, r.run)
+            return Fact(r)
+        if not (kind.acceptance or kind.load or kind.prefill):
+            return Fact(r)
+        r, unit = self._unit(r, kind.unit_field)
+        key = run_key(r)
+        state = self._units.get((key, unit))
+        if state is None:
+            state = self._units[key, unit] = _Unit()
+        if kind.prefill:
+            state.after_prefill = True
+            return Fact(r)
+        values = r.__dict__
+        load = None
+        if kind.load:
+            logged = tuple(values.get(name) for name in _LOAD_FIELDS)
+            state.load = tuple(new if new is not None else old for new, old in zip(logged, state.load, strict=True))
+        tput, running, queue = logged if kind.load else state.load
+        steady = queue == 0 and not state.after_prefill
+        state.after_prefill = False
+        if kind.load:
+            load = Load(unit, tput, running, queue, steady)
+        if not kind.acceptance:
+            return Fact(r, load=load)
+        if values.get("cumulative"):
+            r = self.intervals.record(r)
+            values = r.__dict__
+        seen = self._batches.get(key, 0)
+        self._batches[key] = seen + 1
+        batch = Batch(
+            unit,
+            values.get("accept_len"),
+            values.get("draft_accept_rate"),
+            tput,
+            running,
+            queue,
+            steady=steady,
+            warmup=seen < self.warmup,
+        )
+        return Fact(r, batch, load)
+
+    def _unit(self, r: Record, name: str) -> tuple[Record, str]:
+        """The record's unit; a record of an engine-named kind without one takes its file's last engine."""
+        unit = getattr(r, name, None)
+        if name == "rank":
+            return r, unit or ""
+        where = (r.file, getattr(r, "source", ""))
+        if unit:
+            self._last_unit[where] = unit
+            return r, unit
+        unit = self._last_unit.get(where)
+        if unit is None:
+            return r, ""
+        return r.model_copy(update={name: unit}), unit
