@@ -1,8 +1,9 @@
 """Write every user-visible output of acceptmon on the sample logs into one folder, to diff two versions.
 
 Used to prove that a restructuring changes no behaviour: run it before and after, then
-``diff -r BEFORE AFTER``. It goes through the command line only (``parse``, ``runs``,
-``grammars``, and ``serve``'s /metrics page), so it works across internal moves.
+``diff -r BEFORE AFTER``. It goes through the command line only (``parse``, ``runs``, ``compare``,
+``doctor``, ``grammars``, ``tail --plain`` and ``serve``'s /metrics page), so it works across
+internal moves (and can be copied into an older checkout to take its "before").
 
     python scripts/snapshot_outputs.py OUTDIR
 """
@@ -20,9 +21,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _acceptmon(*args: str) -> bytes:
+def _acceptmon(*args: str, check: bool = True) -> bytes:
     cmd = [sys.executable, "-m", "acceptmon", *args]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, check=True).stdout
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, check=check).stdout
+
+
+def _plain(log: str) -> bytes:
+    """``tail --plain --from-start``: every line it prints within a few seconds (it follows until stopped)."""
+    cmd = [sys.executable, "-m", "acceptmon", "tail", "--plain", "--from-start", log]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        out, _ = proc.communicate(timeout=4)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, _ = proc.communicate()
+    return out
 
 
 def _free_port() -> int:
@@ -73,6 +86,12 @@ def main(out: Path) -> None:
         for fmt in ("table", "json", "csv"):
             (out / f"{name}.runs.{fmt}").write_bytes(_acceptmon("runs", log, "--format", fmt))
         (out / f"{name}.metrics").write_bytes(_metrics(log))
+        for fmt in ("text", "json"):
+            (out / f"{name}.doctor.{fmt}").write_bytes(_acceptmon("doctor", log, "--format", fmt, check=False))
+        for fmt in ("table", "json"):
+            both = (f"{log}#1", f"{log}#2")
+            (out / f"{name}.compare.{fmt}").write_bytes(_acceptmon("compare", *both, "--format", fmt, check=False))
+        (out / f"{name}.plain").write_bytes(_plain(log))
     (out / "all.runs.table").write_bytes(_acceptmon("runs", *logs))
     listing = _acceptmon("grammars").decode().replace(os.fspath(ROOT), "ROOT")
     (out / "grammars.txt").write_text(listing)

@@ -137,7 +137,7 @@ def test_without_baseline_the_break_even_statement(logs, grammars, rules):
 
 
 def test_baseline_errors(logs, grammars, rules):
-    with pytest.raises(InputError, match="no run 3 with decode lines"):
+    with pytest.raises(InputError, match="no run 3 with stats lines"):
         _run([logs / "healthy.log"], grammars, rules, baseline=f"{logs / 'p18_loses.log'}#3")
     with pytest.raises(InputError, match="run 2 speculates"):
         _run([logs / "healthy.log"], grammars, rules, baseline=f"{logs / 'p18_loses.log'}#2")
@@ -232,25 +232,27 @@ def test_run_state_launch_values_follow_a_replaced_launch():
 
 def test_run_state_step_and_buckets_from_decode_and_spec_lines():
     from acceptmon.diagnose.state import RunState
+    from acceptmon.measure.normalize import Normalizer
     from acceptmon.parse.records import DecodeStats, SpecStats
 
-    run = RunState("f", 1)
+    run, facts = RunState("f", 1), Normalizer(warmup=1)
     steps = [
-        run.stats(DecodeStats(line=n, rank="TP0", running_req=running, queue_req=0, gen_throughput=100.0,
-                              accept_len=length, accept_rate=0.5, num_tokens=34 * running), warmup=1)
+        run.stats(facts.fact(DecodeStats(line=n, rank="TP0", running_req=running, queue_req=0, gen_throughput=100.0,
+                                         accept_len=length, accept_rate=0.5, num_tokens=34 * running)))
         for n, running, length in ((1, 17, 2.0), (2, 17, 3.0), (3, 18, None), (4, 40, 2.5))
     ]  # fmt: skip
-    spec = run.stats(SpecStats(line=5, accept_rate=0.25, accept_len=1.5), warmup=1)
+    spec = run.stats(facts.fact(SpecStats(line=5, accept_rate=0.25, accept_len=1.5)))  # no engine, no load line
     assert [(s.warm, s.steady, s.seq_len, s.line, s.running_req) for s in steps] == [
         (False, False, 34.0, 1, 17), (True, True, 34.0, 2, 17), (True, True, 34.0, 3, 18), (True, True, 34.0, 4, 40)
     ]  # fmt: skip
     assert (steps[2].accept_len, steps[2].accept_rate, steps[2].speculative) == (None, 0.5, True)
-    assert (spec.steady, spec.seq_len, spec.running_req) == (False, None, None)  # a kind without those fields
+    assert (spec.steady, spec.seq_len, spec.running_req) == (False, None, None)  # no load line for its engine
     assert (spec.accept_len, spec.accept_rate) == (1.5, 0.25)
     assert {k: (b.lines, b.running, b.accept_len.count) for k, b in run.buckets.items()} == {
         (16, 19): (2, 35, 1), (40, 47): (1, 40, 1)
     }  # fmt: skip
-    assert (run.decode_lines, run.spec_lines, run.accept_len.count, run.accept_lines) == (5, 5, 3, (2, 5))
+    assert (run.stats_lines, run.spec_lines, run.accept_len.count, run.accept_lines) == (5, 5, 3, (2, 5))
+    assert (run.figures.batches, run.figures.gen_throughput_per_rank) == (5, 100.0)
     assert (run.throughput.count, run.first_line, run.last_line) == (4, 1, 5)
 
 

@@ -62,7 +62,7 @@ def test_seed_scenario_runs(grammars):
     broken, fixed = runs[0], runs[1]
     assert 1.05 <= broken.accept_len_mean <= 1.2  # wrong hidden-state layer ids
     assert 2.75 <= fixed.accept_len_mean <= 2.95
-    assert broken.gen_throughput_mean < 80 < 90 < fixed.gen_throughput_mean
+    assert broken.gen_throughput_per_rank < 80 < 90 < fixed.gen_throughput_per_rank
     assert broken.batches == fixed.batches == 96
     assert fixed.draft_accept_rate_mean == pytest.approx((fixed.accept_len_mean - 1) / 3, abs=0.002)
 
@@ -72,7 +72,7 @@ def test_baseline_has_null_accept_values(grammars):
     assert run_.spec_algorithm is None
     assert run_.batches == 120
     assert run_.accept_len_mean is None and run_.accept_rate_mean is None and run_.draft_accept_rate_mean is None
-    assert 86 < run_.gen_throughput_mean < 92
+    assert 86 < run_.gen_throughput_per_rank < 92
 
 
 def test_hybrid_log_has_two_launches(grammars):
