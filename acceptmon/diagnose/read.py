@@ -16,12 +16,10 @@ from acceptmon.diagnose.state import RunState
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.parse.grammar import GrammarSet
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.records import Record
 from acceptmon.pipeline.batch import run
 
-BASE_KINDS = frozenset({"launch", "decode", "prefill", "warning", "spec", "throughput"})
-"""Read whatever the rules read: every server's stats lines (a vLLM baseline has only throughput lines)."""
 
 
 class DoctorJob:
@@ -29,7 +27,8 @@ class DoctorJob:
 
     def __init__(self, doctor: Doctor) -> None:
         self.doctor = doctor
-        wanted = BASE_KINDS | {kind for rule in doctor.rules for kind in rule.reads}
+        roles = ("starts_run", "acceptance", "load", "prefill", "warning")  # every server's stats lines, and more
+        wanted = {k for role in roles for k in with_role(role)} | {kind for rule in doctor.rules for kind in rule.reads}
         self.records_wanted = frozenset(k for k in wanted if k in KINDS)
 
     def chunk(self, records: list[Record]) -> list[Record]:

@@ -1,0 +1,115 @@
+"""One set of facts per run: every command reports the same figures under the same names.
+
+``runs``, each side of ``compare FILE#N FILE#N`` and each run of ``doctor`` read the one
+normalized stream (:mod:`acceptmon.measure.normalize`), so their ``batches``,
+``accept_len_mean``, ``gen_throughput_per_rank`` and ``gen_throughput_total`` are equal on
+every bundled sample, and a record kind that only declares the ``acceptance`` role shows
+up in all three without touching them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from acceptmon.cli import main
+from acceptmon.parse import kinds
+from acceptmon.parse.records import BaseRecord
+from tests.conftest import SAMPLES
+
+FIGURES = ("batches", "accept_len_mean", "gen_throughput_per_rank", "gen_throughput_total")
+LOGS = sorted(p.name for p in SAMPLES.glob("*.log"))
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    assert main([*args, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _figures(entry: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(entry[name] for name in FIGURES)
+
+
+def test_the_cases_are_there():
+    assert len(LOGS) >= 10 and any(n.startswith("vllm_v0") for n in LOGS) and any("dp" in n for n in LOGS)
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_runs_compare_and_doctor_agree_on_every_run(name, capsys):
+    log = str(SAMPLES / name)
+    runs = _json(capsys, "runs", log)
+    doctor = {(r["run"]): r for r in _json(capsys, "doctor", log)["runs"]}
+    with_batches = [r for r in runs if r["batches"]]
+    assert with_batches, "a sample with no batch proves nothing"
+    for r in with_batches:
+        d = doctor[r["run"]]
+        assert _figures(d) == _figures(r), f"{name} run {r['run']}: doctor vs runs"
+        assert d["judged_batches"] <= d["batches"]
+        if r["run"] == 0:
+            continue  # lines before any launch: no FILE#0 to name
+        side = _json(capsys, "compare", f"{log}#{r['run']}", f"{log}#{r['run']}")["a"]
+        assert (side["batches"], *(side[n] for n in FIGURES[1:])) == _figures(r), f"{name} run {r['run']}: compare"
+        assert side["accept_len"]["mean"] == r["accept_len_mean"]
+        assert side["gen_throughput"]["mean"] == pytest.approx(r["gen_throughput_per_rank"], abs=2e-4)  # summed apart
+    assert sorted(doctor) == sorted(r["run"] for r in runs)
+
+
+def test_a_vllm_run_reports_its_engines_apart_and_added_up(capsys):
+    """The dp sample's run 1: two engines, per engine and total, the same in the three commands."""
+    log = str(SAMPLES / "vllm_v1_0.10.2_dp.log")
+    (run1, _) = _json(capsys, "runs", log)
+    assert (run1["batches"], run1["ranks"]) == (60, 2)
+    assert run1["gen_throughput_total"] == pytest.approx(2 * run1["gen_throughput_per_rank"], rel=0.02)
+    assert round(run1["gen_throughput_per_rank"], 1) == 220.9 and round(run1["gen_throughput_total"], 1) == 441.8
+
+
+class ToyAccept(BaseRecord):
+    """A made-up server's acceptance line: it declares the ``acceptance`` role and nothing else."""
+
+    kind: Literal["toyaccept"] = "toyaccept"
+    run: int = 0
+    accept_len: float | None = None
+    draft_accept_rate: float | None = None
+
+
+TOY_GRAMMAR = """
+name = "toy_accept"
+record = "toyaccept"
+anchor = "Toy accept:"
+starts_like = '''Toy accept:'''
+pattern = '''Toy accept: len (?P<accept_len>\\d+(?:\\.\\d+)?)$'''
+
+[fields]
+accept_len = { kind = "float" }
+
+[[samples]]
+line = "[2026-01-02 03:04:05 TP1] Toy accept: len 2.5"
+expect = { accept_len = 2.5, rank = "TP1" }
+"""
+
+
+@pytest.fixture
+def toy_kind(tmp_path: Path):
+    kinds.register(kinds.RecordKind("toyaccept", ToyAccept, acceptance=True, ends_launch_group=True))
+    grammar = tmp_path / "toy.toml"
+    grammar.write_text(TOY_GRAMMAR)
+    yield grammar
+    kinds.unregister("toyaccept")
+
+
+def test_a_toy_acceptance_kind_shows_in_runs_compare_and_doctor(toy_kind, tmp_path, capsys):
+    launch = next(line for line in (SAMPLES / "seed_eagle3_moe.log").read_text().splitlines() if "server_args=" in line)
+    log = tmp_path / "toy.log"
+    lines = [f"[2026-02-26 13:50:{s:02d} TP0] Toy accept: len {v}\n" for s, v in enumerate([2.0, 3.0, 2.5, 3.5])]
+    log.write_text(launch + "\n" + "".join(lines))
+    extra = ("--grammar", str(toy_kind))
+    (run,) = _json(capsys, "runs", str(log), *extra)
+    assert (run["batches"], run["accept_len_mean"]) == (4, 2.75)
+    side = _json(capsys, "compare", f"{log}#1", f"{log}#1", *extra)["a"]
+    assert (side["batches"], side["accept_len_mean"]) == (4, 2.75)
+    (report,) = _json(capsys, "doctor", str(log), *extra)["runs"]
+    assert (report["batches"], report["accept_len_mean"], report["judged_batches"]) == (4, 2.75, 2)
+    assert report["judged_accept_len_mean"] == 3.0  # the first two batches warm up
