@@ -21,7 +21,6 @@ from acceptmon.parse.records import Record
 from acceptmon.pipeline.batch import run
 
 
-
 class DoctorJob:
     """Parse in chunks (any process), feed the engine in file order (main process)."""
 
