@@ -32,6 +32,11 @@ since the rank's previous decode line) and the step-cost ratio R = L*G_base/G_sp
 pays / marginal / loses; without one, the throughput a no-spec server must beat at the run's
 usual batch, and the verify efficiency L/N next to B*N.
 
+Each run reports the figures `runs` and `compare` give it (batches: stats lines with
+acceptance; accept_len_mean over them; gen_throughput_per_rank and _total). The accept-length
+rules judge a subset, reported apart as judged_batches and judged_accept_len_mean: a run's
+first 2 batches are its warm-up (CUDA graphs, caches) and are left out.
+
 Rules are data (rules/*.toml). --rules FILE adds rules or changes built-in ones: a [[rule]]
 table with an existing id changes only what it gives (params merge key by key), e.g.
   [[rule]]

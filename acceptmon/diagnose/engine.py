@@ -127,8 +127,8 @@ class Doctor:
             r = fact.record
             if KINDS[r.kind].starts_run:
                 self._launch(r)
-            elif isinstance(r, WarningRecord) and r.code in self.before_launch:
-                self.pending.setdefault(r.file, []).append(r)
+            elif KINDS[r.kind].warning and getattr(r, "code", None) in self.before_launch:
+                self.pending.setdefault(r.file, []).append(r)  # type: ignore[arg-type]  # the warning role's model
             else:
                 self._record(fact)
 
@@ -264,8 +264,8 @@ class Doctor:
         for w in self.pending.pop(r.file, []):
             self._warning(self._run(w.file, w.run), w)
         kind = KINDS[r.kind]
-        if isinstance(r, WarningRecord):
-            self._warning(run, r)
+        if kind.warning:
+            self._warning(run, r)  # type: ignore[arg-type]  # the warning role's model
         elif kind.prefill:
             run.state.prefill(r)
             for feed in run.feeders("prefill", r.kind):

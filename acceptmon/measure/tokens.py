@@ -112,8 +112,8 @@ class Intervals:
 
     def record(self, r: Record) -> Record:
         """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""
-        if not isinstance(r, SpecStats) or not r.cumulative:
+        if not getattr(r, "cumulative", None):
             return r
-        length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))
+        length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))  # type: ignore[attr-defined,arg-type]
         update: dict[str, Any] = {"accept_len": length, "accept_rate": rate, "draft_accept_rate": rate}
         return r.model_copy(update=update)
