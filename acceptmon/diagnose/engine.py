@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,9 +28,15 @@ from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record, WarningRecord
 
-_Index: TypeAlias = tuple[
-    int, dict[tuple[str, Any], list[RunState]], dict[str, list[RunState]], dict[tuple[str, int], BreakEven]
-]
+
+@dataclass
+class _Index:
+    """Runs by (file, config) and each file's runs without speculation, with break-even results, as of one feed."""
+
+    fed: int
+    by_config: dict[tuple[str, Any], list[RunState]]
+    plain: dict[str, list[RunState]]
+    break_even: dict[tuple[str, int], BreakEven] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -192,23 +198,23 @@ class Doctor:
 
     def same_config(self, run: RunState) -> list[RunState]:
         key = run.config_key()
-        same = self._index()[1].get((run.file, key), []) if key is not None else []
+        same = self._index().by_config.get((run.file, key), []) if key is not None else []
         return [s for s in same if s is not run]
 
     def break_even(self, run: RunState) -> BreakEven | None:
         if not run.speculative or not run.stats_lines:
             return None
-        cached = self._index()[3].get((run.file, run.run))
+        cached = self._index().break_even.get((run.file, run.run))
         if cached is None:
             base, label = self._baseline(run)
             loses, marginal = self.thresholds
             cached = break_even(run, base, label, loses_below=loses, marginal_below=marginal)
-            self._index()[3][run.file, run.run] = cached
+            self._index().break_even[run.file, run.run] = cached
         return cached
 
     def _index(self) -> _Index:
         """Runs by file (without speculation) and by config, rebuilt after each feed: evaluation is linear."""
-        if self._cache is None or self._cache[0] != self._fed:
+        if self._cache is None or self._cache.fed != self._fed:
             plain: dict[str, list[RunState]] = {}
             by_key: dict[tuple[str, Any], list[RunState]] = {}
             for r in self.runs.values():
@@ -216,12 +222,12 @@ class Doctor:
                 if s.stats_lines and not s.speculative:
                     plain.setdefault(s.file, []).append(s)
                 by_key.setdefault((s.file, s.config_key()), []).append(s)
-            self._cache = (self._fed, by_key, plain, {})
+            self._cache = _Index(self._fed, by_key, plain)
         return self._cache
 
     def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
         external = bool(self.baseline)
-        pool = self.baseline or self._index()[2].get(run.file, [])
+        pool = self.baseline or self._index().plain.get(run.file, [])
         plain = [s for s in pool if s.stats_lines and not s.speculative]
         model = run.launch.model_path if run.launch else None
         same = [s for s in plain if s.launch is not None and s.launch.model_path == model]
