@@ -21,6 +21,7 @@ from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Normalizer
+from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.load import load_grammars
@@ -191,23 +192,10 @@ def _ranges(numbers: Sequence[int]) -> str:
 
 
 def _spec(configs: Sequence[LaunchConfig | None]) -> str:
-    texts = {_spec_one(c) for c in configs}
+    texts = {config_text(c) for c in configs}
     if len(texts) == 1:
         return texts.pop()
     return f"{len(configs)} runs, mixed configs"
-
-
-def _spec_one(c: LaunchConfig | None) -> str:
-    if c is None:
-        return "config unknown: no launch line"
-    if c.method is None:
-        return "no speculation"
-    parts = [
-        f"{name} {v}"
-        for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk), ("draft", c.spec_num_draft_tokens))
-        if v is not None
-    ]
-    return f"{c.method} {', '.join(parts)}".strip()
 
 
 def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamples: int, seed: int) -> str:

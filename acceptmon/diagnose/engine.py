@@ -25,6 +25,7 @@ from acceptmon.diagnose.model import Finding, Hit, Rule
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
+from acceptmon.measure.summary import config_text
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -313,15 +314,8 @@ def finding(rule: Rule, run: RunState, h: Hit) -> Finding:
 
 
 def spec_text(run: RunState) -> str:
-    """The speculative config in a few words: "EAGLE3 steps 3, topk 1, draft 4"."""
-    c = run.launch
-    if c is None:
-        return "speculative (no launch line)" if run.speculative else "config unknown: no launch line"
-    if run.algorithm is None:
-        return "no speculation"
-    parts = [
-        f"{name} {v}"
-        for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk), ("draft", c.spec_num_draft_tokens))
-        if v is not None
-    ]
-    return f"{c.method} {', '.join(parts)}".strip()
+    """The speculative config in a few words (:func:`~acceptmon.measure.summary.config_text`); a run with no
+    launch line whose lines carry acceptance is ``speculative (no launch line)``."""
+    if run.launch is None and run.speculative:
+        return "speculative (no launch line)"
+    return config_text(run.launch)

@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.parse.records import LaunchConfig
+
 
 class RunSummary(BaseModel):
     """One server launch in one file, summarised."""
@@ -65,3 +67,18 @@ class RunSummary(BaseModel):
     def method(self) -> str | None:
         """The speculative method for people (``draft model``: a vLLM <= 0.7 draft model, no method named)."""
         return self.spec_algorithm or ("draft model" if self.spec_draft_model and self.version else None)
+
+
+def config_text(c: LaunchConfig | None) -> str:
+    """A launch's speculative config in a few words, as ``compare`` and ``doctor`` show it:
+    ``EAGLE3 steps 3, topk 1, draft 4``, ``no speculation``, or ``config unknown: no launch line``."""
+    if c is None:
+        return "config unknown: no launch line"
+    if c.method is None:
+        return "no speculation"
+    parts = [
+        f"{name} {v}"
+        for name, v in (("steps", c.spec_num_steps), ("topk", c.spec_eagle_topk), ("draft", c.spec_num_draft_tokens))
+        if v is not None
+    ]
+    return f"{c.method} {', '.join(parts)}".strip()
