@@ -181,9 +181,9 @@ class LaunchConfig(BaseModel):
 
     @property
     def method(self) -> str | None:
-        """The speculative method for people: as logged, or ``draft model`` for a vLLM launch (it logs its
-        version) with a draft model and no method named (vLLM <= 0.7); None without speculation."""
-        return self.spec_algorithm or ("draft model" if self.spec_draft_model_path and self.version else None)
+        """The speculative method (``spec_algorithm``, for vLLM inferred where no line prints it); None without
+        speculation."""
+        return self.spec_algorithm
 
     @property
     def draft_tokens(self) -> int | None:
