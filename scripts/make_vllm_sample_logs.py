@@ -108,7 +108,7 @@ def launch_v06(log: Log, model: str, draft: str, k: int) -> Run:
     log.raw("INFO:     Started server process [1417]")
     log.raw("INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)")
     log.counts["launch"] += 1
-    return Run(start, "0.6.3", None, draft, k)
+    return Run(start, "0.6.3", "draft_model", draft, k)  # vLLM infers the method from the draft
 
 
 def v0_interval(log: Log, run: Run, q: list[float], first: bool) -> None:

@@ -140,9 +140,9 @@ class RunState:
         if c is None:
             spec: tuple[str | None, int | None, int | None, int] = (None, None, None, 1)
         else:
-            algo = c.method  # a vLLM <= 0.7 draft model whose method the log does not name: "draft model"
+            algo = c.method
             spec = (
-                algo.upper().replace(" ", "_") if algo else None,
+                algo.upper() if algo else None,
                 c.draft_tokens,
                 c.spec_num_steps,
                 c.spec_eagle_topk or 1,

@@ -65,8 +65,8 @@ class RunSummary(BaseModel):
 
     @property
     def method(self) -> str | None:
-        """The speculative method for people (``draft model``: a vLLM <= 0.7 draft model, no method named)."""
-        return self.spec_algorithm or ("draft model" if self.spec_draft_model and self.version else None)
+        """The speculative method (the launch's ``spec_algorithm``); None without speculation."""
+        return self.spec_algorithm
 
 
 def config_text(c: LaunchConfig | None) -> str:

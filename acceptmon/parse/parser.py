@@ -29,6 +29,7 @@ from acceptmon.parse.pairs import docker_json, literal, read_pairs, split_top_le
 from acceptmon.parse.records import LaunchConfig, LineKind, Record, build
 from acceptmon.parse.state import UNRECOGNIZED_KEPT, ParseState, Tally
 from acceptmon.parse.values import Fields, Yearless
+from acceptmon.parse.vllm_method import infer_launch_method
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 __all__ = ["UNRECOGNIZED_KEPT", "ParseState", "Parser", "Tally"]
@@ -261,6 +262,8 @@ class Parser:
             extra = {**previous.extra, **extra}
         else:
             self.run += 1
+        if g.spec.server == "vllm":
+            infer_launch_method(config)  # from the merged lines: the engine line's version, its resolved method
         self.launch = LaunchConfig.model_validate({**config, "extra": extra})
         self.launch_open = g.spec.server
         values.update(run=self.run, config=self.launch)

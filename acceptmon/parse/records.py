@@ -169,14 +169,21 @@ class LaunchConfig(BaseModel):
     ep_size: int | None = None
     version: str | None = None
     """The server's version, when a launch line names it (vLLM ``(v0.10.2)``)."""
+    spec_method_given: str | None = None
+    """vLLM: the method the user gave (``speculative_config``'s ``method``), which vLLM may replace;
+    ``spec_algorithm`` is the one that ran."""
+    spec_algorithm_source: Literal["logged", "inferred"] | None = None
+    """vLLM: ``logged`` when an engine line prints the method it resolved (``SpeculativeConfig(method=...)``),
+    ``inferred`` when acceptmon worked it out from the draft model and the release's rules
+    (:mod:`acceptmon.parse.vllm_method`); None for SGLang, or without speculation."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Every other server_args key, with its value as logged (Python literals decoded)."""
 
     @property
     def method(self) -> str | None:
-        """The speculative method for people: as logged, or ``draft model`` for a vLLM launch (it logs its
-        version) with a draft model and no method named (vLLM <= 0.7); None without speculation."""
-        return self.spec_algorithm or ("draft model" if self.spec_draft_model_path and self.version else None)
+        """The speculative method (``spec_algorithm``, for vLLM inferred where no line prints it); None without
+        speculation."""
+        return self.spec_algorithm
 
     @property
     def draft_tokens(self) -> int | None:

@@ -181,8 +181,10 @@ _NAMES = {"draft_model": "model", "num_spec_tokens": "k", "num_speculative_token
 def to_speculative_config(text: str) -> Fields:
     """vLLM's speculative config, as a ``SpeculativeConfig(...)`` repr or the dict the user gave.
 
-    ``[ngram]`` as the draft model (<= 0.7) is the ngram method; without a method
-    the draft model is kept and the method stays empty (the line cannot tell).
+    A repr's method is the one vLLM resolved (``spec_algorithm``, source ``logged``); a dict's
+    is the user's (``spec_method_given``), which vLLM may replace, as the parser then works
+    out (:mod:`acceptmon.parse.vllm_method`). ``[ngram]`` as the draft model (<= 0.7), or
+    ``ngram`` in a dict, is the ngram method and no draft model.
     """
     text = text.strip()
     if text in ("None", "", "{}"):
@@ -195,10 +197,14 @@ def to_speculative_config(text: str) -> Fields:
         found.setdefault(key, m.group(2).strip("'\""))
     out = Fields()
     model, method = found.get("model"), found.get("method")
-    if model == "[ngram]":
+    resolved = text.startswith("SpeculativeConfig(")
+    if model == "[ngram]" or (model == "ngram" and not resolved):
         model, method = None, "ngram"
     if method is not None and method != "None":
-        out["spec_algorithm"] = method
+        if resolved:
+            out.update(spec_algorithm=method, spec_algorithm_source="logged")
+        else:
+            out["spec_method_given"] = method
     if model is not None and model != "None":
         out["spec_draft_model_path"] = model
     if "k" in found and found["k"] != "None":
@@ -211,7 +217,7 @@ def to_draft_model(text: str) -> Fields:
     text = text.strip().strip("'\"")
     if text in ("None", ""):
         return Fields()
-    return Fields(spec_algorithm="ngram") if text == "[ngram]" else Fields(spec_draft_model_path=text)
+    return Fields(spec_method_given="ngram") if text == "[ngram]" else Fields(spec_draft_model_path=text)
 
 
 def to_num_spec_tokens(text: str) -> Fields:

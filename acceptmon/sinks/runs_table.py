@@ -84,9 +84,9 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
 
 
 def _spec(s: RunSummary) -> str:
-    """The speculative method; ``draft`` for a draft model whose method the log does not name (vLLM <= 0.7),
-    ``none`` for a launch without speculation, ``unknown`` with no launch line seen."""
-    return (s.method or ("none" if s.launch_seen else "unknown")).replace(" ", "_")
+    """The speculative method (for vLLM inferred where no line prints it), ``none`` for a launch without
+    speculation, ``unknown`` with no launch line seen."""
+    return s.method or ("none" if s.launch_seen else "unknown")
 
 
 def _request_lengths(s: RunSummary) -> str:
