@@ -139,6 +139,17 @@ class RunStats:
                 self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
                 self.spec.add(r)  # type: ignore[arg-type]
 
+    def merge(self, other: RunStats) -> None:
+        """Fold in the same run's aggregate from a later, order-free part of the file (:meth:`Stats.order_free`)."""
+        self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
+        self.start = min((t for t in (self.start, other.start) if t is not None), default=None)
+        self.end = max((t for t in (self.end, other.end) if t is not None), default=None)
+        self.figures.merge(other.figures)
+        self.ranks |= other.ranks
+        self.requests += other.requests
+        for name in ("accept_len", "accept_rate", "draft_accept_rate", "request_accept_len"):
+            getattr(self, name).merge(getattr(other, name))
+
     def _seen(self, r: Record) -> None:
         """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""
         t = r.timestamp
@@ -202,6 +213,28 @@ class Stats:
             if run is None:
                 run = self.runs[key] = RunStats(r.file, r.run, key[1])
             run.add(fact)
+
+    @staticmethod
+    def order_free(records: Iterable[Record]) -> bool:
+        """Whether these records give the same figures whatever came before them: none counts tokens (since
+        start, or per draft) or belongs to a unit named by an earlier line. Such a part of a file can be
+        aggregated on its own (in a worker) and merged; any other is fed in file order."""
+        for r in records:
+            values = r.__dict__
+            if KINDS[r.kind].unit_field != "rank" or values.get("drafted_tokens") is not None:
+                return False
+        return True
+
+    def merge(self, other: Stats) -> None:
+        """Fold in the aggregate of a later, order-free part of the same files."""
+        for key, run in other.runs.items():
+            if run.launch is not None:
+                self.normalizer.intervals.launch(run.file, run.run)
+            mine = self.runs.get(key)
+            if mine is None:
+                self.runs[key] = run
+            else:
+                mine.merge(run)
 
     def summaries(self) -> list[RunSummary]:
         """Every launch, plus a run 0 where stats lines came before any launch."""

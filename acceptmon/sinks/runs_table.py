@@ -16,19 +16,30 @@ from acceptmon.parse.records import Record
 
 
 class StatsJob:
-    """Records of the kinds runs are made of (parsed in workers too), normalized and aggregated in file order."""
+    """Records of the kinds runs are made of, normalized and aggregated in file order: a part that needs no
+    earlier line (:meth:`Stats.order_free`, every SGLang part) is aggregated where it was parsed (in workers
+    too) and merged, any other is handed on as records."""
 
     def __init__(self) -> None:
         self.records_wanted = with_role("acceptance") | with_role("load") | with_role("request")
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> list[Record]:
-        return records
+    def chunk(self, records: list[Record]) -> tuple[int, Stats | list[Record]]:
+        count = sum(1 for r in records if r.kind in self.records_wanted)
+        if not Stats.order_free(records):
+            return count, records
+        part = Stats()
+        part.update(records)
+        return count, part
 
-    def collect(self, part: list[Record]) -> None:
-        self.records += sum(1 for r in part if r.kind in self.records_wanted)
-        self.stats.update(part)
+    def collect(self, part: tuple[int, Stats | list[Record]]) -> None:
+        count, body = part
+        self.records += count
+        if isinstance(body, Stats):
+            self.stats.merge(body)
+        else:
+            self.stats.update(body)
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
