@@ -20,7 +20,7 @@ from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
 from acceptmon.measure.figures import RunFigures
-from acceptmon.measure.normalize import Normalizer
+from acceptmon.measure.normalize import Normalizer, Slim, slim, unslim
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
@@ -129,11 +129,18 @@ class _SideJob:
         self.runs: dict[int, LaunchConfig | None] = {}
         self.sources: dict[str, tuple[str, str]] = {}
 
-    def chunk(self, records: list[Record]) -> list[Record]:
-        return records
+    def chunk(self, records: list[Record]) -> tuple[list[Slim], set[int]]:
+        """The side's records as what the normalizer reads, and the numbers of the other runs with stats lines."""
+        if self.run_no is None:
+            return slim(records), set()
+        mine = [r for r in records if r.run == self.run_no or KINDS[r.kind].starts_run]
+        return slim(mine), {r.run for r in records if r.run != self.run_no}
 
-    def collect(self, part: list[Record]) -> None:
-        for fact in self.normalizer.feed(part):
+    def collect(self, part: tuple[list[Slim], set[int]]) -> None:
+        mine, others = part
+        for number in others:
+            self.runs.setdefault(number, None)
+        for fact in self.normalizer.feed(unslim(mine)):
             r = fact.record
             if KINDS[r.kind].starts_run:
                 self.runs[r.run] = getattr(r, "config", None)
