@@ -14,6 +14,7 @@ import pytest
 
 from acceptmon.cli import main
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.table import TableJob, columns
@@ -41,8 +42,10 @@ def test_parse_csv_columns_and_summary(tmp_path):
     p = acceptmon("parse", SEED, "-o", out)
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(out.open()))
-    decode = list(KINDS["decode"].columns)
+    decode = [c for c in KINDS["decode"].columns if c not in STREAM_FIELDS]
     assert list(rows[0])[: len(decode)] == decode  # other table kinds' columns follow, empty on decode rows
+    assert list(rows[0])[-4:] == list(STREAM_FIELDS) == ["source", "namespace", "pod", "container"]  # then these
+    assert rows[0]["source"] == rows[0]["pod"] == ""  # a plain file's lines
     assert list(rows[0]) == list(columns()) and rows[0]["engine"] == rows[0]["position_accept_rates"] == ""
     assert list(rows[0])[:8] == ["file", "line", "timestamp", "rank", "server", "kind", "accept_len", "accept_rate"]
     assert len(rows) == 384

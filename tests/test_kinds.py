@@ -15,6 +15,7 @@ from acceptmon.parse.kinds import KINDS, RecordKind, line_kinds, register, unreg
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import BaseRecord, DecodeStats
+from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS, register_value_kind
 from acceptmon.pipeline.batch import run
 from acceptmon.sinks.table import TableJob, columns
@@ -81,7 +82,7 @@ def test_a_toy_kind_is_parsed_with_its_value_kind_and_run(toy):
 
 def test_a_toy_kind_appears_in_parse_output_without_touching_a_sink(toy):
     grammars, log = toy
-    assert columns()[-2:] == ("wobble", "spins")  # after every decode column
+    assert columns()[-6:] == ("wobble", "spins", *STREAM_FIELDS)  # after every other kind's, before the stream's
     out = io.BytesIO()
     job = TableJob("csv", out)
     run([str(log)], grammars, job)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from acceptmon.errors import GrammarError
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import BaseRecord
+from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS, Convert, Yearless, year_not_after
 
 BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict", "meta_info"]
@@ -38,8 +39,10 @@ ANY_SERVER = "any"
 ENVELOPE_FIELDS = frozenset(
     {"timestamp", "logtime", "rank", "actor", "level", "source", "pid", "container", "prefix", "engine", "process"}
 )
-"""Named groups an envelope may capture; those that name a field every record has reach records."""
-RECORD_FIELDS = frozenset(BaseRecord.model_fields)
+"""Named groups an envelope may capture; those that name a field every record has reach records (the
+stream fields aside: an envelope's ``source`` is the logger's ``file.py:N``, its ``container`` a compose name)."""
+RECORD_FIELDS = frozenset(BaseRecord.model_fields) - frozenset(STREAM_FIELDS)
+"""Record fields an envelope group fills; the stream fields come from the stream prefix (:mod:`.streams`)."""
 MATCH_TIMEOUT = 0.05
 """Seconds one match of a log line may take (``regex`` counts the process's CPU time, all threads)."""
 RETRY_TIMEOUT = 2.0

@@ -45,6 +45,17 @@ class BaseRecord(BaseModel):
     """Rank tokens as logged, e.g. ``DP0 TP0 EP0``; None when the prefix has none."""
     server: str = "sglang"
     """Which serving engine wrote the line."""
+    # The stream fields (acceptmon.parse.streams.STREAM_FIELDS): tables write them last, after every kind's
+    # own columns, so that the columns before them keep their places.
+    source: str = ""
+    """The stream the line came from, as its prefix names it: ``pod/NAME/CONTAINER`` (``kubectl logs --prefix``),
+    a compose container name, stern's ``[NAMESPACE ]POD CONTAINER``; empty for a file's plain lines."""
+    namespace: str = ""
+    """Kubernetes namespace, when the prefix (stern ``-A``) or the file's path (``/var/log/pods/...``) names it."""
+    pod: str = ""
+    """Kubernetes pod, when the prefix or the file's path names it."""
+    container: str = ""
+    """Container, when the prefix or the file's path names it (compose: the container's name)."""
 
 
 class DecodeStats(BaseRecord):

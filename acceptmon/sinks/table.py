@@ -2,7 +2,9 @@
 
 Column order is part of the interface (scripts and spreadsheets depend on it): the
 fields of each table kind's model in declaration order (see :mod:`acceptmon.parse.kinds`),
-kinds in registration order, each column once. JSON Lines adds ``extra``, the
+kinds in registration order, each column once, and last the stream fields every record has
+(``source``, ``namespace``, ``pod``, ``container``: added after the others, they moved
+none of them). JSON Lines adds ``extra``, the
 ``key: value`` pairs no grammar knows. Formatting is a pure function of a list of
 records, so a parallel worker can format its own chunk.
 """
@@ -21,6 +23,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from acceptmon.errors import InputError
 from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
 from acceptmon.parse.records import Record
+from acceptmon.parse.streams import STREAM_FIELDS
 
 TableFormat: TypeAlias = Literal["csv", "jsonl"]
 
@@ -32,8 +35,10 @@ class Writer(Protocol):
 
 
 def columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
-    """The columns of ``kinds`` (default: every table kind), in registration and declaration order, each once."""
-    return tuple(dict.fromkeys(c for k in (kinds or table_kinds()) for c in k.columns))
+    """The columns of ``kinds`` (default: every table kind), in registration and declaration order, each once;
+    the stream fields last."""
+    own = dict.fromkeys(c for k in (kinds or table_kinds()) for c in k.columns if c not in STREAM_FIELDS)
+    return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in (kinds or table_kinds()))))
 
 
 SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -84,9 +89,13 @@ def _getter(kind: str, cols: tuple[str, ...]) -> Getter:
         fields = KINDS[kind].model.model_fields
         have = [c in fields for c in cols]
         m = have.index(False) if False in have else len(cols)
+        t = len(cols) - (have[::-1].index(False) if False in have else 0)  # the stream columns end every row
         if m == len(cols):
             got = operator.itemgetter(*cols)
-        elif m > 1 and not any(have[m:]):  # the kind's columns lead (decode): pad the rest
+        elif m > 1 and len(cols) - t > 1 and not any(have[m:t]):  # the kind's columns lead (decode): pad the middle
+            head, pad, tail = operator.itemgetter(*cols[:m]), (None,) * (t - m), operator.itemgetter(*cols[t:])
+            got = lambda d: head(d) + pad + tail(d)  # noqa: E731
+        elif m > 1 and not any(have[m:]):  # no stream columns (a table of other fields)
             head, pad = operator.itemgetter(*cols[:m]), (None,) * (len(cols) - m)
             got = lambda d: head(d) + pad  # noqa: E731
         else:

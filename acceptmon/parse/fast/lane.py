@@ -25,6 +25,7 @@ from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
+from acceptmon.parse.streams import STREAM_FIELDS
 
 Part = tuple[int, bytes]
 """What the table job collects: (rows, their bytes)."""
@@ -52,7 +53,9 @@ def _pieces(buf: bytes, s: int, e: int) -> list[bytes]:
 
 def table_columns() -> tuple[str, ...]:
     """The table's columns, as :func:`acceptmon.sinks.table.columns` gives them (a test holds them equal)."""
-    return tuple(dict.fromkeys(c for k in KINDS.values() if k.table for c in k.columns))
+    kinds = [k for k in KINDS.values() if k.table]
+    own = dict.fromkeys(c for k in kinds for c in k.columns if c not in STREAM_FIELDS)
+    return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in kinds)))
 
 
 class FastLane:
