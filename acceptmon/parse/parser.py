@@ -2,11 +2,16 @@
 
 :class:`Parser` consumes blocks of complete lines (``bytes`` ending in a newline)
 from one file and returns the records they hold, keeping the only state a log
-needs across lines: the line number, and the current server launch (run index
-and config), which every decode record carries so it can report a normalized
+needs across lines: the line number, and each source's current server launch (run
+index and config), which every decode record carries so it can report a normalized
 acceptance rate. The same code serves one-shot conversion, the live follower and
 the parallel reader; a parallel worker simply starts a parser in the state the
 file had at its chunk (see :class:`ParseState`).
+
+A line first loses what wraps it: a Docker json-file envelope, ANSI colour, carriage
+returns, then a stream prefix (``kubectl logs --prefix``, stern, docker compose, a CRI
+file's head: :mod:`acceptmon.parse.streams`). The prefix names the line's source, whose
+run and launch the line's record takes; the rest is matched by the grammars.
 
 Speed comes from a literal prefilter: only lines containing a grammar's
 ``anchor`` reach the regex. A line that contains an anchor but matches nothing is
@@ -27,12 +32,28 @@ from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.meta_info import read_meta_info
 from acceptmon.parse.pairs import docker_json, literal, read_pairs, split_top_level
 from acceptmon.parse.records import LaunchConfig, LineKind, Record, build
-from acceptmon.parse.state import UNRECOGNIZED_KEPT, ParseState, Tally
+from acceptmon.parse.state import UNRECOGNIZED_KEPT, ParseState, StreamState, Tally, continued, launch_config
+from acceptmon.parse.streams import NONE, Origin, path_origin, split
 from acceptmon.parse.values import Fields, Yearless
-from acceptmon.parse.vllm_method import infer_launch_method
 
 ANSI = regex.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 __all__ = ["UNRECOGNIZED_KEPT", "ParseState", "Parser", "Tally"]
+
+
+class _Stream:
+    """One source's current run and launch group in a parser (:class:`StreamState`, mutable)."""
+
+    __slots__ = ("closed", "fields", "launch", "launch_open", "lead", "lead_run", "run")
+
+    def __init__(self, state: StreamState) -> None:
+        self.run, self.launch, self.launch_open = state.run, state.launch, state.launch_open
+        self.closed, self.lead, self.lead_run = state.closed, state.lead, state.lead_run
+        self.fields: dict[str, str] | None = None
+        """What its records say of where they came from (:data:`acceptmon.parse.streams.STREAM_FIELDS`)."""
+
+    @property
+    def state(self) -> StreamState:
+        return StreamState(self.run, self.launch, self.launch_open, self.closed, self.lead, self.lead_run)
 
 
 class Parser:
@@ -45,16 +66,28 @@ class Parser:
         state: ParseState | None = None,
         *,
         records: frozenset[str] | None = None,
+        origin: Origin | None = None,
     ) -> None:
-        """Start a parser at ``state``; ``records`` are the kinds built (default all; others are only counted)."""
+        """Start a parser at ``state``; ``records`` are the kinds built (default all; others are only counted).
+
+        ``origin``: the namespace, pod and container every line of the file comes from (default: what
+        the file's name says, a Kubernetes log file's path: :func:`acceptmon.parse.streams.path_origin`).
+        """
         self.grammars = grammars
         runs = {k.name for k in KINDS.values() if k.starts_run}  # launches carry run state: always built
         self.wanted = (frozenset(KINDS) if records is None else records) | runs
         self.file = file
+        self.origin = path_origin(file) if origin is None else origin
         state = state or ParseState()
-        self.line, self.run, self.launch = state.line, state.run, state.launch
-        self.year, self.month, self.launch_open = state.year, state.month, state.launch_open
-        self.closed, self.lead = state.closed, state.lead
+        self.line, self.year, self.month = state.line, state.year, state.month
+        self._plain = _Stream(state.plain)
+        self._plain.fields = self.origin.values()
+        self.streams: dict[str, _Stream] = {"": self._plain, **{k: _Stream(s) for k, s in state.streams.items()}}
+        """Each source's run state, by its ``source`` ('' for the file's plain lines, first)."""
+        self.last_run = state.last_run
+        """The highest run number given in the file so far (runs are numbered per file)."""
+        self._current = self._plain
+        """The source of the line classified last."""
         self.guess: tuple[int, int] | None = None
         """(month, year) of the first year-less timestamp if its year was guessed (no year to go on)."""
         self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.ends_launch_group)
@@ -76,9 +109,53 @@ class Parser:
 
     @property
     def state(self) -> ParseState:
+        p = self._plain
+        streams = {k: s.state for k, s in self.streams.items() if k}
         return ParseState(
-            self.line, self.run, self.launch, self.year, self.month, self.launch_open, self.closed, self.lead
+            self.line, p.run, p.launch, self.year, self.month, p.launch_open, p.closed, p.lead, p.lead_run, streams
         )
+
+    # The plain source's run state, as the fast lane (whose rows are plain lines) and callers read it.
+    @property
+    def run(self) -> int:
+        return self._plain.run
+
+    @property
+    def launch(self) -> LaunchConfig | None:
+        return self._plain.launch
+
+    @property
+    def launch_open(self) -> str | None:
+        return self._plain.launch_open
+
+    @launch_open.setter
+    def launch_open(self, value: str | None) -> None:
+        self._plain.launch_open = value
+
+    @property
+    def closed(self) -> bool:
+        return self._plain.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self._plain.closed = value
+
+    @property
+    def lead(self) -> str | None:
+        return self._plain.lead
+
+    @property
+    def streamed(self) -> bool:
+        """Whether a line of another source than the file's plain lines was classified (or the state had one)."""
+        return len(self.streams) > 1
+
+    def end_group(self) -> None:
+        """The line classified last is a stats line: its source's launch group ends."""
+        self._current.launch_open, self._current.closed = None, True
+
+    def source_of(self, text: str) -> str:
+        """The ``source`` of a line (without its newline): '' for the file's plain lines."""
+        return self._unwrap(text)[0].source
 
     def feed(self, block: bytes) -> list[Record]:
         """Parse a block of complete lines; return its records in order."""
@@ -101,7 +178,7 @@ class Parser:
             kind, record = classify(raw.decode("utf-8", "replace"), starts[start])
             kinds[kind] += 1
             if kind in stats_kinds:
-                self.launch_open, self.closed = None, True
+                self.end_group()
             if kind in data_kinds:
                 accept_seen += raw.count(b"accept")
                 decoded.add(start)
@@ -127,16 +204,10 @@ class Parser:
         """Match one line against the grammars whose anchor it contains.
 
         ``anchors``: indexes (into the anchor list) of the anchors found in the raw line; only those
-        can be in the text, so the others are not looked for.
+        can be in the text, so the others are not looked for. The line's source becomes the current one.
         """
-        if text.startswith('{"log":'):
-            text = docker_json(text)
-        if "\x1b" in text:
-            text = ANSI.sub("", text)
-        if "\r" in text:
-            # CRLF, or a progress bar (tqdm) that redrew itself with carriage returns before
-            # another process's line: what a terminal shows is the text after the last one.
-            text = text.rstrip("\r").rpartition("\r")[2]
+        origin, text = self._unwrap(text)
+        self._current = self._plain if not origin.source else self._stream(origin)
         table = self._anchors
         if anchors is not None and len(anchors) == 1:  # the usual line: one anchor, its grammars as they are
             anchor, _, grammars = table[anchors[0]]
@@ -149,6 +220,31 @@ class Parser:
         except TimeoutError:  # a pattern that backtracks without end on this line
             self._keep_unrecognized(text)
             return "unrecognized", None
+
+    def _unwrap(self, text: str) -> tuple[Origin, str]:
+        """A line's stream prefix (:data:`~acceptmon.parse.streams.NONE` if none) and its message with
+        its envelope, without what wraps them."""
+        if text.startswith('{"log":'):
+            text = docker_json(text)
+        if "\x1b" in text:
+            text = ANSI.sub("", text)
+        if "\r" in text:
+            # CRLF, or a progress bar (tqdm) that redrew itself with carriage returns before
+            # another process's line: what a terminal shows is the text after the last one.
+            text = text.rstrip("\r").rpartition("\r")[2]
+        first = text[:1]
+        if first == "[" and text[1:2] != "p":  # the usual SGLang line: no stream prefix
+            return NONE, text
+        return split(text)
+
+    def _stream(self, origin: Origin) -> _Stream:
+        """The run state of a prefix's source (new: no run yet)."""
+        stream = self.streams.get(origin.source)
+        if stream is None:
+            stream = self.streams[origin.source] = _Stream(StreamState())
+        if stream.fields is None:
+            stream.fields = {**self.origin.values(), **origin.values()}
+        return stream
 
     def _match(self, candidates: list[Grammar], text: str) -> tuple[LineKind, Record | None]:
         """Classify by the candidate grammars; every match is bounded (:func:`acceptmon.parse.grammar.bounded`)."""
@@ -206,6 +302,9 @@ class Parser:
     def _build(self, g: Grammar, m: regex.Match[str]) -> Record:
         plan = self._plans.get(g) or self._plan(g)
         values: dict[str, Any] = {"file": self.file, "line": self.line, **plan.base}
+        stream = self._current
+        if stream.fields:
+            values.update(stream.fields)
         raws = m.groups()  # one call: m.group(name) costs as much as all of them
         for i, conv in plan.envelope:  # envelope groups: an empty or None value is left out
             raw = raws[i]
@@ -229,9 +328,9 @@ class Parser:
         elif body:
             read_pairs(body, g.key_table, values, extra)
         values["extra"] = extra
-        values["run"] = self.run
+        values["run"] = stream.run
         if kind.derive is not None:
-            kind.derive(values, self.launch)
+            kind.derive(values, stream.launch)
         return build(kind.model, values)
 
     def _plan(self, g: Grammar) -> _Plan:
@@ -253,20 +352,21 @@ class Parser:
                     config.update(converted)  # one logged value, several config fields
                 else:
                     config[conv.field] = converted
-        previous = self.launch
-        if self.lead is None:
-            self.lead = g.spec.server if g.spec.merge and not self.closed else ""
-        if g.spec.merge and previous is not None and self.launch_open == g.spec.server:
-            kept = {k: v for k, v in previous.__dict__.items() if v is not None and k != "extra"}
-            config = {**kept, **{k: v for k, v in config.items() if v is not None}}
-            extra = {**previous.extra, **extra}
+        stream = self._current
+        previous = stream.launch
+        first = stream.lead is None
+        if first:
+            stream.lead = g.spec.server if g.spec.merge and not stream.closed else ""
+        if g.spec.merge and previous is not None and stream.launch_open == g.spec.server:
+            stream.launch = continued(previous, config, extra, g.spec.server)
         else:
-            self.run += 1
-        if g.spec.server == "vllm":
-            infer_launch_method(config)  # from the merged lines: the engine line's version, its resolved method
-        self.launch = LaunchConfig.model_validate({**config, "extra": extra})
-        self.launch_open = g.spec.server
-        values.update(run=self.run, config=self.launch)
+            self.last_run += 1
+            stream.run = self.last_run
+            stream.launch = launch_config(config, extra, g.spec.server)
+        if first:
+            stream.lead_run = stream.run
+        stream.launch_open = g.spec.server
+        values.update(run=stream.run, config=stream.launch)
         return build(KINDS[g.spec.record or ""].model, values)
 
     def _dated(self, stamp: Yearless) -> datetime:

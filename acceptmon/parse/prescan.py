@@ -7,6 +7,12 @@ pre-scan parses only launch lines; the lines between them are counted, and the f
 that is a stats line (as the parser classifies it) ends the launch group, as it would in a
 full parse. Lines longer than the reader's limit are skipped as the reader skips them.
 
+A file whose lines come from several sources (stream prefixes: :mod:`acceptmon.parse.streams`)
+has a launch group per source, which only that source's stats lines end: once the parser has
+met a prefixed line (a launch line, or the first stats line of a gap), the stats lines of a gap
+are all looked at, and the first of each source is classified. (A plain file costs what it did;
+a gap whose first stats line is plain is taken for a plain file's.)
+
 The range may be any buffer with ``find``/``rfind`` and slicing (bytes, or a memory map of
 the file); a :class:`Finder` does the searching: :data:`BYTES` with ``bytes`` methods, or the
 compiled matcher's (:func:`acceptmon.parse.fast.native.finder`). Pure: no I/O.
@@ -82,10 +88,11 @@ def scan_block(parser: Parser, block: bytes, finder: Finder = BYTES) -> None:
 
 
 def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, how: tuple[int | None, bool]) -> None:
-    """Lines without a launch line: counted; the first stats line among them ends the launch group."""
+    """Lines without a launch line: counted; the first stats line of each source among them ends its launch group."""
     start, end = span
     max_line, at_start = how
     base, pos = parser.line, start
+    ended: set[str] = set()  # the sources whose group a stats line of this gap ended
     while True:
         hit = finder.find_any(buf, pos, end, parser.stats_words)
         if hit < 0:
@@ -95,10 +102,15 @@ def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, how: t
         line = _line(buf, first, pos, at_start)
         if max_line is not None and len(line) > max_line:
             continue
+        text = line.decode("utf-8", "replace")
+        if ended and parser.source_of(text) in ended:
+            continue
         parser.line = base + finder.newlines(buf, start, first) + 1
-        if parser.classify(line.decode("utf-8", "replace"))[0] in parser.stats_kinds:
-            parser.launch_open, parser.closed = None, True
-            break
+        if parser.classify(text)[0] in parser.stats_kinds:
+            parser.end_group()
+            if not parser.streamed:
+                break
+            ended.add(parser.source_of(text))
     tail = 1 if end > start and buf[end - 1 : end] != b"\n" else 0
     parser.line = base + finder.newlines(buf, start, end) + tail
 

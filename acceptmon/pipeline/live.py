@@ -286,6 +286,7 @@ class LiveSource:
                 year=st.year,
                 month=st.month,
                 launch_open=st.launch_open,
+                streams={k: statefile.StreamPosition.of(v) for k, v in st.streams.items()},
             )
         self._saved = statefile.FollowState(files=files)
         statefile.save(self.state_file, self._saved)

@@ -17,6 +17,7 @@ from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser, ParseState
 from acceptmon.parse.records import Record
+from acceptmon.parse.state import StreamState
 
 
 def find_last_launch(path: str, grammars: GrammarSet, *, chunk: int = 1 << 20) -> tuple[int, Record] | None:
@@ -120,5 +121,9 @@ def current_run_start(
     if offset >= cut:
         return offset, ParseState(), warnings, offset or None
     note(f"{path}: current run starts {size - offset:,} bytes back; replaying the last {size - cut:,}")
-    state = ParseState(line=0, run=launch.run, launch=getattr(launch, "config", None))
+    config = getattr(launch, "config", None)
+    if launch.source:  # a stream's launch (a prefixed line): that source's run, not the plain lines'
+        state = ParseState(streams={launch.source: StreamState(launch.run, config)})
+    else:
+        state = ParseState(line=0, run=launch.run, launch=config)
     return cut, state, [*warnings, launch], offset

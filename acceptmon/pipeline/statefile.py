@@ -4,8 +4,9 @@ A position belongs to one file *identity*: device, inode and a fingerprint of th
 file's first line (inodes are reused after a delete). It records the byte offset
 of the first line not yet processed and the parser's state there (line number,
 run index, the current launch's config fields without ``extra``, so no server
-argument such as an API key is ever written), so the resumed parser is in the
-same state as if it had never stopped.
+argument such as an API key is ever written; the same for each stream a line
+prefix names, two pods in one file), so the resumed parser is in the same state
+as if it had never stopped.
 
 The file is JSON, mode 0600, written atomically (temporary file + rename). A state
 file that cannot be read, is damaged or of another version costs one warning and is
@@ -24,18 +25,41 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_serializer
 
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import BOM
 from acceptmon.parse.parser import ParseState
 from acceptmon.parse.records import LaunchConfig
+from acceptmon.parse.state import StreamState
 
 FINGERPRINT_BYTES = 1024
 VERSION: Final = 1
 """The state file format this code reads and writes; any other version is read as empty."""
+
+
+class StreamPosition(BaseModel):
+    """One stream's run in a file (a source a line prefix names, :mod:`acceptmon.parse.streams`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: int = Field(0, ge=0)
+    launch: LaunchConfig | None = None
+    """As :attr:`FilePosition.launch`: never ``extra``."""
+    launch_open: str | None = Field(None, max_length=64)
+
+    @field_serializer("launch")
+    def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
+        return None if launch is None else launch.model_dump(exclude={"extra"})
+
+    @classmethod
+    def of(cls, state: StreamState) -> StreamPosition:
+        return cls(run=state.run, launch=state.launch, launch_open=state.launch_open)
+
+
+StreamName = Annotated[str, StringConstraints(min_length=1, max_length=600)]
 
 
 class FilePosition(BaseModel):
@@ -56,6 +80,9 @@ class FilePosition(BaseModel):
     month: int | None = Field(None, ge=1, le=12)
     launch_open: str | None = Field(None, max_length=64)
     """Server of a launch no stats line has followed yet (its next launch line continues the same run)."""
+    streams: dict[StreamName, StreamPosition] = Field(default_factory=dict, max_length=10_000)
+    """The runs of the file's other sources, by ``source`` (a state file written before there were
+    sources has none: its file had one)."""
 
     @field_serializer("launch")
     def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
@@ -63,7 +90,8 @@ class FilePosition(BaseModel):
 
     @property
     def parse_state(self) -> ParseState:
-        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open)
+        streams = {k: StreamState(s.run, s.launch, s.launch_open) for k, s in self.streams.items()}
+        return ParseState(self.line, self.run, self.launch, self.year, self.month, self.launch_open, streams=streams)
 
 
 class FollowState(BaseModel):

@@ -7,6 +7,11 @@ word 'accept', is compared with what the fast matches account for: if every coun
 no other line holds an anchor, and the tally is exact. If one differs, the segment is read
 again carefully: every line that holds an anchor and was not matched (or holds another
 grammar's anchor too) goes to the general parser, in order, at its own line number.
+
+The fast pattern starts at the server's own envelope, so a line with a stream prefix (``kubectl logs
+--prefix``, stern, compose, a CRI head: :mod:`acceptmon.parse.streams`) is never a fast match: its
+anchor goes unexplained and the parser reads it, in its source's run. Fast rows are plain lines: their
+stream columns are empty and their run is the plain source's.
 """
 
 from __future__ import annotations
@@ -149,8 +154,11 @@ class FastLane:
         self._compile()
 
     def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
-        """Rows of a block of complete lines, in order; the parser's line, run and tally advance."""
-        if self.pattern is None or not block.endswith(b"\n"):
+        """Rows of a block of complete lines, in order; the parser's line, run and tally advance.
+
+        A file whose path names its pod (:attr:`Parser.origin`) is the parser's: its rows carry the
+        names, which the lane's rows (the plain lines') leave empty."""
+        if self.pattern is None or not block.endswith(b"\n") or parser.origin:
             return [chunk(parser.feed(block))]
         parts: list[Part] = []
         buf = b"\n" + block
@@ -220,7 +228,9 @@ class FastLane:
         compiled matcher; None if it cannot say them all (a launch line, a careful segment: the
         caller gives those bytes to :meth:`feed`)."""
         base = parser.line
-        quick = self._quick(parser, buf, start - 1, end - 1, base) if self.native is not None else None
+        quick = None
+        if self.native is not None and not parser.origin:
+            quick = self._quick(parser, buf, start - 1, end - 1, base)
         if not quick:
             return None
         parts: list[Part] = []
