@@ -96,6 +96,8 @@ class RunStats:
     file: str
     run: int
     source: str = ""
+    pod: str = ""
+    container: str = ""
     launch: LaunchConfig | None = None
     start: datetime | None = None
     end: datetime | None = None
@@ -172,6 +174,8 @@ class RunStats:
             file=self.file,
             run=self.run,
             source=self.source,
+            pod=self.pod,
+            container=self.container,
             start=self.start,
             end=self.end,
             duration_s=duration,
@@ -211,7 +215,7 @@ class Stats:
             key = fact.key
             run = self.runs.get(key)
             if run is None:
-                run = self.runs[key] = RunStats(r.file, r.run, key[1])
+                run = self.runs[key] = RunStats(r.file, r.run, key[1], r.pod, r.container)
             run.add(fact)
 
     @staticmethod

@@ -18,6 +18,10 @@ class RunSummary(BaseModel):
     run: int
     source: str = ""
     """The stream source (``pod/NAME/CONTAINER``, a compose service) as logged; empty for a plain file."""
+    pod: str = ""
+    """The Kubernetes pod of the run's lines, when their prefix or the file's path names it."""
+    container: str = ""
+    """Their container, when their prefix or the file's path names it (compose: the container's name)."""
     start: datetime | None
     end: datetime | None
     duration_s: float | None
