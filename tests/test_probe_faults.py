@@ -201,3 +201,16 @@ def test_a_value_python_would_warn_about_reads_as_before_and_quietly(text):
         warnings.simplefilter("always")
         assert literal(text) == expected
     assert caught == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["doctor", SEED], ["tail", "--plain", SEED], ["serve", "--port", "0", SEED]],
+    ids=["doctor", "tail", "serve"],
+)
+def test_a_deeply_nested_rule_file_is_one_line_and_exit_2(tmp_path, command):
+    rules = tmp_path / "deep.toml"
+    rules.write_text('[[rule]]\nid = "P2"\n[rule.params]\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")
+    p = acceptmon(*command, "--rules", rules)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [f"acceptmon: error: {rules}: not valid TOML: nested too deeply to read"]

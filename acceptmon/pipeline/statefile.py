@@ -141,6 +141,8 @@ def _document(raw: bytes) -> tuple[dict[str, Any] | None, str]:
         doc = json.loads(raw.decode("utf-8"))
     except ValueError as exc:  # invalid UTF-8 or JSON
         return None, str(exc).splitlines()[0]
+    except RecursionError:  # json reads nested arrays and objects by recursion
+        return None, "nested too deeply to read"
     if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("files"), dict):
         return None, "no version and files"
     return doc, ""
