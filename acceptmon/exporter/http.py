@@ -141,7 +141,7 @@ class _Server(ThreadingHTTPServer):
         return sock, addr
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """At the cap, drop the connection waiting longest for a request; if every one is being answered, refuse."""
+        """At the cap, drop one connection to make room (:meth:`_victim`); if every one is being answered, refuse."""
         with self.lock:
             if len(self.conns) >= self.limits.max_connections:
                 victim = self._victim()

@@ -236,6 +236,9 @@ def lock(path: Path) -> tuple[int, bool]:
     except OSError as exc:  # the pid only names the holder to a second process; the flock is the lock
         if exc.errno not in DISK_FULL:
             os.close(fd)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(lock_path)
             raise InputError(str(path), f"cannot write state file: {exc.strerror} ({lock_path.name})") from None
     return fd, existed
 
