@@ -25,6 +25,8 @@ def toml_table(path: Path, data: bytes, error: Callable[[str, str, str], Excepti
         return tomllib.loads(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise error(str(path), "-", f"not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion
+        raise error(str(path), "-", "not valid TOML: nested too deeply to read") from None
 
 
 def shipped_dir(name: str) -> Path:

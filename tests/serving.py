@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -74,10 +74,18 @@ def free_port() -> int:
 class Serve:
     """`acceptmon serve` in a subprocess, stopped with SIGTERM."""
 
-    def __init__(self, *args: str, port: int | None = None, cwd: Path | None = None, scheme: str = "http") -> None:
+    def __init__(
+        self,
+        *args: str,
+        port: int | None = None,
+        cwd: Path | None = None,
+        scheme: str = "http",
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """``prefix`` runs serve through another command (``unshare ... sh -c '...; exec "$@"' sh``)."""
         self.port = port or free_port()
         self.scheme = scheme
-        cmd = [sys.executable, "-m", "acceptmon", "serve", "--port", str(self.port), *args]
+        cmd = [*prefix, sys.executable, "-m", "acceptmon", "serve", "--port", str(self.port), *args]
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env={**os.environ}
         )

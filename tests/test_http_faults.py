@@ -124,34 +124,58 @@ def test_unknown_user_costs_the_same_bcrypt_check_as_a_known_one(checks: list[by
     assert checks[0][:7] == b"$2b$05$" and checks[1][4:7] == b"05$"
 
 
-def test_failed_passwords_are_answered_429_without_bcrypt_until_the_window_passes(checks: list[bytes]) -> None:
-    with serving(web=users(), limits=Limits(auth_failures=5, auth_window=30.0)) as server:
-        assert request(server, headers=basic("prometheus", "s3cret"))[0] == 200
+def test_failures_past_the_limit_are_429_held_a_while_and_the_right_password_is_still_200(checks: list[bytes]) -> None:
+    with serving(web=users(), limits=Limits(auth_failures=5, auth_window=30.0, auth_delay=0.5)) as server:
         assert [request(server, headers=basic("prometheus", f"guess{i}"))[0] for i in range(5)] == [401] * 5
-        assert len(checks) == 6
         for user in ("prometheus", "nobody"):
+            start = time.monotonic()
             status, headers, body = request(server, headers=basic(user, "guess"))
             assert (status, body) == (429, b"Too Many Requests\n")
             assert 1 <= int(headers["Retry-After"]) <= 30
+            assert time.monotonic() - start >= 0.5  # held: a guesser waits
         assert request(server, headers=basic("prometheus", "guess"), method="HEAD")[::2] == (429, b"")
-        assert len(checks) == 6  # no bcrypt while limited
+        assert len(checks) == 8  # every guess costs its bcrypt check
+        start = time.monotonic()
+        assert request(server, headers=basic("prometheus", "s3cret"))[::2] == (200, PAGE)  # never refused
+        assert time.monotonic() - start < 0.5  # and never held
+        assert len(checks) == 9
         assert request(server, headers=basic("prometheus", "s3cret"))[::2] == (200, PAGE)  # cached success
         assert request(server)[0] == 401  # no credentials: nothing to guess, no bcrypt
-    assert len(checks) == 6
+    assert len(checks) == 9
 
 
 def test_the_limit_lifts_when_the_oldest_failure_leaves_the_window(checks: list[bytes]) -> None:
-    with serving(web=users(cost=4), limits=Limits(auth_failures=2, auth_window=2.0)) as server:
+    with serving(web=users(cost=4), limits=Limits(auth_failures=2, auth_window=2.0, auth_delay=0.1)) as server:
         first = time.monotonic()
         assert [request(server, headers=basic("prometheus", "x"))[0] for _ in range(3)] == [401, 401, 429]
-        time.sleep(max(0.0, first + 2.2 - time.monotonic()))
-        assert request(server, headers=basic("prometheus", "s3cret"))[0] == 200
-    assert len(checks) == 3
+        time.sleep(max(0.0, first + 2.3 - time.monotonic()))
+        assert request(server, headers=basic("prometheus", "x"))[0] == 401
+    assert len(checks) == 4
 
 
-def test_a_burst_of_guesses_runs_bcrypt_only_up_to_the_limit(checks: list[bytes]) -> None:
+@pytest.fixture
+def running(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The most bcrypt checks that ran at once, as one number in a list."""
+    most, now, lock = [0], [0], threading.Lock()
+    real = bcrypt.checkpw
+
+    def spy(password: bytes, hashed: bytes) -> bool:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        try:
+            return real(password, hashed)
+        finally:
+            with lock:
+                now[0] -= 1
+
+    monkeypatch.setattr(bcrypt, "checkpw", spy)
+    return most
+
+
+def test_a_burst_of_guesses_from_one_address_runs_one_bcrypt_at_a_time(running: list[int]) -> None:
     statuses: list[int] = []
-    with serving(web=users(cost=4), limits=Limits(auth_failures=5, auth_window=30.0)) as server:
+    with serving(web=users(cost=6), limits=Limits(auth_failures=5, auth_window=30.0, auth_delay=0.0)) as server:
         start = threading.Barrier(20)
 
         def guess() -> None:
@@ -164,7 +188,52 @@ def test_a_burst_of_guesses_runs_bcrypt_only_up_to_the_limit(checks: list[bytes]
         for t in threads:
             t.join(30)
     assert sorted(statuses) == [401] * 5 + [429] * 15
-    assert len(checks) == 5
+    assert running == [1]
+
+
+def test_addresses_past_the_limit_share_one_turn(running: list[int]) -> None:
+    auth = BasicAuth(users(cost=6).basic_auth_users, failures=2, window=60.0)
+    wrong = basic("prometheus", "wrong")["Authorization"]
+    clients = [f"10.0.0.{i}" for i in range(8)]
+    for client in clients:  # each one's own failures first, one at a time
+        assert [auth.check(wrong, client)[0] for _ in range(2)] == [401, 401]
+    results: list[int] = []
+    start = threading.Barrier(16)
+
+    def guess(client: str) -> None:
+        start.wait()
+        results.append(auth.check(wrong, client)[0])
+
+    threads = [threading.Thread(target=guess, args=(c,)) for c in clients * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [429] * 16 and running == [1]
+    assert auth.check(basic("prometheus", "s3cret")["Authorization"], clients[0]) == (200, 0)
+
+
+def test_held_failures_are_dropped_first_to_make_room_for_a_scrape() -> None:
+    with serving(web=users(cost=4), limits=Limits(max_connections=4, auth_failures=1, auth_delay=10.0)) as server:
+        assert request(server, headers=basic("prometheus", "x"))[0] == 401
+        guessers = []
+        for _ in range(4):  # every connection holds a failure past the limit
+            s = socket.create_connection(server.address, timeout=5)
+            s.sendall(
+                b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                + basic("prometheus", "y")["Authorization"].encode()
+                + b"\r\n\r\n"
+            )
+            guessers.append(s)
+        try:
+            assert wait_for(lambda: sum(c.parked == "held" for c in server.httpd.conns.values()) == 4)
+            start = time.monotonic()
+            assert request(server, headers=basic("prometheus", "s3cret"))[::2] == (200, PAGE)
+            assert time.monotonic() - start < 5
+            assert sum(map(hung_up, guessers)) == 1  # the one dropped to make room
+        finally:
+            for s in guessers:
+                s.close()
 
 
 def test_failures_are_remembered_for_a_bounded_number_of_addresses() -> None:

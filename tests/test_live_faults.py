@@ -94,6 +94,7 @@ DAMAGE = {
     "invalid UTF-8": lambda log: b'{"version": 1, "files": {"\xff\xfe": {}}}',
     "truncated JSON": lambda log: b'{"version": 1, "files": {',
     "not an object": lambda log: b"[1, 2, 3]",
+    "nested too deeply": lambda log: b"[" * 100_000 + b"]" * 100_000,
     "unknown version": lambda log: json.dumps({"version": 7, "files": {str(log): _entry(log)}}).encode(),
     "negative offset": lambda log: json.dumps({"version": 1, "files": {str(log): _entry(log, offset=-5)}}).encode(),
     "offset as text": lambda log: json.dumps({"version": 1, "files": {str(log): _entry(log, offset="120")}}).encode(),
@@ -129,7 +130,7 @@ def test_damaged_state_file_is_one_warning_and_read_as_new(tmp_path, grammars, d
             )
     saved = statefile.load(state, notes.append)
     assert saved.files[str(log)].offset == log.stat().st_size
-    foreign = damage in ("random bytes", "invalid UTF-8", "truncated JSON", "not an object")
+    foreign = damage in ("random bytes", "invalid UTF-8", "truncated JSON", "not an object", "nested too deeply")
     assert (tmp_path / "state.json.bad").exists() == foreign  # kept aside, not destroyed
     assert not foreign or (tmp_path / "state.json.bad").read_bytes() == DAMAGE[damage](log)
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import subprocess
+import sys
+import warnings
 
 import pytest
 
+from acceptmon.parse.pairs import literal
 from acceptmon.parse.parser import Parser
-from tests.conftest import SAMPLES
+from tests.conftest import ROOT, SAMPLES
 from tests.test_cli import DECODE, acceptmon
 
 SEED = SAMPLES / "seed_eagle3_moe.log"
@@ -141,3 +146,71 @@ def test_a_glob_matching_nothing_says_it_waits(tmp_path, grammars):
     source.discover()
     source.close()
     assert notes == [f"{tmp_path / '*.log'}: no file matches yet; waiting for one"]
+
+
+# -- issue 18: values a launch line may carry, rule files a user may write ------------------------------
+
+ODD_LAUNCH = (
+    b"[2026-02-26 13:50:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', a=1if, b=0x1for, c=1.else, "
+    b"d='\\d+', speculative_algorithm='EAGLE3', speculative_num_steps=3, speculative_eagle_topk=1, "
+    b"speculative_num_draft_tokens=4)\n"
+)
+
+
+def test_odd_launch_and_request_values_print_no_python_warning(tmp_path):
+    request = next(line for line in (SAMPLES / "request_0.5.23.log").read_bytes().splitlines() if b"meta_info" in line)
+    odd_request = re.sub(rb"'id': '\w+'", rb"'id': 'a\\d'", request, count=1) + b"\n"
+    assert odd_request != request + b"\n"
+    log = tmp_path / "odd.log"
+    log.write_bytes(ODD_LAUNCH + DECODE + odd_request)
+    # -W default shows the DeprecationWarning Python 3.11 gives for '\d', as 3.12 shows its SyntaxWarning.
+    cmd = [sys.executable, "-W", "default", "-m", "acceptmon", "runs", str(log), "--format", "json"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 0 and "Warning" not in p.stderr, p.stderr
+    (run,) = json.loads(p.stdout)
+    assert (run["spec_algorithm"], run["spec_num_steps"], run["accept_len_mean"]) == ("EAGLE3", 3, 2.85)
+    assert run["requests"] == 1
+
+
+TOKENIZER_WARNS = [
+    "1if",
+    "1.if",
+    "0x1for",
+    "0b1or",
+    "0o7and",
+    "1jif",
+    "1e5if",
+    "1_0else",
+    "1é",
+    "'a'1if",
+    "'\\d'",
+    "b'\\q'",
+]
+
+
+@pytest.mark.parametrize("text", TOKENIZER_WARNS)
+def test_a_value_python_would_warn_about_reads_as_before_and_quietly(text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            before = ast.literal_eval(text)
+        except SyntaxError:
+            before = text
+        expected = before if isinstance(before, str) else text
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert literal(text) == expected
+    assert caught == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["doctor", SEED], ["tail", "--plain", SEED], ["serve", "--port", "0", SEED]],
+    ids=["doctor", "tail", "serve"],
+)
+def test_a_deeply_nested_rule_file_is_one_line_and_exit_2(tmp_path, command):
+    rules = tmp_path / "deep.toml"
+    rules.write_text('[[rule]]\nid = "P2"\n[rule.params]\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")
+    p = acceptmon(*command, "--rules", rules)
+    assert p.returncode == 2
+    assert p.stderr.decode().splitlines() == [f"acceptmon: error: {rules}: not valid TOML: nested too deeply to read"]

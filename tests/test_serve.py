@@ -7,6 +7,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 
@@ -229,6 +230,47 @@ def test_basic_auth_and_tls(tmp_path):
     finally:
         assert serve.stop() == 0
     assert "Traceback" not in serve.stderr
+
+
+def _status(serve: Serve, password: str) -> int:
+    try:
+        serve.get("prometheus", password)
+    except urllib.error.HTTPError as err:
+        return err.code
+    return 200
+
+
+def test_the_right_password_is_served_while_the_same_address_keeps_guessing(tmp_path):
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=10)).decode().replace("$2b$", "$2y$")
+    (tmp_path / "web.yml").write_text(f"basic_auth_users:\n  prometheus: '{hashed}'\n")
+    log = tmp_path / "s.log"
+    write(log, launch_line(), decode_line(0))
+    serve = Serve(str(log), "--web-config", str(tmp_path / "web.yml"))
+    stop, answers = threading.Event(), []
+
+    def guess() -> None:
+        while not stop.is_set():
+            answers.append(_status(serve, "wrong"))
+
+    guessers = [threading.Thread(target=guess) for _ in range(8)]
+    try:
+        serve.wait_listening()  # a restart: no success cached yet
+        assert [_status(serve, f"guess{i}") for i in range(5)] == [401] * 5
+        for t in guessers:
+            t.start()
+        assert wait_for(lambda: 429 in answers)
+        counted, start = len(answers), time.monotonic()
+        for _ in range(3):  # the same address (127.0.0.1) keeps failing meanwhile
+            assert value(serve.metrics(user="prometheus", password="s3cret"), "acceptmon_decode_batches_total") == 1
+            time.sleep(0.5)
+        rate = (len(answers) - counted) / (time.monotonic() - start)
+        assert 0 < rate < 10  # 8 guessers, each failure held 1 s (it was ~1000 answers/s)
+    finally:
+        stop.set()
+        for t in guessers:
+            t.join(30)
+        assert serve.stop() == 0
+    assert set(answers) == {429} and "Traceback" not in serve.stderr
 
 
 def test_tls_client_certificates_are_required_when_configured(tmp_path):

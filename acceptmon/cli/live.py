@@ -127,7 +127,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"{k['unrecognized']:,} unrecognized"
         )
     if args.state_file:
-        say(f"positions saved to {args.state_file}")
+        from acceptmon.pipeline import statefile
+
+        if statefile.unsaved(args.state_file):
+            say(f"positions not saved to {args.state_file}: its disk is full")
+        else:
+            say(f"positions saved to {args.state_file}")
     return 0
 
 

@@ -1,10 +1,13 @@
 """The /metrics HTTP(S) endpoint, configured by a web-config file (:mod:`acceptmon.exporter.webconfig`).
 
 A scrape must get through while other clients misbehave (:class:`Limits`): at most
-64 connections, and when they are all taken the one waiting longest for its request
-is dropped to make room; a client has 5 s to send its whole request head (a trickle
-of bytes does not extend it); after 5 failed password checks in 10 s an address is
-answered 429 without running bcrypt until the oldest failure is 10 s old.
+64 connections; a client has 5 s to send its whole request head (a trickle of bytes
+does not extend it). Right credentials are always served, even from an address that
+guesses: an address has one password check running at a time, and after 5 failed
+checks in 10 s its failures are answered 429, each held 1 s first. When every
+connection is taken, one is dropped to make room for the new one: a failure being
+held, else the one waiting longest for its request head, else one waiting for its
+address's turn (the newest, of the address holding the most connections).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import socket
 import ssl
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,17 +54,20 @@ class Limits:
     auth_window: float = 10.0
     auth_clients: int = 1024
     """Addresses whose failures are remembered; the least recently seen is forgotten first."""
+    auth_delay: float = 1.0
+    """Seconds a failure past the limit is held before its 429 (a correct password is never held)."""
 
 
 class _Conn:
     """One open connection: the deadline of its current read, and whether it may be dropped to make room."""
 
-    def __init__(self, sock: socket.socket, limits: Limits) -> None:
-        self.sock, self.limits = sock, limits
+    def __init__(self, sock: socket.socket, limits: Limits, client: str = "") -> None:
+        self.sock, self.limits, self.client = sock, limits, client
         self.since = time.monotonic()
         self.deadline = self.since + limits.request_timeout
         self.idle = False  # a kept-alive connection between requests
         self.busy = False  # its request head is in; it is being answered
+        self.parked: str | None = None  # being answered, but "queued" for its address's turn or a "held" failure
 
     def wait_for_next(self) -> None:
         self.busy, self.idle, self.since = False, True, time.monotonic()
@@ -134,22 +141,36 @@ class _Server(ThreadingHTTPServer):
         return sock, addr
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """At the cap, drop the connection waiting longest for a request; if every one is being answered, refuse."""
+        """At the cap, drop one connection to make room (:meth:`_victim`); if every one is being answered, refuse."""
         with self.lock:
             if len(self.conns) >= self.limits.max_connections:
-                waiting = [c for c in self.conns.values() if not c.busy]
-                if waiting:
-                    victim = min(waiting, key=lambda c: c.since)
+                victim = self._victim()
+                if victim is not None:
                     del self.conns[victim.sock]
                     self.dropped += _hang_up(victim.sock)
             full = len(self.conns) >= self.limits.max_connections
             if not full:
-                self.conns[request] = _Conn(request, self.limits)
+                self.conns[request] = _Conn(request, self.limits, str(client_address[0]))
         if full:
             self.dropped += 1
             self.shutdown_request(request)
         else:
             super().process_request(request, client_address)
+
+    def _victim(self) -> _Conn | None:
+        """The connection to drop for a new one (see the module docstring); None if every one is being answered."""
+        conns = list(self.conns.values())
+        held = [c for c in conns if c.parked == "held"]
+        if held:
+            return held[0]
+        waiting = [c for c in conns if not c.busy]
+        if waiting:
+            return min(waiting, key=lambda c: c.since)
+        queued = [c for c in conns if c.parked == "queued"]
+        if not queued:
+            return None
+        per_address = Counter(c.client for c in conns)
+        return max(queued, key=lambda c: (per_address[c.client], c.since))
 
     def shutdown_request(self, request: Any) -> None:
         with self.lock:  # taken out before it closes, so _hang_up never reaches a closed (reused) descriptor
@@ -193,10 +214,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._answer(head=True)
 
+    def _park(self, state: str | None) -> bool:
+        """Mark the connection droppable while ``state`` ("queued", "held"), or not (None); False if it was dropped."""
+        with self.server.lock:
+            if self.server.conns.get(self.request) is not self.conn:
+                return False
+            self.conn.parked = state
+            return True
+
     def _answer(self, head: bool) -> None:
         path = self.path.split("?", 1)[0]
-        status, wait = self.server.auth.check(self.headers.get("Authorization"), self.client_address[0])
+        status, wait = self.server.auth.check(
+            self.headers.get("Authorization"),
+            self.client_address[0],
+            lambda waiting: self._park("queued" if waiting else None),
+        )
         if status == 429:
+            if not self._park("held"):
+                return
+            time.sleep(self.server.limits.auth_delay)  # a guesser waits; a scraper with the password never does
+            if not self._park(None):
+                return  # dropped meanwhile to make room
             self._send(429, b"Too Many Requests\n", "text/plain", head, {"Retry-After": str(wait)})
         elif status == 401:
             self._send(401, b"Unauthorized\n", "text/plain", head, {"WWW-Authenticate": 'Basic realm="acceptmon"'})

@@ -17,8 +17,14 @@ The format is the one node_exporter and every exporter-toolkit exporter read
 Unknown keys are an error, as in exporter-toolkit, so a typo never silently turns
 TLS or authentication off. Successful password checks are cached (bcrypt is slow on
 purpose; a scraper sends the same credentials every time). An unknown user costs the
-same bcrypt check as a known one, so answers do not tell which users exist; failed
-checks are rate-limited per client address, so guessing cannot take the CPU.
+same bcrypt check as a known one, so answers do not tell which users exist.
+
+Right credentials are never refused, however many wrong ones come from the same address
+(behind NAT or a proxy, that is Prometheus's address too). Guessing is slowed instead:
+every guess costs the hash's full time, an address has one check running at a time, and
+the addresses past the limit of failures share one more, so guessing takes a core at most
+beyond each address's first few failures; those past the limit are answered 429 (and the
+server holds each of those answers a while, see :mod:`acceptmon.exporter.http`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,9 @@ import secrets
 import ssl
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -140,20 +148,42 @@ def _tls_context(config: WebConfig, path: Path) -> ssl.SSLContext | None:
     return ctx
 
 
+@dataclass
+class _Address:
+    """What is kept per client address: its turn to have a password checked, and its latest failures."""
+
+    failed: deque[float]
+    turn: threading.Lock = field(default_factory=threading.Lock)
+
+
+Waiting = Callable[[bool], bool]
+"""Told True while a check waits for a turn, False once it has one; returns False if the connection is gone."""
+
+
 class BasicAuth:
-    """Basic-auth check against bcrypt hashes, caching successes and rate-limiting failures per address."""
+    """Basic-auth check against bcrypt hashes: successes cached, checks taken in turns, failures counted.
+
+    An address has one check running at a time; the addresses past the limit (``failures``
+    failures in the last ``window`` seconds) share one more turn, so guessing from any number
+    of them takes one core. Right credentials are served whatever the count.
+    """
 
     def __init__(self, users: dict[str, str], failures: int = 5, window: float = 10.0, clients: int = 1024) -> None:
         self.users = {u: h.encode() for u, h in users.items()}
         cost = max((int(h[4:6]) for h in users.values()), default=4)
         self._dummy = bcrypt.hashpw(secrets.token_hex(16).encode(), bcrypt.gensalt(cost)) if users else b""
         self._ok: set[bytes] = set()
-        self._failed: OrderedDict[str, list[float]] = OrderedDict()
-        self.failures, self.window, self.clients = failures, window, clients
+        self._addresses: OrderedDict[str, _Address] = OrderedDict()
+        self._past_turn = threading.Lock()
+        self.failures, self.window, self.clients = max(1, failures), window, clients
         self._lock = threading.Lock()
 
-    def check(self, header: str | None, client: str) -> tuple[int, int]:
-        """(200, 0) to serve, (401, 0) to ask for credentials, (429, seconds) when ``client`` must wait."""
+    def check(self, header: str | None, client: str, waiting: Waiting = lambda _waiting: True) -> tuple[int, int]:
+        """(200, 0) to serve, (401, 0) to ask for credentials, (429, seconds) for a failure past the limit.
+
+        The seconds say when ``client`` is no longer past it. ``waiting`` hears when the check
+        waits for its turn (:data:`Waiting`); if the connection is gone, no check runs.
+        """
         if not self.users:
             return 200, 0
         if not header or not header.startswith("Basic "):
@@ -167,34 +197,62 @@ class BasicAuth:
         with self._lock:
             if hashed is not None and any(hmac.compare_digest(key, k) for k in self._ok):
                 return 200, 0
-            wait = self._attempt(client)
-        if wait:
-            return 429, wait
+            address = self._address(client)
+        if not _take(address.turn, waiting):
+            return 401, 0  # nobody is listening for the answer
+        try:
+            if not self._past(address, time.monotonic()):
+                return self._verify(key, password, hashed, address, waiting)
+            if not _take(self._past_turn, waiting):
+                return 401, 0
+            try:
+                return self._verify(key, password, hashed, address, waiting)
+            finally:
+                self._past_turn.release()
+        finally:
+            address.turn.release()
+
+    def _address(self, client: str) -> _Address:
+        """The client's entry, most recently seen last; the least recently seen is forgotten past ``clients``."""
+        address = self._addresses.pop(client, None) or _Address(deque(maxlen=self.failures))
+        self._addresses[client] = address
+        while len(self._addresses) > self.clients:
+            self._addresses.popitem(last=False)
+        return address
+
+    def _past(self, address: _Address, now: float) -> bool:
+        return len(address.failed) == self.failures and now - address.failed[0] < self.window
+
+    def _verify(
+        self, key: bytes, password: str, hashed: bytes | None, address: _Address, waiting: Waiting
+    ) -> tuple[int, int]:
+        """Run bcrypt (the address's turn is held); cache a success, count a failure."""
+        if not waiting(False):
+            return 401, 0
         try:
             ok = bcrypt.checkpw(password.encode(), hashed or self._dummy) and hashed is not None
         except ValueError:  # longer than bcrypt's 72 bytes: it cannot be the password
             ok = False
-        if not ok:
-            return 401, 0
-        with self._lock:
-            if times := self._failed.get(client):
-                times.pop()  # this attempt succeeded
-            if len(self._ok) > 64:
-                self._ok.clear()
-            self._ok.add(key)
-        return 200, 0
-
-    def _attempt(self, client: str) -> int:
-        """Count an attempt before running bcrypt (so a burst cannot outrun the limit); seconds to wait if over it."""
+        if ok:
+            with self._lock:
+                if len(self._ok) > 64:
+                    self._ok.clear()
+                self._ok.add(key)
+            return 200, 0
         now = time.monotonic()
-        times = [t for t in self._failed.pop(client, []) if now - t < self.window]
-        if len(times) >= self.failures:
-            self._failed[client] = times
-            return max(1, math.ceil(times[0] + self.window - now))
-        self._failed[client] = [*times, now]
-        while len(self._failed) > self.clients:
-            self._failed.popitem(last=False)
-        return 0
+        past = self._past(address, now)
+        address.failed.append(now)
+        return (429, max(1, math.ceil(address.failed[0] + self.window - now))) if past else (401, 0)
 
     def tracked_clients(self) -> int:
-        return len(self._failed)
+        return len(self._addresses)
+
+
+def _take(turn: threading.Lock, waiting: Waiting) -> bool:
+    """Acquire ``turn``, waiting as long as the connection is there; False once it is gone."""
+    if turn.acquire(blocking=False):
+        return True
+    while waiting(True):
+        if turn.acquire(timeout=0.05):
+            return True
+    return False

@@ -19,7 +19,6 @@ Unknown keys with a short scalar value go to ``extra``, as logged.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import regex
 
 from acceptmon.parse.grammar import Converter
+from acceptmon.parse.pairs import literal_eval
 
 _TOKEN = regex.compile(r"""[^'"()\[\]{}]++|'(?:[^'\\]++|\\.)*+'|"(?:[^"\\]++|\\.)*+"|[()\[\]{}]""", regex.DOTALL)
 """One step: a run of plain characters, a whole quoted string, or one bracket."""
@@ -84,7 +84,7 @@ def _convert(conv: Converter, raw: str) -> Any:
 
 def _unquote(raw: str) -> str:
     try:
-        value = json.loads(raw) if raw[0] == '"' else ast.literal_eval(raw)
+        value = json.loads(raw) if raw[0] == '"' else literal_eval(raw)
     except (ValueError, SyntaxError) as exc:
         raise ValueError(f"bad quoted value: {exc}") from None
     if not isinstance(value, str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ import regex
 from acceptmon.parse.grammar import Converter
 
 _KEYLIKE = regex.compile(r"[#A-Za-z][\w .()/+%#'-]*")
+_MAY_WARN = regex.compile(r"\\|\d\.?[A-Za-z_\x80-\U0010ffff]")
+"""What Python's tokenizer warns of: an escape (``'\\d'``) or a number run into a word (``1if``, ``1.if``)."""
 
 
 def docker_json(text: str) -> str:
@@ -151,9 +154,24 @@ def split_top_level(body: str, sep: str) -> dict[str, str]:
     return out
 
 
+def literal_eval(text: str) -> Any:
+    """``ast.literal_eval`` that lets no Python warning out (a logged value is data, not the user's code).
+
+    The tokenizer prints a ``SyntaxWarning`` for ``1if`` or ``'\\d'`` (on stderr, into serve's
+    journal), once per value. Where one could come, it is silenced, and the value is what it would
+    have been. ``catch_warnings`` swaps the process's filters: parsing runs on one thread per process
+    (the pool's workers are processes), and two threads at once could at worst leave warnings ignored.
+    """
+    if not _MAY_WARN.search(text):
+        return ast.literal_eval(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
+
 def literal(text: str) -> Any:
     try:
-        value = ast.literal_eval(text)
+        value = literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return text
     if isinstance(value, (str, int, float, bool, type(None))):

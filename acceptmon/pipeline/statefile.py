@@ -14,11 +14,17 @@ read as empty (a damaged one is kept as ``<state>.bad``); an invalid entry costs
 file's position only; a file acceptmon never used that holds something else is refused,
 never overwritten. One process at a time uses a state file: :func:`lock` holds
 ``<state>.lock`` for the process lifetime.
+
+Positions are a convenience, the metrics the product: when the state file's disk is
+full (``ENOSPC``, ``EDQUOT``), a state file opened with :func:`open_state` costs one
+warning, its positions stay in memory, and every later save tries again (one that
+succeeds says so). Starting on a full disk is no error either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -38,6 +44,11 @@ from acceptmon.parse.state import StreamState
 FINGERPRINT_BYTES = 1024
 VERSION: Final = 1
 """The state file format this code reads and writes; any other version is read as empty."""
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_notes: dict[Path, Callable[[str], None]] = {}
+"""Where each state file opened with :func:`open_state` reports a full disk."""
+_unsaved: set[Path] = set()
+"""State files whose last save found their disk full (warned once; the next save that succeeds says so)."""
 
 
 class StreamPosition(BaseModel):
@@ -169,6 +180,8 @@ def _document(raw: bytes) -> tuple[dict[str, Any] | None, str]:
         doc = json.loads(raw.decode("utf-8"))
     except ValueError as exc:  # invalid UTF-8 or JSON
         return None, str(exc).splitlines()[0]
+    except RecursionError:  # json reads nested arrays and objects by recursion
+        return None, "nested too deeply to read"
     if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("files"), dict):
         return None, "no version and files"
     return doc, ""
@@ -190,7 +203,11 @@ def _entries(path: Path, entries: dict[str, Any], note: Callable[[str], None]) -
 
 
 def save(path: Path, state: FollowState) -> None:
-    """Write atomically and privately (0600): readers see the old state or the new one, never half of one."""
+    """Write atomically and privately (0600): readers see the old state or the new one, never half of one.
+
+    A full disk under a state file opened with :func:`open_state` is a warning (once), not an error:
+    the state is not written, and the next save tries again.
+    """
     tmp = path.with_name(path.name + ".tmp")
     try:
         with contextlib.suppress(FileNotFoundError):
@@ -201,7 +218,23 @@ def save(path: Path, state: FollowState) -> None:
             f.write(state.model_dump_json(indent=1).encode())
         os.replace(tmp, path)
     except OSError as exc:
-        raise InputError(str(path), f"cannot write state file: {exc.strerror}") from None
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a half-written copy would only keep the disk full
+        note = _notes.get(path)
+        if exc.errno not in DISK_FULL or note is None:
+            raise InputError(str(path), f"cannot write state file: {exc.strerror}") from None
+        if path not in _unsaved:
+            _unsaved.add(path)
+            note(f"{path}: cannot save positions ({exc.strerror}); keeping them in memory and trying again")
+        return
+    if path in _unsaved:
+        _unsaved.discard(path)
+        _notes[path](f"{path}: positions saved again")
+
+
+def unsaved(path: Path) -> bool:
+    """Whether the last save of ``path`` found its disk full (so the file holds older positions)."""
+    return path in _unsaved
 
 
 def lock(path: Path) -> tuple[int, bool]:
@@ -225,8 +258,16 @@ def lock(path: Path) -> tuple[int, bool]:
         holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
         raise InputError(str(path), f"in use by another acceptmon process (pid {holder})") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:  # the pid only names the holder to a second process; the flock is the lock
+        if exc.errno not in DISK_FULL:
+            os.close(fd)
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(lock_path)
+            raise InputError(str(path), f"cannot write state file: {exc.strerror} ({lock_path.name})") from None
     return fd, existed
 
 
@@ -234,13 +275,17 @@ def open_state(path: Path, note: Callable[[str], None]) -> tuple[int, FollowStat
     """Lock the state file, read it and write it back at once: the lock's descriptor and the positions.
 
     Writing at once makes an unwritable state file an error now, not at exit, and drops
-    whatever was invalid in it. A path refused leaves no lock file behind.
+    whatever was invalid in it; a full disk is a warning (see the module docstring). A path
+    refused leaves no lock file behind.
     """
     fd, used = lock(path)
+    _notes[path] = note
+    _unsaved.discard(path)
     try:
         state = load(path, note, used=used)
         save(path, state)
     except BaseException:
+        _notes.pop(path, None)
         if not used:
             with contextlib.suppress(OSError):
                 os.unlink(path.with_name(path.name + ".lock"))
