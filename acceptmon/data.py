@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -12,17 +11,9 @@ from typing import Any
 def read_toml(path: Path, error: Callable[[str, str, str], Exception]) -> dict[str, Any]:
     """The file's table; ``error(file, key, reason)`` is raised when it cannot be read or is not TOML."""
     try:
-        data = path.read_bytes()
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise error(str(path), "-", f"cannot read: {exc.strerror or exc}") from None
-    return toml_table(path, data, error)
-
-
-def toml_table(path: Path, data: bytes, error: Callable[[str, str, str], Exception]) -> dict[str, Any]:
-    """The table of ``data``, the bytes read from ``path``, decoded as reading it as text would
-    (UTF-8, universal newlines); ``error(file, key, reason)`` when it is not TOML."""
-    try:
-        return tomllib.loads(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise error(str(path), "-", f"not valid TOML: {exc}") from None
     except RecursionError:  # tomllib reads nested arrays and tables by recursion

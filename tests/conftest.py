@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,18 +13,11 @@ SAMPLES = ROOT / "sample_logs"
 GOLDEN = ROOT / "tests" / "golden"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Grammar-check results go to this session's own folder, never the user's ~/.cache: each session
-    checks the shipped grammars afresh (a hook, not a fixture: some test modules load grammars when
-    they are collected)."""
-    path = tempfile.mkdtemp(prefix="acceptmon-test-cache-")
-    os.environ["XDG_CACHE_HOME"] = path
-    config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
-
-
 @pytest.fixture(scope="session")
 def grammars() -> GrammarSet:
-    return load_grammars()
+    """The shipped grammars, put through every check a user's grammar file gets: commands load them
+    unchecked because every test session checks them here (and in test_startup)."""
+    return load_grammars(check_builtin=True)
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ Inside a package only cycles are forbidden."""
 CORE = tuple(
     name
     for name in (*_modules_of("parse"), *_modules_of("measure"), *_modules_of("diagnose"))
-    if name not in ("parse.load", "parse.cache", "diagnose.rules", "diagnose.read", "diagnose.report")
+    if name not in ("parse.load", "diagnose.rules", "diagnose.read", "diagnose.report")
     and not name.startswith("parse.fast")
 )
 """Pure modules: text, records and numbers in and out; no file, socket, UI or exporter."""

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from acceptmon.errors import GrammarError
-from acceptmon.parse.load import builtin_grammar_dir, load_grammars
+from acceptmon.parse.load import builtin_grammar_dir, load_grammars, read_grammar_file
 
 BAD = Path(__file__).parent / "data" / "bad_grammars"
 
@@ -45,6 +45,18 @@ def test_bad_grammar_names_file_key_and_reason(filename, key, words):
     assert err.key == key
     assert words in err.reason
     assert str(err).startswith(f"{path}: {key}: " if key != "-" else f"{path}: {words}")  # "-": the whole file
+
+
+def test_a_shipped_file_built_unchecked_is_the_file_validation_gives():
+    """Commands build the shipped files without validating them (``trusted=True``)."""
+    for path in sorted(builtin_grammar_dir().glob("*.toml")):
+        checked, unchecked = read_grammar_file(path), read_grammar_file(path, trusted=True)
+        assert unchecked == checked, path.name
+        for a, b in [(unchecked, checked), *zip(unchecked.samples, checked.samples, strict=True)]:
+            assert (type(a), a.model_fields_set) == (type(b), b.model_fields_set), path.name
+        pairs = [(unchecked.fields, checked.fields), (unchecked.keys, checked.keys)]
+        for a, b in [(x[k], y[k]) for x, y in pairs for k in y]:
+            assert (type(a), a.model_fields_set, a) == (type(b), b.model_fields_set, b), path.name
 
 
 def test_duplicate_name_is_refused():

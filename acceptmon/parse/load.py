@@ -1,36 +1,37 @@
 """Loading grammar files: read, schema-check, compile, and prove each one on its own samples.
 
 The grammar schema and the compiled set are pure (:mod:`acceptmon.parse.grammar`); this is
-where files are read. Loading checks everything before any log line is read: the
-TOML and the schema, the declared fields against the pattern's named groups and the
-record kind's model, then every sample through the real parser. A sample must be
-matched *by its own grammar* (not by another one that happens to come first) and
-yield every expected value; a counter-sample must not match.
+where files are read. Loading a user's grammar file checks everything before any log line
+is read: the TOML and the schema, the declared fields against the pattern's named groups
+and the record kind's model, the ReDoS probe of its patterns, then every sample of the set
+through the real parser. A sample must be matched *by its own grammar* (not by another one
+that happens to come first) and yield every expected value; a counter-sample must not match.
 
-Those pattern checks give the same answer for the same files under the same code, so
-a set that passed them is remembered (:mod:`acceptmon.parse.cache`) and, loaded again
-unchanged, is only read and schema-checked.
+The grammars acceptmon ships are trusted at run time: the tests put them through those same
+checks (``check_builtin=True``) on every change, so a command only reads their TOML, builds them
+without validating it (``read_grammar_file(trusted=True)``), and compiles their patterns when a line
+first needs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import regex
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from acceptmon.data import read_toml, shipped_dir, toml_table
+from acceptmon.data import read_toml, shipped_dir
 from acceptmon.errors import GrammarError
-from acceptmon.parse import cache as checkcache
 from acceptmon.parse.checks import check_grammar
-from acceptmon.parse.grammar import ENVELOPE_FIELDS, Grammar, GrammarFile, GrammarSet
+from acceptmon.parse.grammar import ENVELOPE_FIELDS, FieldSpec, Grammar, GrammarFile, GrammarSet, Sample
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import LaunchConfig
-from acceptmon.parse.values import VALUE_KINDS
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def builtin_grammar_dir() -> Path:
@@ -38,105 +39,87 @@ def builtin_grammar_dir() -> Path:
     return shipped_dir("grammars")
 
 
-def read_grammar_file(path: Path) -> GrammarFile:
-    """Read and schema-check one file; raise GrammarError naming the file and key."""
-    return _validate(path, read_toml(path, GrammarError))
+def read_grammar_file(path: Path, *, trusted: bool = False) -> GrammarFile:
+    """Read and schema-check one file; raise GrammarError naming the file and key.
 
-
-def _validate(path: Path, data: dict[str, Any] | GrammarError, *, passed: bool = False) -> GrammarFile:
-    """Schema-check one file's table (``data``: or the error reading the file, raised now).
-    ``passed``: the set the file belongs to passed every check before; the schema's validators
-    see it as the context ``passed_before`` (one may skip work that those checks repeat)."""
-    if isinstance(data, GrammarError):
-        raise data
+    ``trusted``: a shipped file, which the tests validate: only read, and built from its table unvalidated."""
+    data = read_toml(path, GrammarError)
+    if trusted:
+        return _unchecked(data)
     try:
-        return GrammarFile.model_validate(data, context={"passed_before": passed})
+        return GrammarFile.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "-"
         raise GrammarError(str(path), key, err["msg"].removeprefix("Value error, ")) from None
 
 
+def _unchecked(table: dict[str, Any]) -> GrammarFile:
+    """The file whose TOML table is ``table``, built without validating it: its nested tables become
+    :class:`FieldSpec` and :class:`Sample` as validation makes them (the tests hold it to validation)."""
+    data = dict(table)
+    for key in ("fields", "keys"):
+        if key in data:
+            data[key] = {name: _construct(FieldSpec, spec) for name, spec in data[key].items()}
+    if "samples" in data:
+        data["samples"] = [_construct(Sample, sample) for sample in data["samples"]]
+    return _construct(GrammarFile, data)
+
+
+def _construct(model: type[_Model], data: dict[str, Any]) -> _Model:
+    """``model.model_construct(**data)``, but with the default factories called here: pydantic inspects
+    a factory's signature each time it calls one (it made building the shipped files cost more than
+    validating them)."""
+    given = set(data)
+    for name, field in model.model_fields.items():
+        if name not in given and field.default_factory is not None:
+            data = {**data, name: cast("Callable[[], Any]", field.default_factory)()}
+    return model.model_construct(given, **data)
+
+
 def load_grammars(
-    extra: Iterable[Path] = (), *, builtin: bool = True, replace: Iterable[str] = (), cached: bool = True
+    extra: Iterable[Path] = (), *, builtin: bool = True, replace: Iterable[str] = (), check_builtin: bool = False
 ) -> GrammarSet:
-    """Load the built-in grammars plus ``extra`` files, checking each completely.
+    """Load the built-in grammars plus ``extra`` files, checking each ``extra`` file completely.
+
+    The built-in grammars are only read (see the module's docstring); each ``extra`` file gets every
+    check: its schema, its declarations, the ReDoS probe of its patterns, and then the samples of every
+    grammar in the set, the built-in ones too, which a user's grammar tried before them could take
+    lines from.
 
     ``replace``: names of built-in grammars left out because an ``extra`` file stands in for them.
-    ``cached``: when the same files (and ``replace``) passed every check before, under the same
-    code (:mod:`acceptmon.parse.cache`), check only their schema and names, not their patterns again;
-    and take the files' TOML tables as parsed before when their bytes are the same.
+    ``check_builtin``: check the built-in grammars as ``extra`` files are checked (the tests do).
 
     Raises:
-        GrammarError: a file is unreadable, off-schema, or one of its samples fails.
+        GrammarError: a file is unreadable, off-schema, or one of its checks fails.
     """
+    trusted = not check_builtin
     own = sorted(builtin_grammar_dir().glob("*.toml")) if builtin else []
-    files = _read_tables([*own, *map(Path, extra)], cached=cached)
-    skip = sorted(set(replace))
-    digest = None
-    if all(isinstance(data, dict) for _, data in files) and _own_kinds():
-        digest = checkcache.set_digest([repr(data).encode() for _, data in files] + [repr(skip).encode()])
-    passed = cached and digest is not None and checkcache.passed(digest)
-    grammars = [Grammar(_validate(p, data, passed=passed), str(p)) for p, data in files]
-    grammars = [g for g in grammars[: len(own)] if g.name not in skip] + grammars[len(own) :]
+    skip = set(replace)
+    grammars = [Grammar(read_grammar_file(p, trusted=trusted), str(p)) for p in own]
+    grammars = [g for g in grammars if g.name not in skip]
+    checked: set[Grammar] = set() if trusted else set(grammars)
+    for p in extra:
+        grammars.append(Grammar(read_grammar_file(Path(p)), str(p)))
+        checked.add(grammars[-1])
     grammars.sort(key=lambda g: (g.spec.priority, g.name))
     names: dict[str, str] = {}
     for g in grammars:
         if g.name in names:
             raise GrammarError(g.source, "name", f"{g.name!r} is already loaded from {names[g.name]}")
         names[g.name] = g.source
-        if not passed:
+        if g in checked:
             _check_declarations(g)
     gset = GrammarSet(grammars)
-    if not passed:
-        check_set(gset)
-        if digest is not None:
-            checkcache.remember(digest)
+    if checked:
+        check_set(gset, [g for g in gset.all if g in checked])
     return gset
 
 
-def _own_kinds() -> bool:
-    """Whether every record and value kind is acceptmon's own, whose code the cache's digest covers."""
-    kinds = [c for k in KINDS.values() for c in (k.model, k.derive) if c is not None]
-    return checkcache.covers(*kinds, *VALUE_KINDS.values())
-
-
-def _read_tables(paths: list[Path], *, cached: bool = True) -> list[tuple[Path, dict[str, Any] | GrammarError]]:
-    """Each file's TOML table, or the error reading it, raised when its turn to be checked comes
-    (so that, as when each file was read and checked in turn, the first bad file is the one named).
-
-    ``cached``: files whose bytes are those of the tables kept (:func:`checkcache.known_tables`)
-    are not parsed again. The tables are parsed from the very bytes digested, and kept only when
-    every file parsed."""
-    contents = _contents(paths)
-    digest = None if contents is None else checkcache.tables_digest(contents)
-    known = checkcache.known_tables(digest) if cached and digest is not None else None
-    if known is not None and len(known) == len(paths):
-        return list(zip(paths, known, strict=True))
-    out: list[tuple[Path, dict[str, Any] | GrammarError]] = []
-    for i, path in enumerate(paths):
-        try:
-            table = read_toml(path, GrammarError) if contents is None else toml_table(path, contents[i], GrammarError)
-            out.append((path, table))
-        except GrammarError as exc:
-            out.append((path, exc))
-    tables = [data for _, data in out if isinstance(data, dict)]
-    if digest is not None and len(tables) == len(paths):
-        checkcache.keep_tables(digest, tables)
-    return out
-
-
-def _contents(paths: list[Path]) -> list[bytes] | None:
-    """The files' bytes; None if one cannot be read (then reading its table says why)."""
-    try:
-        return [path.read_bytes() for path in paths]
-    except OSError:
-        return None
-
-
-def check_set(gset: GrammarSet) -> None:
-    """The checks that run every pattern: the ReDoS probe of each, then the samples of each."""
-    for g in gset.all:  # envelopes first; before the samples run, so that none can hang
+def check_set(gset: GrammarSet, probed: Iterable[Grammar]) -> None:
+    """The checks that run patterns: the ReDoS probe of each ``probed`` grammar, then the samples of
+    every grammar in the set."""
+    for g in probed:  # envelopes first; before the samples run, so that none can hang
         problem = check_grammar(g)
         if problem is not None:
             raise GrammarError(g.source, *problem)
