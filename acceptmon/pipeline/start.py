@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 from acceptmon.inputs.files import MAX_LINE
 from acceptmon.inputs.ranges import next_line_start
 from acceptmon.parse import prescan
+from acceptmon.parse.fast.native import finder
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser, ParseState
@@ -31,10 +32,12 @@ truncated while it is scanned must not kill the process (SIGBUS)."""
 
 
 class _Finder:
-    """:data:`prescan.BYTES` over one window, remembering each word's next hit: the scan only moves
-    forward, so a window with many launch lines is searched once per word, not once per line."""
+    """The pre-scan's searches over one window, remembering each word's next hit: the scan only moves
+    forward, so a window with many launch lines is searched once per word, not once per line. ``native``:
+    the compiled searches (``memmem``, ``memchr``), or None for ``bytes``' own."""
 
-    def __init__(self) -> None:
+    def __init__(self, native: prescan.Finder | None) -> None:
+        self._native = native
         self._next: dict[tuple[bytes, int], tuple[int, int]] = {}
 
     def find_any(self, buf: Any, start: int, end: int, words: Sequence[bytes]) -> int:
@@ -42,17 +45,19 @@ class _Finder:
         for w in words:
             since, hit = self._next.get((w, end), (-1, -1))
             if since < 0 or start < since or (0 <= hit < start):
-                hit = buf.find(w, start, end)
+                hit = self._native.find_any(buf, start, end, (w,)) if self._native else buf.find(w, start, end)
                 self._next[w, end] = (start, hit)
             if hit >= 0 and (best < 0 or hit < best):
                 best = hit
         return best
 
     def newlines(self, buf: Any, start: int, end: int) -> int:
-        return int(buf.count(b"\n", start, end))
+        return self._native.newlines(buf, start, end) if self._native else int(buf.count(b"\n", start, end))
 
 
-def _scan(parser: Parser, f: BinaryIO, span: tuple[int, int]) -> tuple[prescan.RunStart | None, int]:
+def _scan(
+    parser: Parser, f: BinaryIO, span: tuple[int, int], native: prescan.Finder | None
+) -> tuple[prescan.RunStart | None, int]:
     """:func:`prescan.scan` of the whole lines of ``f`` in ``span``, a window at a time: (where the last run
     that began there began, the end of the last whole line). A line longer than a window is skipped whole."""
     start, end = span
@@ -68,7 +73,7 @@ def _scan(parser: Parser, f: BinaryIO, span: tuple[int, int]) -> tuple[prescan.R
             parser.skip_oversized()
             start = after
             continue
-        got = prescan.scan(parser, data, (0, stop), _Finder(), MAX_LINE, at_start=start == 0)
+        got = prescan.scan(parser, data, (0, stop), _Finder(native), MAX_LINE, at_start=start == 0)
         if got is not None:
             began = prescan.RunStart(start + got.offset, got.state)
         start += stop
@@ -93,11 +98,12 @@ def scan_to(path: str, grammars: GrammarSet, cut: int) -> tuple[prescan.RunStart
     """Pre-scan ``path``'s whole lines: (where its last run began, the parser state at ``cut``, the end
     of the last whole line). ``cut`` is a line start."""
     parser = Parser(grammars, path)
+    native = finder()
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        began, pos = _scan(parser, f, (0, min(cut, size)))
+        began, pos = _scan(parser, f, (0, min(cut, size)), native)
         at_cut = parser.state
-        later, end = _scan(parser, f, (pos, size))
+        later, end = _scan(parser, f, (pos, size), native)
     return later or began, at_cut, end
 
 
