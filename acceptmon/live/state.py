@@ -191,6 +191,7 @@ class LiveStats:
         info.launch_time = r.timestamp
 
     def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
+        info.run = r.run  # a file's current run, whether or not the series cap leaves room for this one
         key = (info.file, kind.name, getattr(r, kind.unit_field, None) or "")
         series = self._series.get(key)
         if series is None:
@@ -199,7 +200,6 @@ class LiveStats:
                 return
             series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
             self._per_file[info.file] += 1
-        info.run = r.run
         series.add(r, now, r.run, info.launch_time if info.launch_run == r.run else None)
         info.last_seen = now
 
