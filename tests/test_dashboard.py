@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acceptmon.measure.aggregate import RunSummary
-from acceptmon.parse.parser import Parser
+from acceptmon.parse.parser import Parser, ParseState
 from acceptmon.tui.model import DashboardState
 from acceptmon.tui.view import event_line
 from tests.serving import Clock, decode_line, launch_line
@@ -58,7 +58,7 @@ def test_launch_starts_a_new_run_and_the_previous_mean_is_the_reference(grammars
     v = state.view()
     assert v.run == 2 and v.tiles.accept_len_mean == 2.85  # the window holds the current run only
     assert v.accept_reference == 1.12 and v.accept_reference_label == "run 1 mean"
-    assert v.throughput_reference == 80 and v.throughput_reference_label == "run 1 mean"
+    assert v.throughput_reference == 80 and v.throughput_reference_label == "run 1 mean per rank"
     assert [(h.run, h.accept_len_mean) for h in v.history] == [(1, 1.12), (2, 2.85)]
     assert [e.text for e in v.events if e.text.startswith("launch")] == [
         "launch: Qwen/Qwen3-8B, NONE steps 3 topk 1 draft 4",
@@ -74,7 +74,7 @@ def test_no_speculation_baseline_is_the_throughput_reference(grammars):
     feed(state, p, launch_line(ts=ts(50)), decode_line(tput=70.0, ts=ts(51)))
     feed(state, p, launch_line(ts=ts(100)), decode_line(tput=94.0, ts=ts(101)))
     v = state.view()
-    assert v.throughput_reference == 89.0 and v.throughput_reference_label == "no-spec run 1 mean"
+    assert v.throughput_reference == 89.0 and v.throughput_reference_label == "no-spec run 1 mean per rank"
     assert v.accept_reference == 2.85 and v.accept_reference_label == "run 2 mean"
 
 
@@ -192,16 +192,18 @@ def test_unrecognized_lines_are_format_drift_events(grammars):
 
 
 def test_history_before_the_live_start_numbers_the_runs(grammars):
+    """The live start hands the parser the file's state there (two runs before it): the live run is run 3."""
     state = DashboardState()
     earlier = [
         RunSummary(file="s.log", run=r, start=None, end=None, duration_s=None, model="m", spec_algorithm="EAGLE3",
                    spec_num_steps=r, spec_eagle_topk=1, spec_num_draft_tokens=r + 1, batches=5, ranks=1,
                    accept_len_mean=1.5 + r, accept_len_p10=None, accept_len_p50=None, accept_len_p90=None,
-                   accept_rate_mean=None, draft_accept_rate_mean=None, gen_throughput_mean=90.0)
+                   accept_rate_mean=None, draft_accept_rate_mean=None, gen_throughput_per_rank=90.0,
+                   gen_throughput_total=90.0)
         for r in (1, 2)
     ]  # fmt: skip
     state.set_history("s.log", earlier)
-    p = Parser(grammars, "s.log")
+    p = Parser(grammars, "s.log", ParseState(line=40, run=2))
     feed(state, p, launch_line(ts=ts(0)), decode_line(acc=3.0, ts=ts(1)))
     v = state.view()
     assert v.run == 3 and v.current_run_key == ("s.log", 3)
@@ -262,7 +264,8 @@ def test_vllm_spec_lines_are_acceptance_and_throughput_lines_the_load_per_engine
     assert (t.accept_len_last, t.accept_rate) == (3.3, 0.765755)  # engine 001 at 23:42:13
     assert t.accept_len_mean == 3.25  # (3.17 + 3.30 + 3.21 + 3.30) / 4 = 3.245
     assert t.draft_accept_rate == 0.75  # accepted / drafted: 0.722, 0.766, 0.736, 0.766
-    assert (t.throughput, t.throughput_ranks, t.unit) == (516.3, 2, "engine")  # 251.2 + 265.1, the latest lines
+    # As runs defines a run's total, over the window: each engine's mean logged rate, summed.
+    assert (t.throughput, t.throughput_ranks, t.unit) == (529.55, 2, "engine")  # (247.9+251.2)/2 + (294.9+265.1)/2
     assert (t.running, t.queued, t.token_usage) == (48, 0, 0.336)  # 35 + 13 running; KV of the fuller engine
     assert [(r.rank, r.accept_len, r.window_mean, r.throughput, r.running, r.queued) for r in v.ranks] == [
         ("000", 3.21, 3.19, 251.2, 35, 0),
@@ -298,32 +301,34 @@ def test_no_per_position_bars_without_per_position_rates(grammars):
 
 def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(grammars):
     from acceptmon.measure.compare import Batch
+    from acceptmon.measure.normalize import Normalizer
     from acceptmon.tui.filestate import FileState
 
     f = FileState("v.log")
-    for r in Parser(grammars, "v.log").feed(("\n".join(vllm_lines(upto=13)) + "\n").encode()):
-        if r.kind == "launch":
-            f.launch(r)
-        elif r.kind == "throughput":
-            f.throughput(r, 0.0)
-        elif r.kind == "spec":
-            f.accept(r, 0.0)
-    assert f.launches == 1 and f.pair.current is not None
-    assert list(f.pair.current.batches) == [
+    records = Parser(grammars, "v.log").feed(("\n".join(vllm_lines(upto=13)) + "\n").encode())
+    for fact in Normalizer().feed(records):
+        if fact.record.kind == "launch":
+            f.launch(fact.record)
+        else:
+            f.add(fact, 0.0)
+    assert f.run == 1 and f.pair.current is not None
+    assert list(f.pair.current.sample.batches) == [
         Batch(3.17, 0.722009, 247.9, 26, True),
         Batch(3.3, 0.766219, 294.9, 28, True),
     ]
+    assert list(f.pair.current.sample.loads) == [247.9, 294.9]  # the engines' load lines, as compare reads them
 
     state = DashboardState(clock=Clock())
     feed(state, Parser(grammars, "v.log"), *vllm_lines())
     state.compare_runs()
     v = state.view()
     verdicts = [e.text for e in v.events if " vs run " in e.text]
-    assert len(verdicts) == 1 and verdicts[0].startswith("run 2 vs run 1: better. run 2 +12.8 % tok/s")
+    assert len(verdicts) == 1 and verdicts[0].startswith("run 2 vs run 1: better. run 2 +16.6 % tok/s")
     assert "accept len 3.48 vs 2.98" in verdicts[0]
-    # The history's vLLM throughput is the engines' means added up; the per-engine plot's reference halves it.
+    # The per-engine plot's reference is the run's throughput per engine, as runs gives it (tok/s/rank).
     run1 = next(h for h in v.history if h.run == 1)
-    assert run1.ranks == 2 and v.throughput_reference == run1.gen_throughput_mean / 2
+    assert run1.ranks == 2 and v.throughput_reference == run1.gen_throughput_per_rank == 220.9177
+    assert run1.gen_throughput_total == 441.8355  # the engines' means added up
     assert v.throughput_reference_label == "run 1 mean per engine" and v.accept_reference == run1.accept_len_mean
 
 

@@ -47,6 +47,7 @@ def test_gauges_counters_and_run_info(grammars):
     labels = dict(next(iter(info)))
     assert labels == {
         "file": "s.log",
+        "run": "1",
         "model": "Qwen/Qwen3-8B",
         "spec_algorithm": "EAGLE3",
         "spec_num_steps": "3",

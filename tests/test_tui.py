@@ -210,7 +210,8 @@ async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
         assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
         # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362
         assert lines[1].count("█") == 11 and lines[4].count("█") == 4 and lines[1][14] == "┃"
-        assert tile_text(app, "throughput").splitlines() == ["583.0", "sum of 2 engines"]  # 299.3 + 283.7
+        # the window (5 min) holds all of run 2: the engines' mean rates summed, runs' tok/s_total 515.0
+        assert tile_text(app, "throughput").splitlines() == ["515.0", "sum of 2 engines"]
         assert tile_text(app, "token_usage").splitlines()[1] == "KV, fullest engine"
         assert labels(app)[0] == "engine▲" and [r[:3] for r in cells(app, "ranks")] == [["000", "3.39", "3.47"],
                                                                                         ["001", "3.51", "3.49"]]  # fmt: skip

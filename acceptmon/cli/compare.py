@@ -18,8 +18,7 @@ from typing import Any
 from acceptmon.cli.args import Subcommands
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.compare import RESAMPLES, Batch, Comparison, Estimate, Side, SideResult, compare
-from acceptmon.measure.figures import RunFigures
+from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, Sample, Side, SideResult, compare
 from acceptmon.measure.normalize import Normalizer, Slim, slim, unslim
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
@@ -119,13 +118,7 @@ class _SideJob:
         self.run_no = run_no
         self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
         self.normalizer = Normalizer()
-        self.figures = RunFigures()
-        self.batches: list[Batch] = []
-        self.load_batches: list[Batch] = []
-        """Load lines as batches of their own, for a side with no batch (vLLM without speculation)."""
-        self.loads: list[float] = []
-        self.own_loads = True
-        """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+        self.sample = Sample()
         self.runs: dict[int, LaunchConfig | None] = {}
         self.sources: dict[str, tuple[str, str]] = {}
 
@@ -151,24 +144,14 @@ class _SideJob:
             self.runs.setdefault(r.run, None)
             if self.run_no is not None and r.run != self.run_no:
                 continue
-            self.figures.add(fact)
+            self.sample.add(fact)
             self.sources.setdefault(getattr(r, "source", ""), (getattr(r, "pod", ""), getattr(r, "container", "")))
-            if b is not None:
-                self.batches.append(Batch(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady))
-            if load is not None:
-                self.own_loads = self.own_loads and b is not None
-                if load.gen_throughput is not None:
-                    self.loads.append(load.gen_throughput)
-                if b is None:
-                    self.load_batches.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
 
-    def figures_of(self) -> dict[str, Any]:
-        """The shared figures and the side's source (one source, or several joined by commas)."""
+    def source_of(self) -> dict[str, Any]:
+        """The side's source (one source, or several joined by commas)."""
         names = sorted(self.sources)
         one = self.sources[names[0]] if len(names) == 1 else ("", "")
-        out: dict[str, Any] = self.figures.as_dict()
-        out.pop("batches")
-        return {**out, "source": ",".join(names), "pod": one[0], "container": one[1]}
+        return {"source": ",".join(names), "pod": one[0], "container": one[1]}
 
 
 def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1) -> Side:
@@ -180,12 +163,10 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     if run_no is not None and run_no not in job.runs:
         there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
-    batches = job.batches or job.load_batches
-    if not batches:
+    if not len(job.sample):
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    loads = None if job.own_loads else job.loads
-    return Side(label=label, batches=batches, spec=_spec(wanted), loads=loads, figures=job.figures_of())
+    return job.sample.side(label, _spec(wanted), job.source_of())
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acceptmon.display import number
+from acceptmon.measure.normalize import Fact, Normalizer
 from acceptmon.parse.parser import Tally
-from acceptmon.parse.records import DecodeStats, Record
+from acceptmon.parse.records import Record
 
 if TYPE_CHECKING:
     from acceptmon.diagnose.engine import Doctor
@@ -25,14 +26,20 @@ def say(message: str) -> None:
     print(f"acceptmon: {message}", file=sys.stderr, flush=True)
 
 
-def plain_line(r: Record, with_file: bool = False) -> str:
-    """One compact, grep-friendly line per decode (or vLLM spec) record."""
+def plain_line(fact: Fact, with_file: bool = False) -> str:
+    """One compact, grep-friendly line per batch (a decode line, a vLLM spec line), from its normalized fact.
+
+    ``[FILE] DATE TIME UNIT key=value...``: the unit is the rank or the engine (a vLLM spec line's is its
+    engine's), ``run`` is numbered as ``acceptmon runs`` numbers it, and ``gen_throughput`` is the unit's
+    rate for the interval (a vLLM spec line: its engine's latest throughput line)."""
+    r, b = fact.record, fact.batch
+    assert b is not None
     ts = r.timestamp.isoformat(sep=" ", timespec="seconds") if r.timestamp else "-"
-    where, v = (f"{r.file} " if with_file else ""), r.__dict__.get
+    where = f"{r.file} " if with_file else ""
     return (
-        f"{where}{ts} {r.rank or v('engine') or '-'} accept_len={number(v('accept_len'))} "
-        f"accept_rate={number(v('accept_rate'))} draft_accept_rate={number(v('draft_accept_rate'))} "
-        f"gen_throughput={number(v('gen_throughput'))}"
+        f"{where}{ts} {b.unit or '-'} run={r.run} accept_len={number(b.accept_len)} "
+        f"accept_rate={number(getattr(r, 'accept_rate', None))} draft_accept_rate={number(b.accept_rate)} "
+        f"gen_throughput={number(b.gen_throughput)}"
     )
 
 
@@ -68,12 +75,12 @@ def wire(args: argparse.Namespace, files: Sequence[str], plain: bool) -> Wiring:
         )
         return Wiring(state.add, state.note, state.set_waiting, state.live if args.metrics_port else None, state)
     live = LiveStats(doctor=make_doctor(args)) if args.metrics_port else None
+    normalizer = Normalizer()  # without the exporter's live state, the lines' own one
     multi = len(files) > 1 or any(glob.has_magic(f) for f in files)
 
     def show(file: str, records: list[Record], tally: Tally) -> None:
-        if live is not None:
-            live.update(file, records, tally)
-        out = [plain_line(r, multi) for r in records if isinstance(r, DecodeStats) or r.kind == "spec"]
+        facts = live.update(file, records, tally) if live is not None else normalizer.feed(records)
+        out = [plain_line(f, multi) for f in facts if f.batch is not None]
         if out:
             sys.stdout.write("\n".join(out) + "\n")
             sys.stdout.flush()

@@ -129,8 +129,12 @@ class Doctor:
 
     def feed(self, records: Iterable[Record]) -> None:
         """Take records in file order (files may interleave)."""
+        self.take(self.normalizer.feed(records))
+
+    def take(self, facts: Iterable[Fact]) -> None:
+        """Take records already normalized (the live state's facts: one normalizer for every live consumer)."""
         self._fed += 1
-        for fact in self.normalizer.feed(records):
+        for fact in facts:
             r = fact.record
             if KINDS[r.kind].starts_run:
                 self._launch(r)

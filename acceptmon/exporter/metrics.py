@@ -39,7 +39,15 @@ DEFAULT_STALE_AFTER = 300.0
 MAX_LABEL = 200
 """Longest label value kept (file names, ranks and model paths come from the logs and the command line)."""
 
-RUN_INFO_LABELS = ("file", "model", "spec_algorithm", "spec_num_steps", "spec_eagle_topk", "spec_num_draft_tokens")
+RUN_INFO_LABELS = (
+    "file",
+    "run",
+    "model",
+    "spec_algorithm",
+    "spec_num_steps",
+    "spec_eagle_topk",
+    "spec_num_draft_tokens",
+)
 
 
 def _epoch(ts: datetime | None) -> float | None:
@@ -95,7 +103,11 @@ class AcceptmonCollector(Collector):
     def _file_families(self, snap: Snapshot) -> Iterator[Metric]:
         lines = CounterMetricFamily("acceptmon_lines", "Log lines read, by kind.", labels=("file", "kind"))
         launches = CounterMetricFamily("acceptmon_server_launches", "Server launch lines read.", labels=("file",))
-        info = GaugeMetricFamily("acceptmon_run_info", "1 for the current run's launch config.", labels=RUN_INFO_LABELS)
+        info = GaugeMetricFamily(
+            "acceptmon_run_info",
+            "1 for the current run's launch config; run is numbered per file in launch order, as acceptmon runs does.",
+            labels=RUN_INFO_LABELS,
+        )
         present = GaugeMetricFamily(
             "acceptmon_log_file_present", "1 when the followed path exists, 0 while waiting.", labels=("file",)
         )
@@ -110,6 +122,7 @@ class AcceptmonCollector(Collector):
                 info.add_metric(
                     (
                         file,
+                        str(f.run),
                         label(cfg.model_path),
                         label(cfg.spec_algorithm),
                         label(_num(cfg.spec_num_steps)),

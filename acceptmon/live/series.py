@@ -119,11 +119,10 @@ class FileInfo:
     launch: LaunchConfig | None = None
     launch_time: datetime | None = None
     run: int = 0
-    """Launches seen by this process: the current run's key (not the file's run index)."""
-    launch_at: tuple[int, int] = (0, 0)
-    """(run index, line) of the last launch line: a later line of the same run continues that launch."""
-    engine: str | None = None
-    """The engine of the file's last record that named one (a vLLM spec line belongs to it)."""
+    """The current run: the run of the file's latest launch or stats line, numbered as ``acceptmon runs``
+    numbers them (per file, in launch order; 0 before any launch)."""
+    launch_run: int | None = None
+    """The run of the last launch line read: a later launch line of that run continues its launch."""
     waiting: bool = False
     """True while the path does not exist."""
     last_seen: float | None = None

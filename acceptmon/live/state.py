@@ -3,10 +3,14 @@
 :class:`LiveStats` is fed records as the live pipeline reads them and answers, at any
 moment, with a consistent :class:`Snapshot` (taken under a lock, so a scrape or a
 screen refresh in another thread never sees half an update). It is what both the
-Prometheus collector and the dashboard read. How a record is folded in is its
-kind's declaration (:mod:`acceptmon.parse.kinds`): a launch starts a run, a kind with
-``series`` keeps its latest record per rank, with a counter, a histogram and the
-run-start baseline of the field its metrics name.
+Prometheus collector and the dashboard read. It owns the live side's one
+:class:`~acceptmon.measure.normalize.Normalizer`: :meth:`LiveStats.update` returns the facts it made,
+so the dashboard and the doctor read those and nothing normalizes twice (a spec line has its
+engine, a vLLM v0 line the interval it closes). How a record is folded in is its kind's declaration
+(:mod:`acceptmon.parse.kinds`): a launch starts a run, a kind with ``series`` keeps its latest record
+per rank or engine, with a counter, a histogram and the run-start baseline of the field its metrics
+name. A file's current run is its records' run, which the live start makes the number ``acceptmon
+runs`` gives it (:mod:`acceptmon.pipeline.start`).
 
 Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, kind,
 rank) up to ``max_series`` (records for further series are counted in ``overflow``,
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from acceptmon.live.series import FileInfo, RankSeries
-from acceptmon.measure.tokens import Intervals
+from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.parse.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import Record
@@ -53,9 +57,12 @@ class Snapshot:
 
 
 class FindingSource(Protocol):
-    """What the live state needs of the doctor (``acceptmon.diagnose.engine.Doctor``): fed records, it judges."""
+    """What the live state needs of the doctor (``acceptmon.diagnose.engine.Doctor``): fed facts, it judges."""
 
-    def feed(self, records: Iterable[Record]) -> None: ...
+    warmup: int
+    """Batches at each run's start that its rules leave out (the live normalizer marks them)."""
+
+    def take(self, facts: Iterable[Fact]) -> None: ...
 
     def update(self, records: Iterable[Record]) -> list[Any]: ...
 
@@ -91,7 +98,8 @@ class LiveStats:
         self._per_file: Counter[str] = Counter()
         """Series held per file, valid for the FileInfo object recorded in ``_counted``."""
         self._counted: dict[str, FileInfo] = {}
-        self._intervals = Intervals()
+        self.normalizer = Normalizer(doctor.warmup if doctor is not None else WARMUP_BATCHES)
+        """The live side's one normalizer: every consumer of these records reads the facts it makes."""
         self.version = 0
         """Increments on every change, so a reader can tell whether anything is new."""
 
@@ -100,23 +108,24 @@ class LiveStats:
             self._file(file)
             self.version += 1
 
-    def update(self, file: str, records: Iterable[Record], tally: Tally | None = None) -> None:
-        """Take one batch of records read from ``file`` and its parser's cumulative tally."""
+    def update(self, file: str, records: Iterable[Record], tally: Tally | None = None) -> list[Fact]:
+        """Take one batch of records read from ``file`` and its parser's cumulative tally; return their facts."""
         now = self.clock()
-        records = list(records)
         with self._lock:
             info = self._file(file)
-            self._judge(records, now)
-            for r in records:
+            facts = self.normalizer.feed(records)
+            self._judge(facts, now)
+            for fact in facts:
+                r = fact.record  # normalized: vLLM v0 gauges show the latest interval, a spec line has its engine
                 kind = KINDS[r.kind]
                 if kind.starts_run:
-                    self._intervals.launch(r.file, r.run)
                     self._launch(info, r)
-                elif kind.series is not None:  # vLLM v0 counts since start: gauges show the latest interval
-                    self._add_series(info, kind, kind.series, self._intervals.record(r), now)
+                elif kind.series is not None:
+                    self._add_series(info, kind, kind.series, r, now)
             if tally is not None:
                 info.lines = Counter(tally.kinds)
             self.version += 1
+            return facts
 
     def set_waiting(self, file: str, waiting: bool) -> None:
         with self._lock:
@@ -152,12 +161,12 @@ class LiveStats:
                 findings=frozenset(f for f in self._findings if f[0] in self._files),
             )
 
-    def _judge(self, records: list[Record], now: float) -> None:
+    def _judge(self, facts: list[Fact], now: float) -> None:
         """Feed the doctor; judge again at most every :data:`DOCTOR_SECONDS` (its rules look at whole runs)."""
         if self.doctor is None:
             return
-        if records:
-            self.doctor.feed(records)
+        if facts:
+            self.doctor.take(facts)
             self._unjudged = True
         if self._unjudged and now - self._judged >= DOCTOR_SECONDS:
             self._judged, self._unjudged = now, False
@@ -173,20 +182,17 @@ class LiveStats:
         return info
 
     def _launch(self, info: FileInfo, r: Record) -> None:
-        info.launch = getattr(r, "config", None)
-        if r.run == info.launch_at[0] and r.line > info.launch_at[1]:
-            info.launch_at = (r.run, r.line)  # one server start logging several launch lines
-            return
+        info.launch = getattr(r, "config", None)  # the parser merged one server start's launch lines into it
+        info.run = r.run
+        if r.run == info.launch_run:
+            return  # a later launch line of the same server start
         info.launches += 1
-        info.run += 1
+        info.launch_run = r.run
         info.launch_time = r.timestamp
-        info.launch_at = (r.run, r.line)
 
     def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
-        rank = getattr(r, kind.unit_field, None)
-        if kind.unit_field != "rank":
-            info.engine = rank = rank or info.engine
-        key = (info.file, kind.name, rank or "")
+        info.run = r.run  # a file's current run, whether or not the series cap leaves room for this one
+        key = (info.file, kind.name, getattr(r, kind.unit_field, None) or "")
         series = self._series.get(key)
         if series is None:
             if not self._room_for(info.file):
@@ -194,7 +200,7 @@ class LiveStats:
                 return
             series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
             self._per_file[info.file] += 1
-        series.add(r, now, info.run, info.launch_time)
+        series.add(r, now, r.run, info.launch_time if info.launch_run == r.run else None)
         info.last_seen = now
 
     def _room_for(self, file: str) -> bool:

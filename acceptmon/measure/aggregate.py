@@ -207,7 +207,11 @@ class Stats:
         self.normalizer = Normalizer()
 
     def update(self, records: Iterable[Record]) -> None:
-        for fact in self.normalizer.feed(records):
+        self.fold(self.normalizer.feed(records))
+
+    def fold(self, facts: Iterable[Fact]) -> None:
+        """Take facts normalized elsewhere (the live state's: one normalizer per live state)."""
+        for fact in facts:
             r = fact.record
             kind = KINDS[r.kind]
             if not (kind.starts_run or fact.batch or fact.load or kind.request):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import sys
 from array import array
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -23,6 +23,8 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.measure.aggregate import Series
+from acceptmon.measure.figures import RunFigures
+from acceptmon.measure.normalize import Fact
 
 Verdict: TypeAlias = Literal["better", "worse", "no difference"]
 _Tables: TypeAlias = tuple[list[float], list[float], list[int] | None, list[int]]
@@ -55,6 +57,56 @@ class Side:
     the throughput estimate is their mean, bootstrapped on its own. None: the batches' own throughput."""
     figures: dict[str, Any] = field(default_factory=dict)
     """The figures every command reports for a run (:mod:`acceptmon.measure.figures`), and the side's source."""
+
+
+class Sample:
+    """One side's batches, from normalized facts (:mod:`acceptmon.measure.normalize`), as every comparison
+    takes them: ``compare``'s sides and the dashboard's run against run.
+
+    A batch is a fact with a :class:`~acceptmon.measure.normalize.Batch` (its unit's load, its ``steady``
+    mark). Where the load lines are not the batches (vLLM's throughput lines), their rates are the
+    throughput estimate; a side without batches (vLLM without speculation) compares its load lines.
+    ``keep``: only the latest this many of each are kept (None: all).
+    """
+
+    def __init__(self, keep: int | None = None) -> None:
+        self.figures = RunFigures()
+        self.batches: deque[Batch] = deque(maxlen=keep)
+        self.load_batches: deque[Batch] = deque(maxlen=keep)
+        """Load lines as batches of their own, for a side with no batch."""
+        self.loads: deque[float] = deque(maxlen=keep)
+        self.own_loads = True
+        """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+
+    def add(self, fact: Fact) -> None:
+        b, load = fact.batch, fact.load
+        if b is None and load is None:
+            return
+        self.figures.add(fact)
+        if b is not None:
+            self.batches.append(Batch(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady))
+        if load is not None:
+            self.own_loads = self.own_loads and b is not None
+            if load.gen_throughput is not None:
+                self.loads.append(load.gen_throughput)
+            if b is None:
+                self.load_batches.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
+
+    def __len__(self) -> int:
+        """Batches to compare: the batches, else the load lines."""
+        return len(self.batches) or len(self.load_batches)
+
+    def side(self, label: str, spec: str = "", extra: dict[str, Any] | None = None) -> Side:
+        """The side to :func:`compare`, with the shared figures (less the batch count) and ``extra``."""
+        figures: dict[str, Any] = self.figures.as_dict()
+        figures.pop("batches")
+        return Side(
+            label=label,
+            batches=list(self.batches or self.load_batches),
+            spec=spec,
+            loads=None if self.own_loads else list(self.loads),
+            figures={**figures, **(extra or {})},
+        )
 
 
 class _Frozen(BaseModel):

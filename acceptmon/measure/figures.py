@@ -9,15 +9,31 @@ so they cannot disagree:
   interval it closes);
 - ``gen_throughput_per_rank``: the mean, over the run's load lines, of the rate each rank or
   engine logged; ``gen_throughput_total``: the sum over ranks or engines of their means, what
-  the server made.
+  the server made. The dashboard's window applies the same two definitions (:func:`per_unit`,
+  :func:`total`) to its last minutes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
+
+
+def per_unit(units: Iterable[Mean]) -> float | None:
+    """Throughput per rank or engine: the mean of every rate the units logged (``units``: one mean each)."""
+    every = Mean()
+    for mean in units:
+        every.merge(mean)
+    return every.rounded
+
+
+def total(units: Iterable[Mean]) -> float | None:
+    """Throughput of the server: the sum over ranks or engines of their mean logged rate."""
+    means = [m.mean for m in units if m.mean is not None]
+    return round(sum(means), 4) if means else None
 
 
 @dataclass
@@ -53,15 +69,11 @@ class RunFigures:
 
     @property
     def gen_throughput_per_rank(self) -> float | None:
-        every = Mean()
-        for mean in self.units.values():
-            every.merge(mean)
-        return every.rounded
+        return per_unit(self.units.values())
 
     @property
     def gen_throughput_total(self) -> float | None:
-        means = [m.mean for m in self.units.values() if m.mean is not None]
-        return round(sum(means), 4) if means else None
+        return total(self.units.values())
 
     def as_dict(self) -> dict[str, float | int | None]:
         """The four figures, by their names in every command's JSON."""

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from collections import deque
 
-from acceptmon.measure.aggregate import Mean
+from acceptmon.measure.figures import per_unit, total
+from acceptmon.measure.mean import Mean
 
 
 class _Bucket:
-    __slots__ = ("accept", "draft", "key", "ranks", "tput")
+    __slots__ = ("accept", "draft", "key", "ranks", "tput", "tputs")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.accept, self.draft, self.tput = Mean(), Mean(), Mean()
         self.ranks: dict[str, Mean] = {}
+        self.tputs: dict[str, Mean] = {}
 
 
 class Window:
@@ -35,7 +37,11 @@ class Window:
     def clear(self) -> None:
         self.buckets: deque[_Bucket] = deque()
         self.accept, self.draft, self.tput = Mean(), Mean(), Mean()
+        """Over the window: accept length, draft accept rate, and every logged rate (tok/s of one rank or engine)."""
         self.ranks: dict[str, Mean] = {}
+        """Accept length per rank or engine."""
+        self.tputs: dict[str, Mean] = {}
+        """Logged rate per rank or engine."""
 
     def add(self, t: float, rank: str, accept: float | None, draft: float | None, tput: float | None) -> None:
         key = int(t // self.width)
@@ -48,6 +54,11 @@ class Window:
             if per_rank is None:
                 per_rank = agg.ranks[rank] = Mean()
             per_rank.add(accept)
+            if tput is not None:
+                rate = agg.tputs.get(rank)
+                if rate is None:
+                    rate = agg.tputs[rank] = Mean()
+                rate.add(tput)
 
     def _bucket(self, key: int) -> _Bucket:
         b = self.buckets
@@ -67,6 +78,18 @@ class Window:
         self.tput.remove(bucket.tput)
         for rank, agg in bucket.ranks.items():
             self.ranks[rank].remove(agg)
+        for rank, agg in bucket.tputs.items():
+            self.tputs[rank].remove(agg)
+
+    @property
+    def throughput_per_rank(self) -> float | None:
+        """Over the window, as ``runs`` gives a run's: the mean of the logged rates."""
+        return per_unit(self.tputs.values())
+
+    @property
+    def throughput_total(self) -> float | None:
+        """Over the window, as ``runs`` gives a run's: the sum over ranks or engines of their mean rate."""
+        return total(m for m in self.tputs.values() if m.count > 0)
 
     def rank_mean(self, rank: str) -> float | None:
         agg = self.ranks.get(rank)

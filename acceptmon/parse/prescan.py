@@ -15,17 +15,27 @@ a gap whose first stats line is plain is taken for a plain file's.)
 
 The range may be any buffer with ``find``/``rfind`` and slicing (bytes, or a memory map of
 the file); a :class:`Finder` does the searching: :data:`BYTES` with ``bytes`` methods, or the
-compiled matcher's (:func:`acceptmon.parse.fast.native.finder`). Pure: no I/O.
+compiled matcher's (:func:`acceptmon.parse.fast.native.finder`). A scan also says where the
+last run that began in its range began (a live start reads from there: :mod:`acceptmon.pipeline.start`).
+Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from acceptmon.parse.parser import Parser
+from acceptmon.parse.parser import Parser, ParseState
 
 BOM = b"\xef\xbb\xbf"
+
+
+class RunStart(NamedTuple):
+    """Where a run began in a scanned range: the offset (in the buffer) of the launch line that began it,
+    and the parser's state just before that line."""
+
+    offset: int
+    state: ParseState
 
 
 class Finder(Protocol):
@@ -58,15 +68,17 @@ def scan(
     max_line: int | None = None,
     *,
     at_start: bool = True,
-) -> None:
+) -> RunStart | None:
     """Advance ``parser`` over the whole lines of ``buf[start:end]`` (``span``), parsing only launch lines.
 
     ``at_start``: ``buf`` starts at the file's offset 0 (a byte-order mark there is not part of the first line).
     ``max_line``: lines longer than this are skipped (the reader's limit; None if the caller's
     reader already removed them). A last line without its newline counts as a line.
+    Returns where the last run that began in the range began (None: no launch line began one).
     """
     start, end = span
     pos = start
+    began: RunStart | None = None
     while pos < end:
         hit = finder.find_any(buf, pos, end, parser.launch_words)
         stop = end if hit < 0 else buf.rfind(b"\n", pos, hit) + 1 or pos
@@ -78,13 +90,17 @@ def scan(
         if max_line is not None and len(line) > max_line:
             parser.skip_oversized()
         else:
+            before = parser.state
             parser.feed(line + b"\n")
+            if parser.run != before.run:
+                began = RunStart(stop, before)
+    return began
 
 
-def scan_block(parser: Parser, block: bytes, finder: Finder = BYTES) -> None:
+def scan_block(parser: Parser, block: bytes, finder: Finder = BYTES) -> RunStart | None:
     """:func:`scan` of one block of complete lines from the reader (which dropped any byte-order mark
     and skipped the lines over its limit)."""
-    scan(parser, block, (0, len(block)), finder, at_start=False)
+    return scan(parser, block, (0, len(block)), finder, at_start=False)
 
 
 def _gap(parser: Parser, buf: Any, span: tuple[int, int], finder: Finder, how: tuple[int | None, bool]) -> None:

@@ -35,7 +35,7 @@ RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 BACKFILL_LIMIT = 64 << 20
 """At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
-LiveSink = Callable[[str, list[Record], Tally], None]
+LiveSink = Callable[[str, list[Record], Tally], object]
 """Receives (file, records, that file's cumulative tally) after every block."""
 Note = Callable[[str], None]
 

@@ -1,9 +1,9 @@
 """What the dashboard keeps per followed file on top of the shared live state. Pure.
 
-A file's rows are its ranks (SGLang decode lines) or its engines (vLLM): a record is
-named by the field its kind's live series names (:attr:`acceptmon.parse.kinds.SeriesMetrics.rank_field`),
-and a record without one belongs to the last engine its file named, as in the live
-state (a vLLM spec line follows its engine's throughput line).
+It reads normalized facts (:mod:`acceptmon.measure.normalize`), never records as logged: a
+fact's batch or load names its unit (a rank, or a vLLM engine: a spec line has its engine's
+name already), and a batch carries its unit's load and its ``steady`` mark. A file's run is
+its records' run, numbered as ``acceptmon runs`` numbers it.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from acceptmon.measure.aggregate import Baseline
+from acceptmon.measure.normalize import Fact
 from acceptmon.measure.window import Window
-from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
+from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.tui.verdict import RunPair
-
-Accept = DecodeStats | SpecStats
-"""A record with the acceptance of one interval: an SGLang decode line or a vLLM spec line."""
 
 
 @dataclass
@@ -26,72 +23,49 @@ class FileState:
     """The window, baseline, collapse state and run bookkeeping of one file."""
 
     file: str
-    runs_before: int = 0
-    """Launches in the history read before the live start (the live state counts those read live)."""
     window: Window = field(default_factory=lambda: Window(300.0))
     last_t: float | None = None
     baseline: Baseline = field(default_factory=Baseline)
     """The current run's first ten minutes; its start is the run's start."""
     last_seen: float | None = None
-    last: Accept | None = None
+    last: Record | None = None
+    """The latest record with the ``acceptance`` role (a decode line, a vLLM spec line)."""
     collapsed: bool = False
     stale: bool = False
     unrecognized: int = 0
-    launches: int = 0
-    """Launches read live; the current run is ``runs_before + launches``."""
-    launch_at: tuple[int, int] = (0, 0)
-    """(run index, line) of the last launch line: a later line of the same run continues that launch."""
+    run: int | None = None
+    """The run of the last launch line read live (None before one)."""
     config: LaunchConfig | None = None
     same_config: bool = False
     """The current run repeats the previous run's config; said with both means once this one is known."""
     pair: RunPair = field(default_factory=RunPair)
-    engine: str | None = None
-    """The engine of the file's last record that named one."""
-    load: dict[str, ThroughputStats] = field(default_factory=dict)
-    """Per engine of the current run, its latest throughput line (fields a line lacks kept from earlier ones)."""
 
-    def rank_of(self, r: Record) -> str:
-        """The row a record belongs to: its rank, or its engine (none named: the file's last engine)."""
-        metrics = KINDS[r.kind].series
-        name_field = KINDS[r.kind].unit_field if metrics is not None else "rank"
-        name = getattr(r, name_field, None)
-        if name_field != "rank":
-            self.engine = name = name or self.engine
-        return name or ""
-
-    def throughput(self, r: ThroughputStats, now: float) -> None:
-        """An engine's load line: its throughput goes into the window, the rest waits for its spec line."""
-        engine = self.rank_of(r)
-        prev = self.load.get(engine)
-        merged = r if prev is None else prev.model_copy(update={k: v for k, v in r.__dict__.items() if v is not None})
-        self.load[engine] = merged
-        if r.gen_throughput is not None:  # v0's prefix-cache line carries none
-            self.window.add(epoch(r.timestamp, now), engine, None, None, r.gen_throughput)
-
-    def accept(self, r: Accept, now: float) -> None:
-        """A decode or spec line: acceptance (and, for decode, throughput) of one interval of one row."""
-        rank = self.rank_of(r)
-        self.last_seen, self.last = now, r
-        self.last_t = t = epoch(r.timestamp, now)
-        if self.baseline.start is None:
-            self.baseline.start = r.timestamp  # stats lines before any launch: the run starts with them
-        tput = r.gen_throughput if isinstance(r, DecodeStats) else None
-        self.window.add(t, rank, r.accept_len, r.draft_accept_rate, tput)
-        self.baseline.add(r.accept_len, r.timestamp)
-        self.pair.add(r, self.runs_before + self.launches, self.load.get(rank))
+    def add(self, fact: Fact, now: float) -> None:
+        """A batch (acceptance) or a load line: into the window, the run's baseline and the run pair."""
+        b, load, r = fact.batch, fact.load, fact.record
+        t = epoch(r.timestamp, now)
+        tput = load.gen_throughput if load is not None else None
+        if b is not None:
+            self.last_seen, self.last, self.last_t = now, r, t
+            if self.baseline.start is None:
+                self.baseline.start = r.timestamp  # stats lines before any launch: the run starts with them
+            self.baseline.add(b.accept_len, r.timestamp)
+            self.window.add(t, b.unit, b.accept_len, b.accept_rate, tput)
+        elif load is not None and tput is not None:  # a load line of its own (vLLM): its rate, once
+            self.window.add(t, load.unit, None, None, tput)
+        self.pair.add(fact)
 
     def launch(self, r: Record) -> bool:
         """A launch line; False when it continues the current launch (one server start logs several)."""
-        if r.run == self.launch_at[0] and r.line > self.launch_at[1]:
-            self.launch_at = (r.run, r.line)
+        c: LaunchConfig = getattr(r, "config", None) or LaunchConfig()
+        if r.run == self.run:
+            self.config = c  # the parser merged the start's launch lines: the config so far
             return False
-        self.launch_at = (r.run, r.line)
+        self.run = r.run
         self.baseline.restart(r.timestamp)
         self.window.clear()
-        self.last, self.collapsed, self.load = None, False, {}
-        c: LaunchConfig = getattr(r, "config", LaunchConfig())
-        self.launches += 1
-        self.pair.launch(self.runs_before + self.launches)
+        self.last, self.collapsed = None, False
+        self.pair.launch(r.run)
         self.same_config = c == self.config
         self.config = c
         return True

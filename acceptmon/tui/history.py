@@ -23,20 +23,18 @@ class References:
     throughput_label: str = ""
 
 
-def history_rows(
-    before: Mapping[str, Sequence[RunSummary]], runs_before: Mapping[str, int], live: Sequence[RunSummary]
-) -> list[RunSummary]:
-    """Per file: the runs read before the live start, then the live runs numbered after them."""
+def history_rows(before: Mapping[str, Sequence[RunSummary]], live: Sequence[RunSummary]) -> list[RunSummary]:
+    """Per file: the runs read before the live start, then the live runs.
+
+    Both are numbered as ``acceptmon runs`` numbers them (the live parser starts in the file's state at
+    the live start), so they follow on; a run in both (stats lines before any launch line, read partly
+    before the live start) is shown as read live, once."""
     rows: list[RunSummary] = []
     for file, earlier in before.items():
-        offset = runs_before.get(file, 0)
-        rows.extend(earlier)
-        for s in live:
-            if s.file != file:
-                continue
-            if s.run == 0 and s.batches and offset:
-                continue  # decode lines ahead of the first live launch belong to the last history run
-            rows.append(s.model_copy(update={"run": s.run + offset}))
+        mine = [s for s in live if s.file == file]
+        seen = {s.run for s in mine}
+        rows.extend(h for h in earlier if h.run not in seen)
+        rows.extend(mine)
     return rows
 
 

@@ -9,10 +9,15 @@ events and the run history. Keeping it
 here, apart from Textual, means the numbers on screen are tested without a
 screen, and the UI only lays them out.
 
-Acceptance comes from SGLang decode lines or vLLM spec lines, load (throughput, running,
-queued, KV) from decode lines or vLLM throughput lines; rows are ranks or engines (see
-:mod:`acceptmon.tui.tiles`). The window is measured in log time (the timestamps the server wrote), so a back-filled
-or replayed log shows the same window as a live one. A new launch clears the
+Records are normalized once, by the live state
+(:meth:`~acceptmon.live.state.LiveStats.update` returns the facts), and everything here reads
+those facts: acceptance comes from records whose kind has the ``acceptance`` role (SGLang
+decode lines, vLLM spec lines), load (throughput, running, queued, KV) from the ``load`` role
+(decode lines, vLLM throughput lines); rows are ranks or engines (see :mod:`acceptmon.tui.tiles`).
+Runs are numbered as ``acceptmon runs`` numbers them (the live start gives the parser the
+file's run there), in the header, the history and the exporter alike. The window is measured
+in log time (the timestamps the server wrote), so a back-filled or replayed log shows the same
+window as a live one. A new launch clears the
 window of its file: the plots and tiles describe the current run, and the previous
 run's mean becomes the reference line. Events carry the log time of the record
 behind them (None for notes about acceptmon itself), and a file whose input has
@@ -32,11 +37,11 @@ from acceptmon.measure.aggregate import RunSummary, Stats
 from acceptmon.measure.window import Window
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Tally
-from acceptmon.parse.records import DecodeStats, LaunchConfig, Record, SpecStats, ThroughputStats
+from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.tui.filestate import FileState
 from acceptmon.tui.history import References, history_rows, launch_text, references, same_config_text
 from acceptmon.tui.position_chart import positions
-from acceptmon.tui.tiles import ACCEPT_KINDS, LOAD_KINDS, rank_rows, tiles, unit
+from acceptmon.tui.tiles import accepts, loads, rank_rows, tiles, unit
 from acceptmon.tui.verdict import judge
 from acceptmon.tui.view import Event, Level, Tiles, View, finding_event
 
@@ -81,22 +86,18 @@ class DashboardState:
     def add(self, file: str, records: Iterable[Record], tally: Tally | None = None) -> None:
         now = self.clock()
         with self._lock:
-            records = list(records)
-            self.live.update(file, records, tally)
+            facts = self.live.update(file, records, tally)  # normalized once, there
             f = self._file(file)
-            self._stats.update(records)
-            for r in records:
-                kind = KINDS[r.kind]
-                if kind.starts_run:
+            self._stats.fold(facts)
+            for fact in facts:
+                r = fact.record
+                if KINDS[r.kind].starts_run:
                     self._launch(f, r)
-                elif isinstance(r, DecodeStats | SpecStats):
+                    continue
+                f.add(fact, now)
+                if fact.batch is not None:
                     self._last_file = f.file
-                    f.accept(r, now)
                     self._judge(f, r.timestamp)
-                elif isinstance(r, ThroughputStats):
-                    f.throughput(r, now)
-                elif r.kind == "prefill":
-                    f.pair.prefill(r.rank or "")
             if tally is not None:
                 self._unrecognized(f, tally)
             self._findings()
@@ -114,8 +115,7 @@ class DashboardState:
     def set_history(self, file: str, runs: list[RunSummary]) -> None:
         """Runs read from the part of ``file`` before the live start (by a background worker)."""
         with self._lock:
-            f = self._file(file)
-            f.runs_before = max((r.run for r in runs), default=0)
+            self._file(file)
             self._history[file] = runs
             self.version += 1
 
@@ -141,7 +141,7 @@ class DashboardState:
         """Time-driven events: staleness (no decode line while requests are queued)."""
         now = self.clock()
         with self._lock:
-            load = self._current(LOAD_KINDS)
+            load = [s for s in self._current() if loads(s)]
             for f in self._files.values():
                 if f.last_seen is None or f.file in self._ended:
                     continue
@@ -163,13 +163,13 @@ class DashboardState:
             files = tuple(self._files)
             cur = self._files.get(self._last_file or "") if self._last_file else None
             info = self._info(cur.file) if cur else None
-            current = self._current(ACCEPT_KINDS + LOAD_KINDS)
+            current = [s for s in self._current() if accepts(s) or loads(s)]
             rows = tuple(rank_rows(current, {f: x.window for f, x in self._files.items()}, now))
             mine = [s for s in current if cur is not None and s.file == cur.file]
             history = self._history_rows()
-            refs = self._references(cur, history, unit(mine))
+            run = info.run if info else 0
+            refs = self._references(cur, history, run, unit(mine))
             last_ts = cur.last_t if cur else None
-            run = (cur.runs_before + (info.run if info else 0)) if cur else 0
             infos = {i.file: i for i in self.live.snapshot().files}
             return View(
                 files=files,
@@ -179,7 +179,7 @@ class DashboardState:
                 run_start=cur.baseline.start if cur else None,
                 last_decode_ago=(now - cur.last_seen) if cur and cur.last_seen is not None else None,
                 last_decode_time=datetime.fromtimestamp(last_ts) if last_ts is not None else None,
-                tiles=self._tiles(cur, [s for s in mine if s.kind in LOAD_KINDS]),
+                tiles=self._tiles(cur, [s for s in mine if loads(s)]),
                 accept_series=tuple(cur.window.series("accept")) if cur else (),
                 throughput_series=tuple(cur.window.series("tput")) if cur else (),
                 accept_reference=refs.accept,
@@ -188,7 +188,7 @@ class DashboardState:
                 throughput_reference_label=refs.throughput_label,
                 ranks=rows,
                 unit=unit(mine),
-                positions=positions([s for s in mine if s.kind == "spec"]),
+                positions=positions(mine),
                 stats_kind=cur.last.kind if cur and cur.last else "decode",
                 history=tuple(history),
                 current_run_key=(cur.file, run) if cur else None,
@@ -209,11 +209,11 @@ class DashboardState:
     def _info(self, file: str) -> FileInfo | None:
         return next((i for i in self.live.snapshot().files if i.file == file), None)
 
-    def _current(self, kinds: tuple[str, ...]) -> list[RankSeries]:
-        """The series of ``kinds`` (latest record per rank or engine) in each file's current run."""
+    def _current(self) -> list[RankSeries]:
+        """The series (latest record per kind and rank or engine) of each file's current run."""
         snap = self.live.snapshot()
         runs = {i.file: i.run for i in snap.files}
-        return [s for s in snap.series if s.kind in kinds and s.run == runs.get(s.file)]
+        return [s for s in snap.series if s.run == runs.get(s.file)]
 
     def compare_runs(self) -> None:
         """Judge each file's current run against its previous one (slow: call off the UI thread)."""
@@ -243,7 +243,7 @@ class DashboardState:
         if not f.launch(r):
             return
         c: LaunchConfig = f.config or LaunchConfig()
-        same_as = f.runs_before + f.launches - 1 if f.same_config else None
+        same_as = r.run - 1 if f.same_config else None
         self._event("info", launch_text(c, same_as), f.file, r.timestamp)
         self._last_file = f.file
 
@@ -254,7 +254,7 @@ class DashboardState:
         mean = acc.total / acc.count
         if f.same_config:
             f.same_config = False
-            text = same_config_text(self._history_rows(), f.file, f.runs_before + f.launches, mean)
+            text = same_config_text(self._history_rows(), f.file, f.run or 0, mean)
             self._event("info", text, f.file, at)
         reason = None
         if self.alert_below is not None and mean < self.alert_below:
@@ -281,14 +281,9 @@ class DashboardState:
         return tiles(cur.window, cur.baseline.mean, cur.collapsed, cur.last, load)
 
     def _history_rows(self) -> list[RunSummary]:
-        return history_rows(
-            {f: self._history.get(f, []) for f in self._files},
-            {f: x.runs_before for f, x in self._files.items()},
-            self._stats.summaries(),
-        )
+        return history_rows({f: self._history.get(f, []) for f in self._files}, self._stats.summaries())
 
-    def _references(self, cur: FileState | None, history: list[RunSummary], rows: str) -> References:
+    def _references(self, cur: FileState | None, history: list[RunSummary], run: int, rows: str) -> References:
         if cur is None:
             return References()
-        info = self._info(cur.file)
-        return references(history, cur.file, cur.runs_before + (info.run if info else 0), rows)
+        return references(history, cur.file, run, rows)

@@ -1,8 +1,10 @@
 """The dashboard's tiles and rank rows, from a file's window and its rows' latest records. Pure.
 
 A row is a rank (SGLang: its decode line carries acceptance and load) or an engine
-(vLLM: acceptance from its spec lines, load from its throughput lines); the fields say
-which record gives what, so one rule serves both.
+(vLLM: acceptance from its spec lines, load from its throughput lines); which series gives
+what is its kind's declared role (:mod:`acceptmon.parse.kinds`: ``acceptance``, ``load``), so
+one rule serves both, and a new kind with a role needs nothing here. The throughput tile is
+the window's total as ``runs`` defines a run's: the sum over rows of their mean logged rate.
 """
 
 from __future__ import annotations
@@ -12,23 +14,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from acceptmon.live.state import RankSeries
 from acceptmon.measure.window import Window
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import DecodeStats, Record, SpecStats
+from acceptmon.parse.records import Record
 from acceptmon.tui.view import Health, RankRow, Tiles
 
-ACCEPT_KINDS = ("decode", "spec")
-"""Kinds whose records carry one interval's acceptance (accept len, rates)."""
-LOAD_KINDS = ("decode", "throughput")
-"""Kinds whose records carry one interval's load (gen throughput, running, queued, KV usage)."""
+
+def accepts(s: RankSeries) -> bool:
+    """The series' records carry one interval's acceptance (accept len, rates): the ``acceptance`` role."""
+    return KINDS[s.kind].acceptance
+
+
+def loads(s: RankSeries) -> bool:
+    """The series' records carry one interval's load (gen throughput, running, queued, KV): the ``load`` role."""
+    return KINDS[s.kind].load
 
 
 def tiles(
     window: Window,
     baseline: float | None,
     collapsed: bool,
-    last: DecodeStats | SpecStats | None,
+    last: Record | None,
     load: Sequence[RankSeries],
 ) -> Tiles:
-    """The big numbers of the current file: latest and window means, throughput summed over its rows."""
+    """The big numbers of the current file: latest and window means; throughput, the window's total."""
     mean = window.accept.mean
     health: Health = "none"
     if mean is not None:
@@ -38,15 +45,14 @@ def tiles(
         elif baseline is not None and mean < 0.85 * baseline:
             health = "warn"
     mine = [s.last for s in load]
-    tputs = [v for v in _values(mine, "gen_throughput") if v is not None]
     usage = [v for v in _values(mine, "token_usage") if v is not None]
     return Tiles(
-        accept_len_last=last.accept_len if last else None,
+        accept_len_last=getattr(last, "accept_len", None),
         accept_len_mean=round_or_none(mean),
         draft_accept_rate=round_or_none(window.draft.mean),
-        accept_rate=last.accept_rate if last else None,
-        throughput=round(sum(tputs), 2) if tputs else None,
-        throughput_ranks=len(tputs),
+        accept_rate=getattr(last, "accept_rate", None),
+        throughput=round_or_none(window.throughput_total),
+        throughput_ranks=sum(1 for m in window.tputs.values() if m.count > 0),
         unit=unit(load),
         running=_sum_int(_values(mine, "running_req")),
         queued=_sum_int(_values(mine, "queue_req")),
@@ -64,12 +70,12 @@ def rank_rows(series: Sequence[RankSeries], windows: Mapping[str, Window], now: 
     """One row per (file, rank or engine): acceptance from its decode or spec series, load from decode or throughput."""
     groups: dict[tuple[str, str], list[RankSeries]] = {}
     for s in series:
-        if s.kind in ACCEPT_KINDS + LOAD_KINDS and s.file in windows:
+        if (accepts(s) or loads(s)) and s.file in windows:
             groups.setdefault((s.file, s.rank), []).append(s)
     rows = []
     for (file, rank), group in sorted(groups.items()):
-        accept = next((s.last for s in group if s.kind in ACCEPT_KINDS), None)
-        load = next((s.last for s in group if s.kind in LOAD_KINDS), None)
+        accept = next((s.last for s in group if accepts(s)), None)
+        load = next((s.last for s in group if loads(s)), None)
         rows.append(
             RankRow(
                 file=file,
