@@ -9,6 +9,7 @@ exporter or watcher library.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,21 @@ def test_core_and_cli_import_no_ui_exporter_or_watcher_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_layout_in_the_docs_names_every_folder_and_module():
+    """docs/architecture.md's layout block is the tree: a new module or folder is placed there too."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    start = doc.index("```\nacceptmon/")
+    words = set(re.findall(r"[a-z_]+", doc[start : doc.index("```", start + 4)]))
+    names = {p.stem for p in PACKAGE.rglob("*.py") if p.stem not in ("__init__", "__main__")}
+    names |= {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert sorted(names - words) == []
+
+
+def test_the_readme_layout_names_every_folder():
+    readme = (PACKAGE.parent / "README.md").read_text()
+    start = readme.index("## How it is built")
+    block = readme[start : readme.index("```", readme.index("```", start) + 3)]
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert sorted(f for f in folders if f"{f}/" not in block) == []
