@@ -192,6 +192,23 @@ def test_parallel_output_is_identical_to_sequential(tmp_path, grammars, monkeypa
         assert sum(outs[0][1].values()) == head.count(b"\n")
 
 
+def test_a_rank_glued_to_the_time_is_read_alike_on_5_mib_and_on_a_small_copy(tmp_path):
+    """`[... 12:00:00TP0]` is no envelope: the fast lane (files of 4 MiB or more) reads it as `-j 1`
+    reads a small copy, not as a row of its own."""
+    glued = DECODE.replace(b"14:09:45 TP0]", b"14:09:45TP0]")
+    small, big = tmp_path / "small.log", tmp_path / "big.log"
+    small.write_bytes(DECODE + glued * 3)
+    big.write_bytes(small.read_bytes() * (5 * (1 << 20) // len(small.read_bytes()) + 1))
+    assert big.stat().st_size >= 5 << 20 >= pipeline.FAST_MIN_BYTES
+    one, many = acceptmon("parse", small, "-j", "1"), acceptmon("parse", big)
+    assert one.returncode == many.returncode == 0
+    rows = one.stdout.splitlines()
+    assert len(rows) == 2  # the header and the spaced line
+    copies = big.stat().st_size // small.stat().st_size
+    values = [row.split(b",", 2)[2] for row in many.stdout.splitlines()]  # without file and line
+    assert values == [rows[0].split(b",", 2)[2], *[rows[1].split(b",", 2)[2]] * copies]
+
+
 def test_unreadable_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     path = tmp_path / "secret.log"
     path.write_bytes(DECODE)

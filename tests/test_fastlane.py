@@ -9,6 +9,7 @@ sequentially and on parallel ranges cut small enough to split them.
 from __future__ import annotations
 
 import io
+import itertools
 import random
 
 import pytest
@@ -145,7 +146,7 @@ NUMBERS = INTS + FLOATS
 STAMPS = ["2026-02-26 10:00:00", "2026-02-26 10:00:00.000", "2026-02-26 10:00:00.123", "2026-02-26 10:00:00,123",
           "2026-02-26T23:59:59.5", "2024-02-29 12:00:00", "2026-02-29 12:00:00", "2026-02-30 12:00:00",
           "2026-13-01 00:00:00", "2026-04-31 00:00:00", "2026-12-31 24:00:00", "0000-01-01 00:00:00"]  # fmt: skip
-RANKS = ["", " TP0", " DP0 TP0 EP0", "  TP0", " ATTN_CP0 TP1", " tp0", " TP0 "]
+RANKS = ["", " TP0", " DP0 TP0 EP0", "  TP0", " ATTN_CP0 TP1", " tp0", " TP0 ", "TP0", "DP0 TP0", " TP0TP1"]
 EXTRAS = [
     "largest-len: 0",
     "fwd occupancy: 91.20%",
@@ -209,6 +210,28 @@ def test_every_value_spelling_in_every_sample_position(fmt, tmp_path):
     log = tmp_path / "spellings.log"
     log.write_text("\n".join(lines) + "\n")
     assert _same(log, fmt)[1][3] > 500
+
+
+RANK_TOKENS = ["TP0", "DP12", "ATTN_CP0", "EP_X3", "TP", "tp0", "_A1"]
+RANK_GAPS = ["", " ", "  ", "\t"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_the_lane_and_the_envelope_agree_on_glued_and_spaced_rank_tokens(fmt, tmp_path):
+    """Every one or two rank tokens, each behind no space, one, two or a tab, behind every stamp shape:
+    ``12:00:00TP0]`` is no SGLang envelope for the grammar, so it is none for the lane either."""
+    decode = next(line for line in RECORD_SAMPLES if line.startswith("[") and "Decode batch" in line)
+    _, sep, body = decode.partition("] ")
+    lines = []
+    for stamp in ("2025-10-20 12:00:00", "2025-10-20 12:00:00.123", "2025-10-20T12:00:00"):
+        for a, b in itertools.product(RANK_GAPS, RANK_GAPS):
+            for t1, t2 in itertools.product(RANK_TOKENS, ["", *RANK_TOKENS]):
+                rank = a + t1 + (b + t2 if t2 else "")
+                lines.append(f"[{stamp}{rank}{sep}{body}")
+    log = tmp_path / "ranks.log"
+    log.write_text("\n".join(lines) + "\n")
+    kinds = _same(log, fmt)[1][0]
+    assert 0 < kinds.get("decode", 0) < len(lines)
 
 
 NOISE = [

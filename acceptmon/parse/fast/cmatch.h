@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 2
+#define CMATCH_VERSION 3
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define BOOL_SLOT (SLOT + 256) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
 #define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */

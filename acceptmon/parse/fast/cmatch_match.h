@@ -69,18 +69,19 @@ static const uint8_t *rank_token(const uint8_t *p, const uint8_t *end) {
     return d > p ? d : NULL;
 }
 
-/* RANK of pieces.py: (?: (?=[A-Z]))?((?:TOKEN(?: TOKEN)*)?); env[3] = the rank. */
+/* RANK of pieces.py: (?: (?=TOKEN))?((?<= )TOKEN(?: TOKEN)*|); env[3] = the rank. Every token
+ * follows a space, the first one too: a token glued to the timestamp is no rank (the envelope's
+ * (?:\s[A-Z][A-Z_]*+\d++)*+ refuses it, and so does the suffix after an empty rank). */
 static const uint8_t *rank(const uint8_t *p, const uint8_t *end, Cap *env) {
-    if (end - p >= 2 && p[0] == ' ' && is_upper(p[1])) p++;
     env[3].p = p, env[3].n = 0;
-    const uint8_t *q = rank_token(p, end);
+    const uint8_t *q = (p < end && *p == ' ') ? rank_token(p + 1, end) : NULL;
     if (q == NULL) return p;
     for (;;) {
         const uint8_t *r = (q < end && *q == ' ') ? rank_token(q + 1, end) : NULL;
         if (r == NULL) break;
         q = r;
     }
-    env[3].n = q - p;
+    env[3].p = p + 1, env[3].n = q - (p + 1);
     return q;
 }
 

@@ -22,7 +22,7 @@ from acceptmon.parse.fast.rows import Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 2
+VERSION = 3
 """The C module this code speaks to (``cmatch.VERSION``); another version is not used."""
 LIT, ALT, INT, FLOAT, BOOL, STR, LINT, LFLOAT, LSTR, EXTRA = range(10)
 STRICT = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}

@@ -57,8 +57,10 @@ TIME = rb"((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
 FRACTION = rb"((?:\.(?!000)[0-9]{3})?)"
 """Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 prints none."""
 TIMESTAMP = DATE + rb"[ T]" + TIME + FRACTION
-RANK = rb"(?: (?=[A-Z]))?((?:[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*)?)"
-"""Rank tokens with their leading space; group 1 is the folded rank (empty for none)."""
+RANK = rb"(?: (?=[A-Z][A-Z_]*[0-9]))?((?<= )[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*|)"
+"""Rank tokens, each behind a space as the envelope's ``(?:\\s[A-Z][A-Z_]*+\\d++)*+`` has them; group 1
+is the folded rank (empty for none). The space is taken only when a token follows it, and a token only
+behind it (a timestamp ends in a digit): ``12:00:00TP0]`` is no envelope, here as in the grammar."""
 ENVELOPE_KINDS = {"timestamp": TIMESTAMP, "rank": RANK}
 
 
