@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import BinaryIO, Final
 
 from acceptmon.errors import InputError
+from acceptmon.inputs.journal import wrap
 
 BLOCK_SIZE: Final = 1 << 22
 """Bytes read at a time (4 MiB)."""
@@ -117,14 +118,15 @@ def file_kind(mode: int) -> str:
 
 @contextmanager
 def open_log(path: str) -> Iterator[BinaryIO]:
-    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed.
+    """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed, journalctl's
+    ``-o export`` and ``-o json`` come as one JSON line per entry (:mod:`acceptmon.inputs.journal`).
 
     Errors of the caller's own work inside the ``with`` (e.g. a closed stdout) pass
     through unchanged; only opening the log and decompressing it are blamed on it.
     """
     check_path(path)
     if path == "-":
-        yield sys.stdin.buffer
+        yield wrap(sys.stdin.buffer)
         return
     try:
         raw = open(path, "rb")
@@ -137,11 +139,11 @@ def open_log(path: str) -> Iterator[BinaryIO]:
         except OSError as exc:
             raise InputError(path, exc.strerror or str(exc)) from None
         if not gzipped:
-            yield raw
+            yield wrap(raw)
             return
         with gzip.GzipFile(fileobj=raw) as gz:
             try:
-                yield gz  # type: ignore[misc]
+                yield wrap(gz)  # type: ignore[arg-type]
             except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
                 raise InputError(path, f"corrupt gzip data ({_gzip_reason(exc)})") from None
 

@@ -32,6 +32,32 @@ def docker_json(text: str) -> str:
     return log.rstrip("\n") if isinstance(log, str) else text
 
 
+JOURNAL_HEAD = ('{"__', '{ "__')
+"""How a ``journalctl -o json`` line starts (``{"__CURSOR":...``, before systemd 246 ``{ "__CURSOR" : ...``);
+:mod:`acceptmon.inputs.journal` gives ``-o export`` entries as such lines too."""
+
+
+def journal_entry(text: str) -> tuple[str, str, int | None] | None:
+    """A journald entry line's ``MESSAGE`` (text, or an array of byte values as journalctl writes a
+    value that is not printable UTF-8), its ``_SYSTEMD_UNIT`` ('' if none) and ``__REALTIME_TIMESTAMP``
+    (microseconds since the epoch, or None); None if the line is not a JSON entry with a message."""
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return None
+    message = entry.get("MESSAGE") if isinstance(entry, dict) else None
+    if isinstance(message, list):
+        if not all(isinstance(b, int) and 0 <= b < 256 for b in message):
+            return None
+        message = bytes(message).decode("utf-8", "replace")
+    if not isinstance(message, str):
+        return None
+    unit = entry.get("_SYSTEMD_UNIT")
+    stamp = entry.get("__REALTIME_TIMESTAMP")
+    micros = int(stamp) if isinstance(stamp, str) and stamp.isdigit() and len(stamp) <= 18 else None
+    return message.rstrip("\n"), unit if isinstance(unit, str) else "", micros
+
+
 Table = dict[str, tuple[str, Callable[[str], Any], bool, Converter]]
 """Body key -> (field, plain converter, fallback, the converter itself): :attr:`Grammar.key_table`."""
 

@@ -22,7 +22,7 @@ a value that does not convert makes the line unrecognized.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import regex
@@ -30,7 +30,7 @@ import regex
 from acceptmon.parse.grammar import Grammar, GrammarSet, bounded
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.meta_info import read_meta_info
-from acceptmon.parse.pairs import docker_json, literal, read_pairs, split_top_level
+from acceptmon.parse.pairs import JOURNAL_HEAD, docker_json, journal_entry, literal, read_pairs, split_top_level
 from acceptmon.parse.records import LaunchConfig, LineKind, Record, build
 from acceptmon.parse.state import UNRECOGNIZED_KEPT, ParseState, StreamState, Tally, continued, launch_config
 from acceptmon.parse.streams import NONE, Origin, path_origin, split
@@ -88,6 +88,8 @@ class Parser:
         """The highest run number given in the file so far (runs are numbered per file)."""
         self._current = self._plain
         """The source of the line classified last."""
+        self._entry_time: int | None = None
+        """The journald entry time (``__REALTIME_TIMESTAMP``, µs) of the line unwrapped last, if it was one."""
         self.guess: tuple[int, int] | None = None
         """(month, year) of the first year-less timestamp if its year was guessed (no year to go on)."""
         self.stats_kinds = frozenset(k.name for k in KINDS.values() if k.ends_launch_group)
@@ -223,9 +225,19 @@ class Parser:
 
     def _unwrap(self, text: str) -> tuple[Origin, str]:
         """A line's stream prefix (:data:`~acceptmon.parse.streams.NONE` if none) and its message with
-        its envelope, without what wraps them."""
+        its envelope, without what wraps them.
+
+        A journald entry line (``journalctl -o json``, or ``-o export`` made one line by
+        :mod:`acceptmon.inputs.journal`) is its ``MESSAGE``, with its ``_SYSTEMD_UNIT`` as the source
+        when the message names none; its ``__REALTIME_TIMESTAMP`` dates a record that has no time of
+        its own (:meth:`_build`)."""
+        self._entry_time, unit = None, ""
         if text.startswith('{"log":'):
             text = docker_json(text)
+        elif text.startswith(JOURNAL_HEAD):
+            entry = journal_entry(text)
+            if entry is not None:
+                text, unit, self._entry_time = entry
         if "\x1b" in text:
             text = ANSI.sub("", text)
         if "\r" in text:
@@ -234,8 +246,9 @@ class Parser:
             text = text.rstrip("\r").rpartition("\r")[2]
         first = text[:1]
         if first == "[" and text[1:2] != "p":  # the usual SGLang line: no stream prefix
-            return NONE, text
-        return split(text)
+            return (Origin(source=unit) if unit else NONE), text
+        origin, text = split(text)
+        return (Origin(source=unit) if unit and not origin else origin), text
 
     def _stream(self, origin: Origin) -> _Stream:
         """The run state of a prefix's source (new: no run yet)."""
@@ -318,6 +331,8 @@ class Parser:
                 values[conv.field] = conv(raw)
         if isinstance(values.get("timestamp"), Yearless):
             values["timestamp"] = self._dated(values["timestamp"])
+        elif values.get("timestamp") is None and self._entry_time is not None:  # a journald entry's time, UTC
+            values["timestamp"] = datetime.fromtimestamp(self._entry_time / 1e6, UTC).replace(tzinfo=None)
         body = raws[plan.body_group] if plan.body else None
         kind = plan.kind
         if kind.starts_run:

@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from acceptmon.inputs.files import GZIP_MAGIC, check_path
+from acceptmon.inputs.journal import is_journal
 from acceptmon.inputs.ranges import split_ranges
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, Tally
@@ -102,7 +103,7 @@ def run(
         lane = FastLane(grammars, fast, table_columns())
         lane = lane if lane.enabled else None
     for path in paths:
-        if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _is_gzip(path):
+        if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)
         else:
             tally = _run_sequential(path, grammars, job, progress, on_progress, limit, lane)
@@ -123,7 +124,7 @@ def _run_sequential(
     parser = Parser(grammars, path, records=job.records_wanted)
     if path != "-":
         check_path(path)
-    in_place = lane is not None and path != "-" and not _is_gzip(path)
+    in_place = lane is not None and path != "-" and not _whole(path)
     size = _size(path, limit) if in_place else limit
     parts_of = partial(_parts, parser, job=job, lane=lane)
     for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, (lane, in_place, FAST_BLOCK)):
@@ -194,6 +195,12 @@ def _size(path: str, limit: int | None = None) -> int:
     except OSError:
         return 0
     return size if limit is None else min(size, limit)
+
+
+def _whole(path: str) -> bool:
+    """A file read from its start through :func:`open_log` only: gzip, or journalctl output (whose
+    entries become lines there: no byte range of the file is a range of lines)."""
+    return _is_gzip(path) or is_journal(path)
 
 
 def _is_gzip(path: str) -> bool:
