@@ -136,10 +136,11 @@ def open_log(path: str) -> Iterator[BinaryIO]:
         try:
             gzipped = raw.read(2) == GZIP_MAGIC
             raw.seek(0)
+            stream = raw if gzipped else wrap(raw)
         except OSError as exc:
             raise InputError(path, exc.strerror or str(exc)) from None
         if not gzipped:
-            yield wrap(raw)
+            yield stream
             return
         with gzip.GzipFile(fileobj=raw) as gz:
             try:

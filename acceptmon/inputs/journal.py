@@ -44,10 +44,7 @@ def wrap(stream: BinaryIO) -> BinaryIO:
     and stdin have it), so nothing is consumed."""
     peek = getattr(stream, "peek", None)
     if peek is not None:
-        try:
-            head = peek(HEAD_BYTES)[:HEAD_BYTES]
-        except (OSError, ValueError):
-            return stream
+        head = peek(HEAD_BYTES)[:HEAD_BYTES]  # a read error (a corrupt gzip file) is the caller's to name
         if head.startswith(EXPORT_HEAD):
             return ExportReader(stream)  # type: ignore[return-value]
         if JSON_HEAD.match(head):
