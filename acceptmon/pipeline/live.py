@@ -40,6 +40,8 @@ RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 BACKFILL_LIMIT = 64 << 20
 """At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
+CLAIMS_KEPT = 4096
+"""At most this many claimed glob matches are remembered (past it, they are asked again)."""
 LiveSink = Callable[[str, list[Record], Tally], object]
 """Receives (file, records, that file's cumulative tally) after every block."""
 Note = Callable[[str], None]
@@ -144,6 +146,8 @@ class LiveSource:
         self._missing: dict[str, float] = {}
         self._real: dict[str, str] = {}
         """Real path -> the name it is followed under."""
+        self._claims: dict[str, tuple[int, int, int, int]] = {}
+        """Glob matches found claimed: (device, inode, size, mtime) then, not fingerprinted again while it holds."""
 
     # -- discovery and start positions -------------------------------------------------
 
@@ -180,11 +184,21 @@ class LiveSource:
         self._last_scan = time.monotonic()
 
     def _claimed_now(self, path: str) -> bool:
+        """Whether a new glob match is read through another path; a yes holds while the file is unchanged."""
         try:
             st = os.stat(path)
         except OSError:
             return False
-        return self._claimed(path, st)
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._claims.get(path) == key:
+            return True
+        self._claims.pop(path, None)
+        if not self._claimed(path, st):
+            return False
+        if len(self._claims) >= CLAIMS_KEPT:
+            self._claims.clear()
+        self._claims[path] = key
+        return True
 
     def _claimed(self, path: str, st: os.stat_result) -> bool:
         """Whether the file ``path`` names is read through another path (:mod:`acceptmon.pipeline.rotated`)."""
