@@ -10,6 +10,8 @@ a partial last line is held until its newline arrives. Between polls it notices:
   handle stays open and is read too until it has not grown for
   :data:`ROTATE_GRACE_SECONDS` (a writer reopens the path a moment after the rotation);
 - a missing file: it waits, and says so through :attr:`Follower.waiting`.
+- a file read through another path (its ``claimed`` callback says so: a rotated name of a
+  followed file): it is left alone, and asked about again at the next poll.
 
 :func:`watch_loop` wakes a tick through watchfiles (inotify) with a short debounce, or by
 a timer in poll mode (network filesystems, containers). Nothing here parses: the live
@@ -28,6 +30,8 @@ from typing import BinaryIO
 from acceptmon.inputs.files import MAX_LINE, LineAssembler, Oversized, not_regular
 
 Sink = Callable[[bytes | Oversized], None]
+Claimed = Callable[[os.stat_result], bool]
+"""Whether the file a path names now is read through another path already (a rotated name of a followed file)."""
 READ_SIZE = 1 << 20
 HEAD_BYTES = 256
 DEBOUNCE_MS = 100
@@ -48,8 +52,8 @@ the old file before the new one."""
 class _Draining:
     """A rotated-away file still read until it stays quiet for :data:`ROTATE_GRACE_SECONDS`."""
 
-    def __init__(self, file: BinaryIO, lines: LineAssembler, now: float) -> None:
-        self.file, self.lines, self.grew = file, lines, now
+    def __init__(self, file: BinaryIO, lines: LineAssembler, now: float, ino: tuple[int, int]) -> None:
+        self.file, self.lines, self.grew, self.ino = file, lines, now, ino
 
 
 class Follower:
@@ -63,15 +67,21 @@ class Follower:
         start: int | None = 0,
         max_line: int = MAX_LINE,
         skipping: bool = False,
+        claimed: Claimed | None = None,
     ) -> None:
         """``start``: byte offset to begin at in the current file (None: its end).
 
         ``skipping``: the start offset lies inside an over-long line (a resumed position).
+        ``claimed``: asked before a file is opened; when it says the file is read elsewhere, it
+        is left alone (and asked again at the next poll).
         """
         self.path = path
         self.sink = sink
         self._start = start
         self._skipping = skipping
+        self._claimed = claimed
+        self.elsewhere = False
+        """The path names a file read through another path: not read here, not waited for."""
         self._file: BinaryIO | None = None
         self._ino: tuple[int, int] | None = None
         self.pos = 0
@@ -90,7 +100,21 @@ class Follower:
     @property
     def waiting(self) -> bool:
         """True while the path does not exist (yet)."""
-        return self._file is None
+        return self._file is None and not self.elsewhere
+
+    def inodes(self) -> set[tuple[int, int]]:
+        """(device, inode) of every file open here: the current one and those rotated away still read."""
+        out = {old.ino for old in self._draining}
+        if self._ino is not None:
+            out.add(self._ino)
+        return out
+
+    def read_rotated(self, file: BinaryIO, ino: tuple[int, int], *, offset: int, skipping: bool) -> None:
+        """Read ``file`` (positioned at ``offset``) to its end before the path: it was rotated away while
+        nobody followed it (a resumed position). It is read like a file rotated away while following."""
+        lines = LineAssembler(self._lines.max_line, at_start=offset == 0)
+        lines.skipping = skipping
+        self._draining.append(_Draining(file, lines, self.clock(), ino))
 
     def position(self) -> tuple[int, int, int, bool] | None:
         """(device, inode, offset of the first unprocessed line, skipping) of the open file."""
@@ -112,8 +136,8 @@ class Follower:
             return n  # deleted: keep the old handle until a new file appears
         if (st.st_dev, st.st_ino) != self._ino:
             n += self._drain()
-            assert self._file is not None
-            self._draining.append(_Draining(self._file, self._lines, self.clock()))
+            assert self._file is not None and self._ino is not None
+            self._draining.append(_Draining(self._file, self._lines, self.clock(), self._ino))
             self._lines = LineAssembler(self._lines.max_line)
             self._file = self._ino = None
             self.rotations += 1
@@ -155,7 +179,7 @@ class Follower:
         try:  # non-blocking: a FIFO that appears under the name must not block the follower in open()
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
-            self.error = None
+            self.error, self.elsewhere = None, False
             return False
         except OSError as exc:  # permission denied, a directory: keep trying, the caller reports it
             self.error = exc.strerror or str(exc)
@@ -163,6 +187,10 @@ class Follower:
         st = os.fstat(fd)
         self.error = not_regular(st.st_mode)
         if self.error is not None:
+            os.close(fd)
+            return False
+        self.elsewhere = self._claimed is not None and self._claimed(st)
+        if self.elsewhere:
             os.close(fd)
             return False
         f = os.fdopen(fd, "rb")

@@ -7,6 +7,10 @@ feeds every block a :class:`~acceptmon.inputs.follow.Follower` reads to that fil
 :class:`~acceptmon.parse.parser.Parser`, and hands the records to a sink. Positions persist
 through :mod:`acceptmon.pipeline.statefile`, after every tick that moved one (at most
 every :data:`SAVE_SECONDS`) and on exit.
+
+A glob match that is a followed file under a rotated name (renamed, copied or compressed) is
+not read again, and a saved file rotated while nobody followed it is found under its new name
+and its rest read first (:mod:`acceptmon.pipeline.rotated`).
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from acceptmon.inputs.files import OVERSIZED, Oversized, check_path, kernel_dir
 from acceptmon.inputs.follow import Follower, watch_loop
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.parse.records import Record
-from acceptmon.pipeline import statefile
+from acceptmon.pipeline import rotated, statefile
 from acceptmon.pipeline.start import current_run_start
 
 FORGET_SECONDS = 30.0
@@ -35,6 +40,8 @@ RESCAN_SECONDS = 1.0
 """How often globs are expanded again for new matches."""
 BACKFILL_LIMIT = 64 << 20
 """At most this many bytes before the end are replayed at start (the launch line itself is always read)."""
+CLAIMS_KEPT = 4096
+"""At most this many claimed glob matches are remembered (past it, they are asked again)."""
 LiveSink = Callable[[str, list[Record], Tally], object]
 """Receives (file, records, that file's cumulative tally) after every block."""
 Note = Callable[[str], None]
@@ -43,9 +50,21 @@ Note = Callable[[str], None]
 class Watched:
     """One followed file: its parser, and the follower that feeds it."""
 
-    def __init__(self, path: str, parser: Parser, sink: LiveSink, *, start: int | None, skipping: bool) -> None:
+    def __init__(
+        self,
+        path: str,
+        parser: Parser,
+        sink: LiveSink,
+        *,
+        start: int | None,
+        skipping: bool,
+        claimed: Callable[[str, os.stat_result], bool] = lambda _path, _st: False,
+    ) -> None:
         self.path, self.parser, self.sink = path, parser, sink
-        self.follower = Follower(path, self.take, start=start, skipping=skipping)
+        self.follower = Follower(path, self.take, start=start, skipping=skipping, claimed=self._claimed)
+        self._is_claimed = claimed
+        self._last_claim: tuple[int, int, int, int] | None = None
+        """(device, inode, size, mtime) of the file last found claimed: not fingerprinted again until it changes."""
         self.error: str | None = None
         """The read error last reported for this file."""
         self.waiting: bool | None = None
@@ -58,6 +77,13 @@ class Watched:
         if self._fingerprint[0] != key or self._fingerprint[1] is None:
             self._fingerprint = key, statefile.fingerprint(self.path)
         return self._fingerprint[1]
+
+    def _claimed(self, st: os.stat_result) -> bool:
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if key == self._last_claim:
+            return True
+        self._last_claim = key if self._is_claimed(self.path, st) else None
+        return self._last_claim is not None
 
     def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
@@ -107,12 +133,21 @@ class LiveSource:
         """The state file's lock, held until :meth:`close`: one process per state file."""
         if state_file is not None:
             self._lock, self._saved = statefile.open_state(state_file, note)
+        self._heads = rotated.Heads()
+        """First lines of the files followed (and saved), to know their copies and compressed rotations."""
+        for saved_path, saved in self._saved.files.items():
+            if not _same_file(saved_path, saved):  # it moved while stopped: it may be under a rotated name now
+                self._heads.add(saved_path, saved.fingerprint)
+        self._tails: dict[str, tuple[BinaryIO, tuple[int, int], int, bool]] = {}
+        """Per path resumed: its saved file, rotated away while stopped, open where reading stopped."""
         self._first_scan = True
         self._last_scan = 0.0
         self._last_save = time.monotonic()
         self._missing: dict[str, float] = {}
         self._real: dict[str, str] = {}
         """Real path -> the name it is followed under."""
+        self._claims: dict[str, tuple[int, int, int, int]] = {}
+        """Glob matches found claimed: (device, inode, size, mtime) then, not fingerprinted again while it holds."""
 
     # -- discovery and start positions -------------------------------------------------
 
@@ -132,6 +167,8 @@ class LiveSource:
             for path in paths:
                 real = os.path.realpath(path)
                 if path not in self.files and real not in self._real:  # one file named twice is read once
+                    if path not in explicit and self._claimed_now(path):
+                        continue  # a rotated name of a followed file: asked again at the next scan
                     self._real[real] = path
                     self._add(path, existed_at_start=first and os.path.exists(path))
         now = time.monotonic()
@@ -145,6 +182,28 @@ class LiveSource:
             del self._missing[path]
             self._forget(path)
         self._last_scan = time.monotonic()
+
+    def _claimed_now(self, path: str) -> bool:
+        """Whether a new glob match is read through another path; a yes holds while the file is unchanged."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._claims.get(path) == key:
+            return True
+        self._claims.pop(path, None)
+        if not self._claimed(path, st):
+            return False
+        if len(self._claims) >= CLAIMS_KEPT:
+            self._claims.clear()
+        self._claims[path] = key
+        return True
+
+    def _claimed(self, path: str, st: os.stat_result) -> bool:
+        """Whether the file ``path`` names is read through another path (:mod:`acceptmon.pipeline.rotated`)."""
+        open_inodes = {ino for p, w in self.files.items() if p != path for ino in w.follower.inodes()}
+        return self._heads.claimed(path, (st.st_dev, st.st_ino), open_inodes)
 
     def _forget(self, path: str) -> None:
         """A glob match deleted for good (daily files): read its end, then let it go."""
@@ -164,7 +223,11 @@ class LiveSource:
             for r in preface:
                 parser.tally.kinds[r.kind] += 1
             self.sink(path, preface, parser.tally)
-        w = self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping)
+        w = self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping, claimed=self._claimed)
+        tail = self._tails.pop(path, None)
+        if tail is not None:  # read before the path, as a file rotated away while following is
+            file, ino, offset, tail_skipping = tail
+            w.follower.read_rotated(file, ino, offset=offset, skipping=tail_skipping)
         if self.on_waiting is not None:  # sinks learn of every file at once (its share of the series cap)
             w.waiting = not os.path.exists(path)
             self.on_waiting(path, w.waiting)
@@ -201,8 +264,16 @@ class LiveSource:
             or fp not in (None, statefile.fingerprint(path))
             or (saved.offset > st.st_size)
         ):
-            self.note(f"{path}: replaced since the state file was written; reading it from the start")
-            return 0, False, ParseState(), []
+            found = rotated.find_rotated(path, saved)
+            if found is None:
+                self.note(f"{path}: replaced since the state file was written; reading it from the start")
+                return 0, False, ParseState(), []
+            name, file, ino = found
+            self._tails[path] = file, ino, saved.offset, saved.skipping
+            self.note(
+                f"{path}: rotated while stopped; reading {name} from byte {saved.offset:,}, then {path} (state file)"
+            )
+            return 0, False, saved.parse_state, []
         if not saved.skipping and not statefile.at_line_start(path, saved.offset):
             del self._saved.files[os.path.abspath(path)]  # never written back
             self.note(f"{path}: saved position {saved.offset:,} is not at a line start (state file); read as new")
@@ -219,6 +290,9 @@ class LiveSource:
             self.discover()
         for w in list(self.files.values()):
             w.follower.poll_once()
+            pos = w.follower.position()
+            if pos is not None:  # its first line: a copy or compressed rotation of it is known later
+                self._heads.add(w.path, w.fingerprint(pos[0], pos[1]))
             if w.follower.error != w.error:
                 w.error = w.follower.error
                 if w.error:
@@ -299,3 +373,12 @@ class LiveSource:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+
+
+def _same_file(path: str, saved: statefile.FilePosition) -> bool:
+    """Whether ``path`` still names the file of its saved position."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (saved.dev, saved.ino)

@@ -26,9 +26,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import gzip
 import hashlib
 import json
 import os
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -42,6 +44,7 @@ from acceptmon.parse.records import LaunchConfig
 from acceptmon.parse.state import StreamState
 
 FINGERPRINT_BYTES = 1024
+GZIP_MAGIC = b"\x1f\x8b"
 VERSION: Final = 1
 """The state file format this code reads and writes; any other version is read as empty."""
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -117,6 +120,32 @@ def fingerprint(path: str) -> str | None:
             head = f.read(FINGERPRINT_BYTES)
     except OSError:
         return None
+    return _hash_head(head)
+
+
+def is_gzip(path: str) -> bool:
+    """Whether ``path`` starts like a gzip stream (a compressed rotation)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    except OSError:
+        return False
+
+
+def content_fingerprint(path: str) -> str | None:
+    """As :func:`fingerprint`, of the decompressed text when ``path`` is gzip: a compressed rotation of a
+    file has that file's fingerprint. None while there is no complete first line (or the stream is damaged)."""
+    if not is_gzip(path):
+        return fingerprint(path)
+    try:
+        with gzip.open(path, "rb") as f:
+            head = f.read(FINGERPRINT_BYTES)
+    except (OSError, EOFError, zlib.error):  # still being written, or not gzip after all
+        return None
+    return _hash_head(head)
+
+
+def _hash_head(head: bytes) -> str | None:
     nl = head.find(b"\n")
     if nl >= 0:
         head = head[: nl + 1]
