@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
+from typing import Any
+
 
 def number(value: float | int | None, digits: int = 2, suffix: str = "") -> str:
     """Fixed decimals (integers as they are), ``-`` for none."""
@@ -24,3 +28,22 @@ def duration(seconds: float | None) -> str:
 def short_model(model: str | None) -> str:
     """The last part of a model path (``meta-llama/Llama-3.1-8B`` -> ``Llama-3.1-8B``); ``-`` for none."""
     return model.rstrip("/").split("/")[-1] if model else "-"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float (inf, nan) inside dicts, lists and tuples as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, **options: Any) -> str:
+    """JSON that every reader takes (``jq`` too): a non-finite number is ``null``, never ``Infinity`` or ``NaN``."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(finite(value), allow_nan=False, **options)

@@ -113,6 +113,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from acceptmon.cli.wiring import say_left_out
     from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
     args.files = unique_paths(args.files)
@@ -125,6 +126,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     )
     summaries = job.stats.summaries()
     _year_note(result.tally, grammars.year_for)
+    say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
     if not job.records:
         _no_rows_hint(args.files)
     _print_runs(summaries, args.format)
@@ -133,14 +135,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
     import csv
-    import json
 
+    from acceptmon.display import strict_json
     from acceptmon.measure.summary import RunSummary
     from acceptmon.sinks.runs_table import render_runs_table
 
     with stdout_writes():
         if fmt == "json":
-            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+            print(strict_json([s.model_dump(mode="json") for s in summaries], indent=2))
         elif fmt == "csv":
             w = csv.writer(sys.stdout)
             w.writerow(RunSummary.model_fields)

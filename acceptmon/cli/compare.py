@@ -8,7 +8,6 @@ renders the result.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import textwrap
 from collections.abc import Sequence
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from acceptmon.cli.args import Subcommands
+from acceptmon.cli.wiring import say_left_out
+from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, Sample, Side, SideResult, compare
@@ -97,7 +98,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     a, b = (read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs)
     result = compare(a, b, resamples=args.resamples, seed=args.seed)
     if args.format == "json":
-        text = json.dumps(result.model_dump(mode="json"), indent=2)
+        text = strict_json(result.model_dump(mode="json"), indent=2)
     else:
         text = render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed)
     with stdout_writes():
@@ -121,6 +122,8 @@ class _SideJob:
         self.sample = Sample()
         self.runs: dict[int, LaunchConfig | None] = {}
         self.sources: dict[str, tuple[str, str]] = {}
+        self.invalid_values = self.refused_configs = 0
+        """Impossible values and refused launch configs the normalize step left out."""
 
     def chunk(self, records: list[Record]) -> tuple[list[Slim], set[int]]:
         """The side's records as what the normalizer reads, and the numbers of the other runs with stats lines."""
@@ -135,6 +138,9 @@ class _SideJob:
             self.runs.setdefault(number, None)
         for fact in self.normalizer.feed(unslim(mine)):
             r = fact.record
+            if self.run_no is None or r.run == self.run_no:
+                self.invalid_values += fact.invalid
+                self.refused_configs += bool(fact.refused)
             if KINDS[r.kind].starts_run:
                 self.runs[r.run] = getattr(r, "config", None)
                 continue
@@ -165,6 +171,7 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
     if not len(job.sample):
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
+    say_left_out(job.invalid_values, job.refused_configs, f"{label}: ")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
     return job.sample.side(label, _spec(wanted), job.source_of())
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, year_option
+from acceptmon.cli.wiring import say_left_out
 from acceptmon.diagnose.read import diagnose
 from acceptmon.diagnose.report import to_json, to_text
 from acceptmon.diagnose.rules import describe_signatures, load_rules
@@ -95,6 +96,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         jobs=max(1, args.jobs),
     )
     findings, runs = doctor.findings(), doctor.reports()
+    figures = [s.figures for s in doctor.states()]
+    say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))
     with stdout_writes():  # first: a closed stdout has no isatty()
         print(to_json(findings, runs) if args.format == "json" else to_text(findings, runs, colour=sys.stdout.isatty()))
     return 0

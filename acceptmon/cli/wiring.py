@@ -26,6 +26,23 @@ def say(message: str) -> None:
     print(f"acceptmon: {message}", file=sys.stderr, flush=True)
 
 
+def say_left_out(values: int, configs: int, where: str = "") -> None:
+    """The summary line of what the normalize step refused (:mod:`acceptmon.measure.normalize`); none if nothing."""
+    parts = []
+    if values:
+        parts.append(
+            f"{values:,} impossible value{'s' if values != 1 else ''} left out (accept len outside 1..1000, "
+            "a rate outside 0..1, a negative count or throughput, or not finite)"
+        )
+    if configs:
+        parts.append(
+            f"{configs:,} launch config{'s' if configs != 1 else ''} refused (speculative or parallel sizes no "
+            "server runs: read as unknown)"
+        )
+    if parts:
+        say(f"{where}{'; '.join(parts)}")
+
+
 def plain_line(fact: Fact, with_file: bool = False) -> str:
     """One compact, grep-friendly line per batch (a decode line, a vLLM spec line), from its normalized fact.
 

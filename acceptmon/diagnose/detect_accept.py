@@ -7,6 +7,8 @@ lines of the warm-up (the first lines of a run) are not judged.
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, matches, r6, run_lines
@@ -227,7 +229,7 @@ class Depth(Detector[DepthParams]):
         alpha = acceptance_probability(mean, k)
         if alpha < self.p.min_alpha:
             return None
-        best = max([i for i in range(1, k + 1) if alpha**i >= self.p.per_step_below], default=1)
+        best = deepest_step(alpha, self.p.per_step_below, k)
         text = f"(L - 1)/k = ({mean:.2f} - 1)/{k} = {per_step:.2f} (< {self.p.per_step_below})"
         note = (
             f"At the per-token acceptance this L implies (alpha = {alpha:.2f}, i.i.d. model), drafted position "
@@ -235,6 +237,24 @@ class Depth(Detector[DepthParams]):
             f"--speculative-num-steps {best}."
         )
         return hit(text, run_lines(run), note=note, per_step_rate=per_step, alpha=alpha, steps=k, suggested_steps=best)
+
+
+def deepest_step(alpha: float, below: float, steps: int) -> int:
+    """The last position i in 1..steps with alpha**i >= below (1 if none), in constant time: alpha**i falls with i,
+    so it is floor(log(below) / log(alpha)), checked against float rounding on both sides. ``steps`` is a logged
+    number and never bounds a loop."""
+    if steps < 1:
+        return 1
+    if below <= 0 or alpha >= 1:
+        return steps
+    if alpha <= 0 or alpha < below:
+        return 1
+    best = max(1, min(steps, int(math.log(below) / math.log(alpha))))
+    if best < steps and alpha ** (best + 1) >= below:
+        best += 1
+    if best > 1 and alpha**best < below:
+        best -= 1
+    return best
 
 
 def acceptance_probability(length: float, steps: int) -> float:

@@ -138,6 +138,7 @@ class Doctor:
             r = fact.record
             if KINDS[r.kind].starts_run:
                 self._launch(r)
+                self._run(r.file, r.run, getattr(r, "source", "")).state.figures.add(fact)  # a refused config
             elif KINDS[r.kind].warning and getattr(r, "code", None) in self.before_launch:
                 self.pending.setdefault(r.file, []).append(r)  # type: ignore[arg-type]  # the warning role's model
             else:

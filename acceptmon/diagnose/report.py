@@ -7,13 +7,13 @@ break-even (verdict against a baseline, or the break-even statement) and its fin
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from acceptmon.diagnose.engine import Change, RunReport
 from acceptmon.diagnose.model import Finding
+from acceptmon.display import strict_json
 
 WIDTH = 100
 COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
@@ -25,7 +25,7 @@ def to_json(findings: Sequence[Finding], runs: Sequence[RunReport]) -> str:
         "findings": [f.model_dump(mode="json") for f in findings],
         "runs": [r.model_dump(mode="json") for r in runs],
     }
-    return json.dumps(data, indent=2)
+    return strict_json(data, indent=2)
 
 
 def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: bool = False) -> str:

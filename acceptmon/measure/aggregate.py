@@ -120,6 +120,7 @@ class RunStats:
         if kind.starts_run:  # a launch line; a later one of the same run continues it
             self.launch = getattr(r, "config", None)
             self.start = self.start or r.timestamp
+            self.figures.add(fact)  # counts a refused config
             return
         if kind.request:
             self.requests += 1
@@ -195,6 +196,8 @@ class RunStats:
             request_accept_len_p90=self.request_accept_len.quantile(0.9),
             version=cfg.version,
             spec_draft_model=cfg.spec_draft_model_path,
+            invalid_values=self.figures.invalid_values,
+            refused_configs=self.figures.refused_configs,
             **figures,
         )
 

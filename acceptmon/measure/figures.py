@@ -44,8 +44,14 @@ class RunFigures:
     accept_len: Mean = field(default_factory=Mean)
     units: dict[str, Mean] = field(default_factory=dict)
     """Logged generation throughput per rank or engine."""
+    invalid_values: int = 0
+    """Impossible values left out of the figures (:data:`acceptmon.measure.normalize.VALID`)."""
+    refused_configs: int = 0
+    """Launch lines whose config was refused as implausible (:data:`~acceptmon.measure.normalize.CONFIG_LIMITS`)."""
 
     def add(self, fact: Fact) -> None:
+        self.invalid_values += fact.invalid
+        self.refused_configs += bool(fact.refused)
         b = fact.batch
         if b is not None:
             self.batches += 1
@@ -59,6 +65,8 @@ class RunFigures:
 
     def merge(self, other: RunFigures) -> None:
         self.batches += other.batches
+        self.invalid_values += other.invalid_values
+        self.refused_configs += other.refused_configs
         self.accept_len.merge(other.accept_len)
         for unit, mean in other.units.items():
             self.units.setdefault(unit, Mean()).merge(mean)

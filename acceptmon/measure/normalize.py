@@ -17,6 +17,12 @@ once, and which records it applies to is their kind's declared role
   previous batch or load line (a unit's first line is not steady), and ``warmup`` for the first
   :data:`WARMUP_BATCHES` of its run (the doctor leaves those out of what it judges).
 - **Load.** A record with the ``load`` role also gives one :class:`Load`: its unit's logged rate.
+- **Impossible values.** Values from a log are untrusted. A value outside what its field can mean
+  (:data:`VALID`: an accept length under 1, bonus token included, or over 1000; a rate outside 0..1;
+  a negative count or throughput; anything not finite) is left out: the fact's record has None
+  there and :attr:`Fact.invalid` counts it. A launch whose speculative or parallel sizes no real
+  server runs (:data:`CONFIG_LIMITS`) has them as None (unknown), :attr:`Fact.refused` names them,
+  and the run's batches lose a draft accept rate derived from them.
 
 Runs are keyed by (file, source, run): runs are numbered per file in launch order, and a
 stream with several processes (``source``) keeps each one's runs apart.
@@ -24,6 +30,7 @@ stream with several processes (``source``) keeps each one's runs apart.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +44,62 @@ WARMUP_BATCHES = 2
 
 RunKey = tuple[str, str, int]
 """(file, source, run): one run of one process in one file."""
+
+
+VALID: dict[str, tuple[float, float]] = {
+    "accept_len": (1.0, 1000.0),
+    "accept_rate": (0.0, 1.0),
+    "draft_accept_rate": (0.0, 1.0),
+    "gen_throughput": (0.0, math.inf),
+    "running_req": (0, math.inf),
+    "queue_req": (0, math.inf),
+    "accepted_tokens": (0, math.inf),
+    "drafted_tokens": (0, math.inf),
+    "emitted_tokens": (0, math.inf),
+}
+"""What a stats record's value can mean, inclusive: accept length is tokens per verify step with the bonus
+token (at least 1; 1000 is far past any draft length a server allows), rates are fractions, counts and
+throughput are not negative."""
+
+CONFIG_LIMITS: dict[str, tuple[int, int]] = {
+    "spec_num_steps": (1, 64),
+    "spec_eagle_topk": (1, 64),
+    "spec_num_draft_tokens": (1, 1024),
+    "tp_size": (1, 65536),
+    "dp_size": (1, 65536),
+    "ep_size": (1, 65536),
+}
+"""Launch sizes a real server runs, inclusive. Steps and topk: SGLang's EAGLE and vLLM's
+``num_speculative_tokens`` are single digits in practice (every sample log: 1 to 8); 64 leaves room.
+Draft tokens of a tree are up to steps x topk + 1; the sample logs go to 64. Outside these a value is
+a corrupt or crafted line, and a loop over it (the doctor's depth advice) would never end."""
+
+
+def refused(config: Any) -> list[str]:
+    """The fields of a launch config outside :data:`CONFIG_LIMITS` (an empty list for a plausible one)."""
+    if config is None:
+        return []
+    out = []
+    for name, (low, high) in CONFIG_LIMITS.items():
+        v = getattr(config, name, None)
+        if v is not None and not (isinstance(v, int) and low <= v <= high):
+            out.append(name)
+    return out
+
+
+def _valid(name: str, v: Any) -> bool:
+    low, high = VALID[name]
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
+
+
+def _checked(r: Record, config_refused: bool) -> tuple[Record, int]:
+    """The record with its impossible values as None, and how many there were (the record itself if none)."""
+    values = r.__dict__
+    bad = [n for n in VALID if values.get(n) is not None and not _valid(n, values[n])]
+    update = dict.fromkeys(bad)
+    if config_refused and values.get("draft_accept_rate") is not None and values.get("accepted_tokens") is None:
+        update["draft_accept_rate"] = None  # derived from the refused draft-token count
+    return (r.model_copy(update=update) if update else r), len(bad)
 
 
 def run_key(r: Record) -> RunKey:
@@ -76,6 +139,10 @@ class Fact:
     record: Record
     batch: Batch | None = None
     load: Load | None = None
+    invalid: int = 0
+    """Values of the record left out as impossible (:data:`VALID`)."""
+    refused: tuple[str, ...] = ()
+    """A launch: the config fields refused as implausible (:data:`CONFIG_LIMITS`), now None."""
 
     @property
     def key(self) -> RunKey:
@@ -100,6 +167,8 @@ class Normalizer:
     _units: dict[tuple[RunKey, str], _Unit] = field(default_factory=dict)
     _last_unit: dict[tuple[str, str], str] = field(default_factory=dict)
     _batches: dict[RunKey, int] = field(default_factory=dict)
+    _refused: set[RunKey] = field(default_factory=set)
+    """Runs whose refused launch config gave the draft-token count their draft accept rates were derived from."""
 
     def feed(self, records: Iterable[Record]) -> list[Fact]:
         return [self.fact(r) for r in records]
@@ -108,11 +177,21 @@ class Normalizer:
         kind = KINDS[r.kind]
         if kind.starts_run:
             self.intervals.launch(r.file, r.run)
-            return Fact(r)
+            config = getattr(r, "config", None)
+            bad = refused(config)
+            if not bad:
+                return Fact(r)
+            clean = config.model_copy(update=dict.fromkeys(bad))  # type: ignore[union-attr]
+            if clean.draft_tokens != config.draft_tokens:  # type: ignore[union-attr]
+                self._refused.add(run_key(r))
+            return Fact(r.model_copy(update={"config": clean}), refused=tuple(bad))
         if not (kind.acceptance or kind.load or kind.prefill):
             return Fact(r)
         r, unit = self._unit(r, kind.unit_field)
         key = run_key(r)
+        invalid = 0
+        if not kind.prefill:
+            r, invalid = _checked(r, key in self._refused)
         state = self._units.get((key, unit))
         if state is None:
             state = self._units[key, unit] = _Unit()
@@ -130,7 +209,7 @@ class Normalizer:
         if kind.load:
             load = Load(unit, tput, running, queue, steady)
         if not kind.acceptance:
-            return Fact(r, load=load)
+            return Fact(r, load=load, invalid=invalid)
         if values.get("cumulative"):
             r = self.intervals.record(r)
             values = r.__dict__
@@ -146,7 +225,7 @@ class Normalizer:
             steady=steady,
             warmup=seen < self.warmup,
         )
-        return Fact(r, batch, load)
+        return Fact(r, batch, load, invalid)
 
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""

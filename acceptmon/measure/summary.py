@@ -66,6 +66,11 @@ class RunSummary(BaseModel):
     """Accepted / drafted tokens over the whole run (vLLM)."""
     position_accept_rates: list[float] | None = None
     """Per draft position, the fraction of drafts accepted up to it, weighted by drafts."""
+    invalid_values: int = 0
+    """Impossible values of the run's lines, left out of every figure (accept len under 1 or over 1000, a rate
+    outside 0..1, a negative count or throughput, not finite)."""
+    refused_configs: int = 0
+    """Launch lines whose speculative or parallel sizes no server runs: the config shows them as unknown."""
 
     @property
     def method(self) -> str | None:

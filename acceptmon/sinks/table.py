@@ -14,12 +14,12 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import json
 import operator
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeAlias
 
+from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
 from acceptmon.parse.records import Record
@@ -124,7 +124,7 @@ def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[
     for r in rows:
         obj = dict(zip(cols, row(r, cols), strict=True))
         obj["extra"] = getattr(r, "extra", {})
-        lines.append(json.dumps(obj, separators=(",", ":")))
+        lines.append(strict_json(obj, separators=(",", ":")))
     return ("\n".join(lines) + "\n").encode() if lines else b""
 
 
