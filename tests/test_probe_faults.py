@@ -148,7 +148,7 @@ def test_a_glob_matching_nothing_says_it_waits(tmp_path, grammars):
     assert notes == [f"{tmp_path / '*.log'}: no file matches yet; waiting for one"]
 
 
-# -- issue 18: values a launch line may carry, rule files a user may write ------------------------------
+# -- values a launch line may carry, rule files a user may write ------------------------------
 
 ODD_LAUNCH = (
     b"[2026-02-26 13:50:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', a=1if, b=0x1for, c=1.else, "

@@ -1,4 +1,4 @@
-"""Values from a log are untrusted: absurd launch sizes and impossible stats values (issue 18, items 1 and 9)."""
+"""Values from a log are untrusted: absurd launch sizes and impossible stats values."""
 
 from __future__ import annotations
 
