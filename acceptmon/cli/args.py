@@ -47,15 +47,11 @@ def live_options(p: argparse.ArgumentParser) -> None:
     year_option(p)
 
 
-def rules_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="FILE",
-        help="extra doctor rule file: change thresholds, disable or add rules (repeatable)",
-    )
+def rules_option(
+    p: argparse.ArgumentParser,
+    help: str = "extra doctor rule file: change thresholds, disable or add rules (repeatable)",
+) -> None:
+    p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE", help=help)
 
 
 def year(text: str) -> int:

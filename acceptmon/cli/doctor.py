@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, year_option
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
 from acceptmon.cli.wiring import say_left_out
 from acceptmon.diagnose.read import diagnose
 from acceptmon.diagnose.report import to_json, to_text
@@ -67,14 +66,7 @@ def add_parsers(sub: Subcommands) -> None:
         help="accept length the draft should reach (its card or paper), for P17/P12",
     )
     p.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
-    p.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="FILE",
-        help="extra rule file: new rules or changed thresholds (repeatable)",
-    )
+    rules_option(p, "extra rule file: new rules or changed thresholds (repeatable)")
     grammar_option(p)
     year_option(p)
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
