@@ -22,6 +22,11 @@ def next_line_start(f: BinaryIO, offset: int) -> int:
     return f.tell() if found is None else found
 
 
+def line_end(f: BinaryIO, pos: int, end: int) -> int | None:
+    """The offset after the first newline in ``[pos, end)``, or None (reads at most ``end - pos`` bytes)."""
+    return _line_start_before(f, pos + 1, end + 1)
+
+
 def _line_start_before(f: BinaryIO, offset: int, stop: int | None) -> int | None:
     """The first line start in ``[offset, stop)``, or None; reads at most ``stop - offset`` bytes."""
     f.seek(offset - 1)

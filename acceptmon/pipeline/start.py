@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from acceptmon.inputs.files import MAX_LINE
-from acceptmon.inputs.ranges import next_line_start
+from acceptmon.inputs.ranges import line_end, next_line_start
 from acceptmon.parse import prescan
 from acceptmon.parse.fast.native import finder
 from acceptmon.parse.grammar import GrammarSet
@@ -67,7 +67,7 @@ def _scan(
         data = f.read(min(_WINDOW, end - start))
         stop = data.rfind(b"\n") + 1
         if not stop:
-            after = _line_end(f, start + len(data), end) if len(data) == _WINDOW else None
+            after = line_end(f, start + len(data), end) if len(data) == _WINDOW else None
             if after is None:
                 break  # the last line, not complete yet
             parser.skip_oversized()
@@ -78,20 +78,6 @@ def _scan(
             began = prescan.RunStart(start + got.offset, got.state)
         start += stop
     return began, start
-
-
-def _line_end(f: BinaryIO, pos: int, end: int) -> int | None:
-    """The offset after the next newline at or after ``pos`` (before ``end``), or None."""
-    while pos < end:
-        f.seek(pos)
-        data = f.read(min(_WINDOW, end - pos))
-        if not data:
-            return None
-        nl = data.find(b"\n")
-        if nl >= 0:
-            return pos + nl + 1
-        pos += len(data)
-    return None
 
 
 def scan_to(path: str, grammars: GrammarSet, cut: int) -> tuple[prescan.RunStart | None, ParseState, int]:
