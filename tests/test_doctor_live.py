@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from acceptmon.diagnose.engine import Doctor
 from acceptmon.diagnose.rules import load_rules
 from acceptmon.exporter.metrics import MetricsPage
@@ -44,9 +47,10 @@ def test_findings_wait_for_the_judging_interval_then_a_reader_sees_them(grammars
     parser = Parser(grammars, "seed.log")
     broken, _ = _runs()
     live.update("seed.log", parser.feed(("\n".join(broken[:10]) + "\n").encode()), parser.tally)
+    assert live.snapshot().findings == frozenset()  # the first reader judges the first lines
     clock.now += 0.1
     live.update("seed.log", parser.feed(("\n".join(broken[10:]) + "\n").encode()), parser.tally)
-    assert live.snapshot().findings == frozenset()  # judged at the first batch; the rest waits a second
+    assert live.snapshot().findings == frozenset()  # the rest waits a second
     clock.now += DOCTOR_SECONDS
     assert live.snapshot().findings == {("seed.log", "P2", "warning")}
 
@@ -118,3 +122,54 @@ def test_the_doctor_reads_vllm_spec_lines(tmp_path, grammars):
     assert ("bad.log", "P2") in rules
     assert ("deep.log", "P13") in rules
     assert not {r for f, r in rules if f == "deep.log"} & {"P1", "P2"}
+
+
+class _SlowDoctor(Doctor):
+    """The real doctor, whose judgement waits until the test lets it go (a judgement of any cost)."""
+
+    def __init__(self) -> None:
+        super().__init__(load_rules())
+        self.judging = threading.Event()
+        self.release = threading.Event()
+
+    def update(self, records):  # type: ignore[no-untyped-def]
+        self.judging.set()
+        self.release.wait(30)
+        return super().update(records)
+
+
+def _within(seconds: float, call):  # type: ignore[no-untyped-def]
+    """``call()``'s result if it returns within ``seconds``, else fail (a thread, so a blocked call cannot hang)."""
+    out: list[object] = []
+    worker = threading.Thread(target=lambda: out.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert out, f"blocked for more than {seconds} s behind the doctor's judgement"
+    return out[0]
+
+
+def test_a_judgement_in_progress_blocks_no_update_scrape_or_screen(grammars):
+    """Whatever one judgement costs, lines are still taken in and every reader answers at once."""
+    doctor = _SlowDoctor()
+    live = LiveStats(doctor=doctor)
+    stop = threading.Event()
+    live.start_doctor(stop)
+    parser = Parser(grammars, "seed.log")
+    broken, fixed = _runs()
+    try:
+        live.update("seed.log", parser.feed(("\n".join(broken) + "\n").encode()), parser.tally)
+        assert doctor.judging.wait(10)  # the doctor's thread is inside a judgement now
+        page = _within(2.0, lambda: MetricsPage(live).render().decode())
+        batches = [x for x in page.splitlines() if x.startswith("acceptmon_decode_batches_total{")]
+        assert any('rank="DP0 TP0 EP0"' in x and x.endswith(" 12.0") for x in batches)  # the lines were taken in
+        assert "acceptmon_doctor_finding{" not in page  # nothing judged yet, and nobody waits for it
+        _within(2.0, lambda: live.update("seed.log", parser.feed(("\n".join(fixed) + "\n").encode()), parser.tally))
+        assert _within(2.0, live.take_changes) == []
+        doctor.release.set()
+        deadline = time.monotonic() + 10
+        while ("seed.log", "P2", "warning") not in live.snapshot().findings and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ("seed.log", "P2", "warning") in live.snapshot().findings  # published once it was judged
+    finally:
+        doctor.release.set()
+        stop.set()

@@ -107,6 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     stop = threading.Event()
     stop_on_signals(stop)
+    live.start_doctor(stop)
     server.start()
     say(f"serving metrics at {server.url}")
     if args.host in ("127.0.0.1", "localhost", "::1"):
@@ -188,6 +189,9 @@ def _tail(
         w.note(f"serving metrics at {server.url}")
 
     def follow(stop: threading.Event) -> None:
+        judged = w.state.live if w.state is not None else w.live
+        if judged is not None:
+            judged.start_doctor(stop)  # its judging never holds up the screen, a scrape or the reading
         try:
             if before is not None:
                 before(stop, w.note, w.state.end_of_input if w.state is not None else ignore)

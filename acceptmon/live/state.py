@@ -22,14 +22,14 @@ seen series of the file holding the most, if that one is above its share.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from acceptmon.live.doctor import DOCTOR_SECONDS, FindingSource, LiveDoctor
 from acceptmon.live.series import FileInfo, RankSeries
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.parse.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
@@ -56,23 +56,6 @@ class Snapshot:
     """(file, rule, severity) of every doctor finding holding for a file's current run."""
 
 
-class FindingSource(Protocol):
-    """What the live state needs of the doctor (``acceptmon.diagnose.engine.Doctor``): fed facts, it judges."""
-
-    warmup: int
-    """Batches at each run's start that its rules leave out (the live normalizer marks them)."""
-
-    def take(self, facts: Iterable[Fact]) -> None: ...
-
-    def update(self, records: Iterable[Record]) -> list[Any]: ...
-
-    def labels(self) -> set[tuple[str, str, str]]: ...
-
-
-DOCTOR_SECONDS = 1.0
-"""How often the doctor's findings are judged again while records arrive (clock seconds)."""
-
-
 class LiveStats:
     """Thread-safe live aggregate of everything the followers read."""
 
@@ -85,12 +68,9 @@ class LiveStats:
     ) -> None:
         """``doctor``: judges the records as they come; its holding findings are part of every snapshot."""
         self.max_series = max_series
-        self.doctor = doctor
-        self._findings: frozenset[tuple[str, str, str]] = frozenset()
-        self._changes: list[Any] = []
-        self._judged = -math.inf
-        self._unjudged = False
         self.clock = clock
+        self.doctor = LiveDoctor(doctor, clock) if doctor is not None else None
+        """Judged apart from this state's lock: see :mod:`acceptmon.live.doctor`."""
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str], RankSeries] = {}
         self._files: dict[str, FileInfo] = {}
@@ -114,7 +94,8 @@ class LiveStats:
         with self._lock:
             info = self._file(file)
             facts = self.normalizer.feed(records)
-            self._judge(facts, now)
+            if self.doctor is not None:
+                self.doctor.feed(facts)
             for fact in facts:
                 r = fact.record  # normalized: vLLM v0 gauges show the latest interval, a spec line has its engine
                 kind = KINDS[r.kind]
@@ -142,36 +123,26 @@ class LiveStats:
                 del self._series[key]
             self.version += 1
 
+    def start_doctor(self, stop: threading.Event) -> None:
+        """Judge in the doctor's own thread until ``stop``: no reader or update waits for a judgement."""
+        if self.doctor is not None:
+            self.doctor.start(stop)
+
     def take_changes(self) -> list[Any]:
         """Doctor findings that started or cleared since the last call (``Change`` objects), oldest first."""
-        with self._lock:
-            self._judge([], self.clock())
-            changes, self._changes = self._changes, []
-            return changes
+        return self.doctor.take_changes() if self.doctor is not None else []
 
     def snapshot(self) -> Snapshot:
+        findings = self.doctor.findings() if self.doctor is not None else frozenset()
         with self._lock:
-            self._judge([], self.clock())  # records that came in the last second are judged by a later reader
             return Snapshot(
                 taken=self.clock(),
                 series=[s.copy() for s in self._series.values()],
                 files=[f.copy() for f in self._files.values()],
                 overflow=self._overflow,
                 version=self.version,
-                findings=frozenset(f for f in self._findings if f[0] in self._files),
+                findings=frozenset(f for f in findings if f[0] in self._files),
             )
-
-    def _judge(self, facts: list[Fact], now: float) -> None:
-        """Feed the doctor; judge again at most every :data:`DOCTOR_SECONDS` (its rules look at whole runs)."""
-        if self.doctor is None:
-            return
-        if facts:
-            self.doctor.take(facts)
-            self._unjudged = True
-        if self._unjudged and now - self._judged >= DOCTOR_SECONDS:
-            self._judged, self._unjudged = now, False
-            self._changes += self.doctor.update([])
-            self._findings = frozenset(self.doctor.labels())
 
     def _file(self, file: str) -> FileInfo:
         info = self._files.get(file)
