@@ -156,3 +156,39 @@ def test_negative_counts_and_rates_outside_0_1_are_invalid(grammars):
     fact = Normalizer().feed([launch, decode])[1]
     assert fact.invalid == 2 and fact.record.accept_rate is None and fact.record.running_req is None
     assert fact.batch is not None and fact.batch.running_req is None and fact.batch.accept_len == 2.85
+
+
+def test_impossible_per_request_values_are_counted_and_left_out(tmp_path, grammars):
+    """A finished request's accept length is held to the same meaning as a batch's, in runs and on /metrics."""
+    from acceptmon.exporter.metrics import MetricsPage
+    from acceptmon.live.state import LiveStats
+    from tests.conftest import SAMPLES
+
+    text = (SAMPLES / "request_0.5.23.log").read_text()
+    finishes = [line for line in text.splitlines() if "Finish: " in line and "'spec_accept_length': " in line]
+    good = sorted(float(x.split("'spec_accept_length': ")[1].split(",")[0]) for x in finishes[2:])
+    odd = text.replace(finishes[0], _with_length(finishes[0], "1e308")).replace(
+        finishes[1], _with_length(finishes[1], "0.4").replace("'spec_verify_ct': ", "'spec_verify_ct': -")
+    )
+    log = tmp_path / "requests.log"
+    log.write_text(odd)
+    p = acceptmon("runs", log, "--format", "json")
+    runs = _no_constants(p.stdout.decode())
+    logged = _no_constants(acceptmon("runs", SAMPLES / "request_0.5.23.log", "--format", "json").stdout.decode())
+    requests = sum(r["requests"] for r in logged)  # type: ignore[attr-defined]
+    assert sum(r["requests"] for r in runs) == requests  # the requests still count, their impossible values not
+    assert sum(r["invalid_values"] for r in runs) == 3
+    for r in (r for r in runs if r["requests"]):  # 0.4 and 1e308 left out of every run's quantiles
+        assert round(min(good), 2) - 1e-9 <= r["request_accept_len_p10"] <= r["request_accept_len_p90"] <= max(good)
+    live = LiveStats()
+    parser = Parser(grammars, "requests.log")
+    live.update("requests.log", parser.feed(odd.encode()), parser.tally)
+    page = MetricsPage(live).render().decode()
+    (count,) = [x for x in page.splitlines() if x.startswith("acceptmon_request_accept_length_count{")]
+    assert count.endswith(f" {float(requests - 2)}")  # the histogram holds only possible lengths
+    assert "+Inf" in page and "1e+308" not in page
+
+
+def _with_length(line: str, value: str) -> str:
+    head, tail = line.split("'spec_accept_length': ", 1)
+    return f"{head}'spec_accept_length': {value}, {tail.split(', ', 1)[1]}"

@@ -124,6 +124,7 @@ class RunStats:
             return
         if kind.request:
             self.requests += 1
+            self.figures.add(fact)  # counts its impossible values
             length = getattr(r, "accept_len", None)
             self.request_accept_len.add(None if length is None else round(length, 2))
             return

@@ -18,11 +18,12 @@ once, and which records it applies to is their kind's declared role
   :data:`WARMUP_BATCHES` of its run (the doctor leaves those out of what it judges).
 - **Load.** A record with the ``load`` role also gives one :class:`Load`: its unit's logged rate.
 - **Impossible values.** Values from a log are untrusted. A value outside what its field can mean
-  (:data:`VALID`: an accept length under 1, bonus token included, or over 1000; a rate outside 0..1;
-  a negative count or throughput; anything not finite) is left out: the fact's record has None
-  there and :attr:`Fact.invalid` counts it. A launch whose speculative or parallel sizes no real
-  server runs (:data:`CONFIG_LIMITS`) has them as None (unknown), :attr:`Fact.refused` names them,
-  and the run's batches lose a draft accept rate derived from them.
+  (:data:`VALID`, decode batches and finished requests alike: an accept length under 1, bonus token
+  included, or over 1000; a rate outside 0..1; a negative count, throughput or latency; anything not
+  finite) is left out: the fact's record has None there and :attr:`Fact.invalid` counts it. A launch
+  whose speculative or parallel sizes no real server runs (:data:`CONFIG_LIMITS`) has them as None
+  (unknown), :attr:`Fact.refused` names them, and the run's batches lose a draft accept rate derived
+  from them.
 
 Runs are keyed by (file, source, run): runs are numbered per file in launch order, and a
 stream with several processes (``source``) keeps each one's runs apart.
@@ -56,10 +57,17 @@ VALID: dict[str, tuple[float, float]] = {
     "accepted_tokens": (0, math.inf),
     "drafted_tokens": (0, math.inf),
     "emitted_tokens": (0, math.inf),
+    "verify_ct": (0, math.inf),
+    "correct_drafts": (0, math.inf),
+    "proposed_drafts": (0, math.inf),
+    "prompt_tokens": (0, math.inf),
+    "completion_tokens": (0, math.inf),
+    "cached_tokens": (0, math.inf),
+    "e2e_latency": (0.0, math.inf),
 }
-"""What a stats record's value can mean, inclusive: accept length is tokens per verify step with the bonus
-token (at least 1; 1000 is far past any draft length a server allows), rates are fractions, counts and
-throughput are not negative."""
+"""What a stats or finished-request record's value can mean, inclusive: accept length is tokens per verify
+step with the bonus token (at least 1; 1000 is far past any draft length a server allows), rates are
+fractions, counts, throughput and latency are not negative."""
 
 CONFIG_LIMITS: dict[str, tuple[int, int]] = {
     "spec_num_steps": (1, 64),
@@ -185,6 +193,9 @@ class Normalizer:
             if clean.draft_tokens != config.draft_tokens:  # type: ignore[union-attr]
                 self._refused.add(run_key(r))
             return Fact(r.model_copy(update={"config": clean}), refused=tuple(bad))
+        if kind.request:
+            r, invalid = _checked(r, False)
+            return Fact(r, invalid=invalid)
         if not (kind.acceptance or kind.load or kind.prefill):
             return Fact(r)
         r, unit = self._unit(r, kind.unit_field)
