@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from acceptmon.diagnose.engine import Doctor
@@ -213,3 +215,39 @@ def test_capture_failure_without_speculation_is_not_p16(grammars, rules):
     log.raw("Exception: Capture cuda graph failed: CUDA out of memory.")
     found, _ = _findings(log, grammars, rules)
     assert found == {}
+
+
+def test_list_rules_names_every_rule_with_its_thresholds_and_merges_rules_files(tmp_path):
+    import json
+
+    from tests.test_cli import acceptmon
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[rule]]\nid = "P18"\nparams = { marginal_below = 1.25 }\n')
+    text = acceptmon("doctor", "--list-rules", "--rules", mine).stdout.decode().splitlines()
+    ids = [line.split()[0] for line in text[::2]]
+    assert ids == sorted({r.id for r in load_rules()}, key=lambda i: int(i[1:]))  # P2 before P10
+    p18 = text[ids.index("P18") * 2 :][:2]
+    assert p18[0].split()[:3] == ["P18", "warning", "speedup"] and p18[0].endswith("Speculation does not pay")
+    assert "marginal_below=1.25" in p18[1]
+    rows = json.loads(acceptmon("doctor", "--list-rules", "--format", "json").stdout)
+    p1 = next(r for r in rows if r["id"] == "P1")
+    assert p1["thresholds"]["stuck_at_most"] == 1.02 and p1["severity"] == "error" and "decode" in p1["reads"]
+
+
+def test_doctor_without_files_or_list_rules_is_one_line_exit_2():
+    from tests.test_cli import acceptmon
+
+    p = acceptmon("doctor")
+    assert p.returncode == 2
+    assert p.stderr.decode().strip().splitlines() == [
+        "acceptmon: error: doctor: give at least one FILE, or --list-rules (see acceptmon doctor --help)"
+    ]
+
+
+def test_docs_rules_md_is_generated_from_the_rules():
+    from acceptmon.diagnose.catalog import rules_markdown
+
+    doc = (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
+    assert doc == rules_markdown(load_rules()), "docs/rules.md is stale: run python scripts/rules_doc.py"
+    assert all(f"## {r.id}: {r.title}" in doc for r in load_rules())

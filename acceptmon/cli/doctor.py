@@ -11,9 +11,11 @@ import sys
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
 from acceptmon.cli.wiring import say_left_out
+from acceptmon.diagnose.catalog import rules_json, rules_text
 from acceptmon.diagnose.read import diagnose
 from acceptmon.diagnose.report import to_json, to_text
 from acceptmon.diagnose.rules import describe_signatures, load_rules
+from acceptmon.errors import AcceptmonError
 from acceptmon.inputs.files import check_path
 from acceptmon.inputs.refs import unique_paths
 from acceptmon.pipeline.batch import default_jobs
@@ -55,7 +57,12 @@ def add_parsers(sub: Subcommands) -> None:
         description=HELP + describe_signatures(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="server logs ('-' for stdin)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="server logs ('-' for stdin)")
+    p.add_argument(
+        "--list-rules",
+        action="store_true",
+        help="list the rules (with --rules files merged in): id, severity, signature, thresholds, meaning",
+    )
     p.add_argument(
         "--baseline", metavar="FILE[#N]", help="a log (or run N of it) without speculation: the speedup reference"
     )
@@ -74,6 +81,10 @@ def add_parsers(sub: Subcommands) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        return _list_rules(args)
+    if not args.files:
+        raise AcceptmonError("doctor: give at least one FILE, or --list-rules (see acceptmon doctor --help)")
     args.files = unique_paths(args.files)
     for path in args.files:
         check_path(path)
@@ -92,4 +103,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))
     with stdout_writes():  # first: a closed stdout has no isatty()
         print(to_json(findings, runs) if args.format == "json" else to_text(findings, runs, colour=sys.stdout.isatty()))
+    return 0
+
+
+def _list_rules(args: argparse.Namespace) -> int:
+    rules = load_rules(args.rules)
+    with stdout_writes():
+        print(rules_json(rules) if args.format == "json" else rules_text(rules))
     return 0
