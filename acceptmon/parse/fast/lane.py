@@ -24,7 +24,7 @@ from acceptmon.parse.fast import native, rescan
 from acceptmon.parse.fast.careful import Entry, accept_lines, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates
+from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates, template_from_line
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
@@ -34,6 +34,8 @@ from acceptmon.parse.streams import STREAM_FIELDS
 
 Part = tuple[int, bytes]
 """What the table job collects: (rows, their bytes)."""
+_MASK = re.compile(rb"[0-9]+")
+"""A line's shape: its numbers masked."""
 Chunk = Callable[[list[Record]], Part]
 Quick = tuple[Part, list[int], int, int]
 """A segment every count of which the fast matches explain: rows, matches per template, lines, 'accept' lines."""
@@ -41,9 +43,27 @@ NOISE_EXEMPT = "decode"
 """The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
 
 
+LEARN_TEMPLATES = 32
+"""Templates a lane learns from the log at most (each one makes its pattern longer)."""
+LEARN_TRIES = 64
+"""Line shapes (numbers masked) a lane tries to learn a template from at most; each is tried once."""
+CANDIDATES = 4
+"""Rows of the general parser per segment whose lines the lane tries to learn from."""
+
 PIECE = 128 << 10
 """Bytes of lines the general parser reads at a time in a segment without fast lines (its records are
 typed objects, a few kB each: a whole block's would be tens of MB)."""
+
+
+LEARN_PIECE = 8 << 10
+"""Bytes of lines the general parser reads first in a segment without fast lines, before the lane
+learns from them and reads the rest (a shape no template knows yet is learned within a block)."""
+
+
+def _head(buf: bytes, s: int, e: int) -> int:
+    """Where the segment's first :data:`LEARN_PIECE` bytes of lines end (the newline's index)."""
+    cut = buf.find(b"\n", s + LEARN_PIECE, e)
+    return e if cut < 0 else cut
 
 
 def _pieces(buf: bytes, s: int, e: int) -> list[bytes]:
@@ -68,6 +88,10 @@ class FastLane:
 
     def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...]) -> None:
         self.fmt, self.columns, self.learned = fmt, columns, False
+        self.grammars = grammars
+        self.from_log: list[Template] = []
+        """Templates learned from the log's own lines (:meth:`_learn_lines`)."""
+        self.tried: set[bytes] = set()
         shape, templates = build_templates(grammars)
         self.shape = shape
         self.templates: list[Template] = templates if shape is not None else []
@@ -210,18 +234,101 @@ class FastLane:
         lines = buf.count(b"\n", s + 1, e + 1)
         full = self._careful_state()
         active = self._swap(full) if full is not None else None
+        slow: list[Record] = []  # the first rows the general parser gives in this segment
+
+        def kept(records: list[Record]) -> Part:
+            if len(slow) < CANDIDATES:
+                slow.extend(r for r in records[: CANDIDATES * 4] if KINDS[r.kind].table)
+            return chunk(records)
+
+        pieces: list[bytes] = []
         try:
             rescan.scan(self, parser, buf, (s, e, base), entries)
             if entries:
-                careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, chunk))
-            else:  # no fast line (another server's log): the parser reads it as it would without the lane
-                for piece in _pieces(buf, s + 1, e + 1):  # a piece's records at a time, not a block's
-                    records = parser.feed(piece)
-                    parts += [chunk(records)] if records else []
+                careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, kept))
+            else:  # no fast line (another server's log, or a shape not learned yet): the parser reads it
+                head = _head(buf, s, e) if self._may_learn() else e
+                pieces = _pieces(buf, s + 1, head + 1) + _pieces(buf, head + 1, e + 1)  # not a block's records at once
+                records = parser.feed(pieces[0]) if pieces else []
+                parts += [kept(records)] if records else []
         finally:
             if active is not None:
                 self.full = self._swap(active)
+        learned = (
+            bool(slow) and self._may_learn() and self._learn_lines(parser, buf, (s, e, base), slow[:CANDIDATES], chunk)
+        )
+        if learned and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
+            return self._segment(parser, buf, s + len(pieces[0]), e, parts, chunk)
+        for piece in pieces[1:]:
+            records = parser.feed(piece)
+            parts += [chunk(records)] if records else []
         return True
+
+    def _may_learn(self) -> bool:
+        return self.shape is not None and len(self.from_log) < LEARN_TEMPLATES and len(self.tried) < LEARN_TRIES
+
+    def _learn_lines(
+        self, parser: Parser, buf: bytes, span: tuple[int, int, int], rows: list[Record], chunk: Chunk
+    ) -> bool:
+        """Learn templates from the lines of the general parser's ``rows`` in the segment ``span``.
+
+        The first line of a new shape (envelope, head, key order, value spellings) that the general
+        parser read gives a template as a sample does; the template joins the lane only if the lane's
+        row for that line, through every matcher the lane uses, is byte for byte the parser's row.
+        Everything unproven stays with the general parser. Bounded: :data:`LEARN_TEMPLATES` kept,
+        :data:`LEARN_TRIES` shapes tried, each shape once. True if a template was learned.
+        """
+        s, e, base = span
+        pos, number, learned = s + 1, base + 1, False
+        for r in sorted(rows, key=lambda r: r.line):
+            if not self._may_learn():
+                break
+            while number < r.line:  # to the record's line (rows are in line order: one walk)
+                pos = buf.find(b"\n", pos, e + 1) + 1
+                if not pos:
+                    return learned
+                number += 1
+            end = buf.find(b"\n", pos, e + 1)
+            if end < 0:
+                break
+            raw = buf[pos:end].rstrip(b"\r")
+            shape = _MASK.sub(b"0", raw)
+            if shape not in self.tried:
+                self.tried.add(shape)
+                learned = self._try_template(parser, raw, r, chunk) or learned
+        return learned
+
+    def _try_template(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
+        """Add the template of ``raw`` if the lane then writes ``row`` for it exactly as the parser does."""
+        assert self.shape is not None
+        t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
+        if t is None or any(x.key == t.key for x in self.every):
+            return False
+        want = chunk([row])[1]
+        before = list(self.templates), list(self.every)
+        self.templates.append(t)
+        self.every.append(t)
+        self.full = None
+        self._compile()
+        if self.pattern is not None and self._rows_of(parser, raw, row.line - 1) == [want] * 2:
+            self.from_log.append(t)
+            return True
+        self.templates, self.every = before
+        self.full = None
+        self._compile()
+        return False
+
+    def _rows_of(self, parser: Parser, raw: bytes, base: int) -> list[bytes | None]:
+        """The row of one line as the compiled matcher and the ``re`` pattern write it (the one that
+        is not built, the other's again)."""
+        buf = b"\n" + raw + b"\n"
+        got, count = rescan.scan(self, parser, buf, (0, len(raw) + 1, base), None)[:2]
+        by_re = got[0] if len(got) == 1 and sum(count) == 1 else None
+        if self.native is None:
+            return [by_re, by_re]
+        quick = self._quick(parser, buf, 0, len(raw) + 1, base)
+        by_c = quick[0][1] if quick and quick[0][0] == 1 else None
+        return [by_re, by_c]
 
     def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
         """Rows of ``buf[start:end]`` (complete lines, in any buffer) read in place by the

@@ -1,4 +1,4 @@
-"""Fast templates, learned from the grammar files' samples: one per message head and key order.
+"""Fast templates, learned from the grammar files' samples and from the log: one per message head and key order.
 
 Each sample line of a record grammar that reads ``key: value`` pairs is cut into its
 envelope (only timestamp and rank groups, between literal brackets), its head (literal
@@ -8,7 +8,10 @@ order). A known key may be replaced by any key that fills the same field the sam
 template is then a whole-line ``re`` pattern whose captures are output text (see
 :mod:`acceptmon.parse.fast.pieces`). A sample that needs the careful body reader (a value
 with ', ' in it), a value kind without a fast form, or an envelope with other groups gives
-no template: the general parser keeps those lines. Pure: no I/O.
+no template: the general parser keeps those lines. A line of the log that the general parser read
+gives a template the same way (:func:`template_from_line`); the lane keeps it only once the
+template's row for that line is the parser's (:meth:`acceptmon.parse.fast.lane.FastLane.feed`).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -78,8 +81,7 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
     templates: dict[tuple[str, bytes, bytes], Template] = {}
     kinds = {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
     for g in _fast_grammars(grammars):
-        envelope = "|".join(f"(?:{e.spec.pattern})" for e in grammars.envelopes_of(g.spec.server))
-        split = regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")
+        split = _split(grammars, g)
         others = {a.encode() for a in grammars.anchors if a != g.anchor}
         for sample in g.spec.samples:
             m = split.match(sample.line)
@@ -96,6 +98,36 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
         return None, []
     shape = max(shapes, key=shapes.__getitem__)
     return shape, [t for t in templates.values() if t.grammar.spec.server in servers[shape]]
+
+
+LINE_SECONDS = 0.05
+"""Time a grammar pattern may take on one log line while a template is built from it (as the parser bounds it)."""
+
+
+def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Template | None:
+    """A template built from one log line as :func:`build_templates` builds one from a sample, if the
+    line's envelope is ``shape`` (the lane matches every template behind that one envelope)."""
+    kinds = {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
+    for g in _fast_grammars(grammars):
+        if (g.anchor or "") not in line:
+            continue
+        split = _split(grammars, g)
+        try:
+            m = split.match(line, timeout=LINE_SECONDS)
+        except TimeoutError:
+            return None
+        if m is None:
+            continue
+        if _shape(g, m, kinds) != shape:
+            return None
+        return _template(g, m, {a.encode() for a in grammars.anchors if a != g.anchor})
+    return None
+
+
+def _split(grammars: GrammarSet, g: Grammar) -> regex.Pattern[str]:
+    """A line of ``g``'s server cut into its envelope and its message (``fastlane_message``)."""
+    envelope = "|".join(f"(?:{e.spec.pattern})" for e in grammars.envelopes_of(g.spec.server))
+    return regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")
 
 
 def _fast_grammars(grammars: GrammarSet) -> list[Grammar]:
