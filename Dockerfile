@@ -1,7 +1,8 @@
 # The image deploy/kubernetes/daemonset.yaml runs: acceptmon on Python's slim image, as a non-root user.
 #   docker build -t acceptmon:0.1.0 .   (then push it where your nodes pull from)
 # Without a C compiler in the image the build skips the fast lane's C matcher; `serve` does not use it.
-FROM python:3.12-slim
+# Python 3.11: the oldest the package supports, and the one its tests run on.
+FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
