@@ -56,8 +56,8 @@ def vllm_lines(stamp: str) -> str:
 def panel_queries() -> list[tuple[str, str]]:
     dash = json.loads((DEPLOY / "grafana" / "acceptmon.json").read_text())
     out = []
-    for panel in dash["panels"]:
-        for target in panel["targets"]:
+    for panel in dash["panels"]:  # the collapsed fleet row's panels: tests/test_fleet_rules.py
+        for target in panel.get("targets", []):
             expr = target["expr"].replace("$__rate_interval", "30s").replace("$instance", ".*").replace("$file", ".*")
             out.append((panel["title"], expr))
     return out
@@ -80,10 +80,11 @@ def test_real_prometheus_scrapes_serve_and_every_panel_has_data(tmp_path):
     vllm.write_text("")
     serve = Serve(str(log), str(vllm))
     prom_port = free_port()
-    (tmp_path / "alerts.yml").write_text((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    for rules_file in ("alerts.yml", "fleet.yml"):
+        (tmp_path / rules_file).write_text((DEPLOY / "prometheus" / rules_file).read_text())
     (tmp_path / "prometheus.yml").write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "rule_files: [alerts.yml]\n"
+        "rule_files: [alerts.yml, fleet.yml]\n"
         f"scrape_configs:\n  - job_name: acceptmon\n    static_configs:\n      - targets: ['127.0.0.1:{serve.port}']\n"
     )
     prom = subprocess.Popen(
@@ -115,9 +116,10 @@ def test_real_prometheus_scrapes_serve_and_every_panel_has_data(tmp_path):
         mean = wait_for(lambda: query(prom_port, "acceptmon:accept_length:mean5m"), timeout=20, interval=0.5)
         assert mean and 2.5 <= float(mean[0]["value"][1]) <= 2.9
         with urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/api/v1/rules", timeout=10) as resp:
-            rules = json.load(resp)["data"]["groups"][0]["rules"]
+            rules = [r for group in json.load(resp)["data"]["groups"] for r in group["rules"]]
         assert {r["name"] for r in rules} >= {"AcceptLengthBelowThreshold", "AcceptLengthDropped",
-                                               "DecodeLogStaleWhileQueued", "LogFormatDrift", "SpecDecodingDoctorError"}  # fmt: skip
+                                               "DecodeLogStaleWhileQueued", "LogFormatDrift", "SpecDecodingDoctorError",
+                                               "AcceptLengthBelowFleetMedian", "acceptmon_fleet:accept_length:ratio5m"}  # fmt: skip
         assert all(r["health"] == "ok" for r in rules), rules
     finally:
         prom.terminate()
