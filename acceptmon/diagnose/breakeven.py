@@ -124,7 +124,7 @@ def break_even(
     }
     rows, speedup, spec_len = matched(run.buckets, base) if base is not None else ([], None, None)
     if speedup is None:
-        text = _statement(values, rows, base_label)
+        text = _statement(values, rows, base_label, tree_note(run))
         return BreakEven(
             baseline=base_label,
             verdict=None,
@@ -154,7 +154,18 @@ def break_even(
     )
 
 
-def _statement(values: dict[str, float | None], rows: list[BucketRow], base_label: str | None) -> str:
+def tree_note(run: RunState) -> str:
+    """Why L/N is low by design for a tree draft (topk > 1): verification accepts one path. Empty for a chain."""
+    _, n, k, topk = run.spec_params()
+    if topk <= 1 or not n or not k or k + 1 >= n:
+        return ""
+    return (
+        f"with a tree draft (topk {topk}) each step verifies all N = {n} draft tokens but accepts one path "
+        f"of at most k + 1 = {k + 1}, so L/N is at most {(k + 1) / n:.2f} by design, however good the draft"
+    )
+
+
+def _statement(values: dict[str, float | None], rows: list[BucketRow], base_label: str | None, tree: str) -> str:
     parts = []
     if base_label is not None:
         lines = f"{sum(r.spec_lines for r in rows)} vs {sum(r.base_lines for r in rows)}"
@@ -173,4 +184,6 @@ def _statement(values: dict[str, float | None], rows: list[BucketRow], base_labe
             f"verify efficiency L/N = {values['verify_efficiency']:.2f} "
             f"at B·N = {values['verify_tokens']:g} tokens per step"
         )
+        if tree:
+            parts.append(tree)
     return "; ".join(parts)

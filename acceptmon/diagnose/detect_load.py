@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from acceptmon.diagnose.breakeven import BreakEven, label
+from acceptmon.diagnose.breakeven import BreakEven, label, tree_note
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step
@@ -115,7 +115,9 @@ class LargeBatch(Detector[BatchParams]):
                 f"{self.p.verify_tokens_at_least} tokens per "
                 f"step while keeping L/N < {self.p.efficiency_below} (N = {n})"
             )
-            return hit(text, self.wasteful.lines, line_count=self.wasteful.count, draft_tokens=n)
+            tree = tree_note(run)
+            note = f"{tree[0].upper()}{tree[1:]}: the cost is the B·N tokens verified per step." if tree else ""
+            return hit(text, self.wasteful.lines, note=note, line_count=self.wasteful.count, draft_tokens=n)
         return self._falloff(run)
 
     def _against_baseline(self, run: RunState, be: BreakEven) -> Hit | None:
