@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from acceptmon.cli import main
 from tests.test_cli import acceptmon
 
 
@@ -55,7 +56,17 @@ from tests.test_cli import acceptmon
         ),
     ],
 )
-def test_a_mistyped_name_gets_the_closest_one_and_its_commands_help(args, line):
-    p = acceptmon(*args)
+def test_a_mistyped_name_gets_the_closest_one_and_its_commands_help(args, line, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and out == ""
+    assert err.splitlines() == [line]
+
+
+def test_the_command_exits_2_with_the_one_line():
+    p = acceptmon("parse", "sample_logs/seed_eagle3_moe.log", "--formt", "csv")
     assert p.returncode == 2 and p.stdout == b""
-    assert p.stderr.decode().splitlines() == [line]
+    assert p.stderr.decode() == (
+        "acceptmon parse: error: unrecognized arguments: --formt csv; did you mean --format? (see acceptmon parse --help)\n"
+    )
