@@ -112,8 +112,8 @@ class LargeBatch(Detector[BatchParams]):
             n = run.draft_tokens
             text = (
                 f"{plural(self.wasteful.count, 'batch verifies', 'batches verify')} B·N >= "
-                f"{self.p.verify_tokens_at_least} tokens per "
-                f"step while keeping L/N < {self.p.efficiency_below} (N = {n})"
+                f"{self.p.verify_tokens_at_least} tokens per step while keeping L/N < {self.p.efficiency_below} "
+                f"(N = {n})"
             )
             tree = tree_note(run)
             note = f"{tree[0].upper()}{tree[1:]}: the cost is the B·N tokens verified per step." if tree else ""
