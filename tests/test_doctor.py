@@ -163,7 +163,7 @@ def test_live_updates_say_what_started_and_stopped_holding(grammars, rules):
     assert doctor.holding() == [] and [f.rule for f in doctor.findings()] == ["P1"]
     assert doctor.labels() == set()
     assert event_line(events[1][0]) == (
-        "P1 error (run 1): EAGLE algorithm on an EAGLE-3 draft - accept len <= 1.02 on 5 consecutive decode lines"
+        "P1 error (run 1): EAGLE algorithm on an EAGLE-3 draft - accept len <= 1.02 on 5 consecutive batches"
     )
     assert event_line(events[2][0]) == "cleared P1 error (run 1): EAGLE algorithm on an EAGLE-3 draft"
 

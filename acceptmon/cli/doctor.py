@@ -29,8 +29,8 @@ numbers and values), likely cause, what to try, and sources. A run with no findi
 Launch lines, decode and prefill lines, and the launch/serving warnings the grammars know
 (record kind `warning`) are read. Each speculative run also gets its break-even: with a
 baseline (a run without speculation in the same file, or --baseline FILE[#N]) the speedup
-S = G_spec/G_base over matched #running-req buckets of steady lines (#queue-req 0, no prefill
-since the rank's previous decode line) and the step-cost ratio R = L*G_base/G_spec, verdict
+S = G_spec/G_base over matched #running-req buckets of steady batches (#queue-req 0, no prefill
+since the rank's previous batch) and the step-cost ratio R = L*G_base/G_spec, verdict
 pays / marginal / loses; without one, the throughput a no-spec server must beat at the run's
 usual batch, and the verify efficiency L/N next to B*N.
 

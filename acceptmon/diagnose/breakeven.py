@@ -15,6 +15,7 @@ from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.diagnose.model import plural
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.compare import MIN_BUCKET_BATCHES, MIN_MATCHED_BATCHES
 
@@ -123,7 +124,7 @@ def break_even(
     }
     rows, speedup, spec_len = matched(run.buckets, base) if base is not None else ([], None, None)
     if speedup is None:
-        text = _statement(values, rows, base_label)
+        text = _statement(values, rows, base_label, tree_note(run))
         return BreakEven(
             baseline=base_label,
             verdict=None,
@@ -136,8 +137,8 @@ def break_even(
     v = verdict(speedup, loses_below, marginal_below)
     ratio = spec_len / speedup if spec_len else None
     text = (
-        f"speculation {v}: S = G_spec/G_base = {speedup:.2f} over {len(rows)} matched #running-req "
-        f"bucket(s) against {base_label}"
+        f"speculation {v}: S = G_spec/G_base = {speedup:.2f} over "
+        f"{plural(len(rows), 'matched #running-req bucket', 'matched #running-req buckets')} against {base_label}"
     )
     if ratio is not None and spec_len is not None:
         text += f"; a step costs R = {ratio:.2f} plain steps for L = {spec_len:.2f} tokens (break-even L* = R)"
@@ -153,16 +154,28 @@ def break_even(
     )
 
 
-def _statement(values: dict[str, float | None], rows: list[BucketRow], base_label: str | None) -> str:
+def tree_note(run: RunState) -> str:
+    """Why L/N is low by design for a tree draft (topk > 1): verification accepts one path. Empty for a chain."""
+    _, n, k, topk = run.spec_params()
+    if topk <= 1 or not n or not k or k + 1 >= n:
+        return ""
+    return (
+        f"with a tree draft (topk {topk}) each step verifies all N = {n} draft tokens but accepts one path "
+        f"of at most k + 1 = {k + 1}, so L/N is at most {(k + 1) / n:.2f} by design, however good the draft"
+    )
+
+
+def _statement(values: dict[str, float | None], rows: list[BucketRow], base_label: str | None, tree: str) -> str:
     parts = []
     if base_label is not None:
         lines = f"{sum(r.spec_lines for r in rows)} vs {sum(r.base_lines for r in rows)}"
-        parts.append(f"baseline {base_label}: too few steady lines at shared #running-req ({lines}) to compare")
+        parts.append(f"baseline {base_label}: too few steady batches at shared #running-req ({lines}) to compare")
     b, g = values["running_req"], values["break_even_tok_s"]
     if b is None or g is None:
-        parts.append("no steady decode lines (#queue-req 0, no prefill since the rank's previous line) to judge")
+        parts.append("no steady batches (#queue-req 0, no prefill since the rank's previous line) to judge")
         return "; ".join(parts)
-    text = f"speculation pays only if the no-spec server made less than {g:.1f} tok/s at {b:g} running requests"
+    running = plural(b, "running request", "running requests")
+    text = f"speculation pays only if the no-spec server made less than {g:.1f} tok/s at {running}"
     if values["step_ms"] is not None:
         text += f" (one verify step takes about {values['step_ms']:.1f} ms)"
     parts.append(text)
@@ -171,4 +184,6 @@ def _statement(values: dict[str, float | None], rows: list[BucketRow], base_labe
             f"verify efficiency L/N = {values['verify_efficiency']:.2f} "
             f"at B·N = {values['verify_tokens']:g} tokens per step"
         )
+        if tree:
+            parts.append(tree)
     return "; ".join(parts)

@@ -11,8 +11,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, matches, r6, run_lines
-from acceptmon.diagnose.model import Hit, Severity
+from acceptmon.diagnose.detector import Context, Detector, Lines, Params, Stretch, hit, matches, r6, run_lines
+from acceptmon.diagnose.model import Hit, Severity, plural
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.parse.records import Record
 
@@ -56,8 +56,8 @@ class Stuck(Detector[StuckParams]):
             lines = [run.launch_line] if run.launch_line else []
             return hit(f"speculative_algorithm={algo} with draft {draft}", lines, algorithm=algo, draft=draft)
         if (known or run.launch is None) and self.best >= self.p.stuck_lines:
-            text = f"accept len <= {self.p.stuck_at_most} on {self.best} consecutive decode lines"
-            return hit(text, self.best_lines, consecutive_lines=self.best, accept_len_mean=run.accept_len.mean)
+            text = f"accept len <= {self.p.stuck_at_most} on {self.best} consecutive batches"
+            return hit(text, Stretch(self.best_lines), consecutive_lines=self.best, accept_len_mean=run.accept_len.mean)
         return None
 
 
@@ -112,7 +112,7 @@ class Low(Detector[LowParams]):
             return self._rate_hit()
         for tier in self.p.tiers:
             if r6(mean) < tier.below and (run.steps or 0) >= tier.min_steps:
-                text = f"mean accept len {mean:.2f} over {count} decode lines (< {tier.below})"
+                text = f"mean accept len {mean:.2f} over {plural(count, 'batch', 'batches')} (< {tier.below})"
                 note = " ".join(n for n in (self._names(run), _same_config_note(run, ctx, tier.below)) if n)
                 return hit(
                     text,
@@ -145,7 +145,7 @@ class Low(Detector[LowParams]):
         if self.p.rate_below is None or n < self.p.min_lines or r6(self.rate_sum / n) >= self.p.rate_below:
             return None
         rate = self.rate_sum / n
-        text = f"mean draft acceptance rate {rate:.3f} over {n} lines (< {self.p.rate_below})"
+        text = f"mean draft acceptance rate {rate:.3f} over {plural(n, 'batch', 'batches')} (< {self.p.rate_below})"
         return hit(text, self.rate_lines.lines, "error", accept_rate_mean=rate, line_count=n)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6, run_lines
-from acceptmon.diagnose.model import Hit
+from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -15,7 +15,7 @@ from acceptmon.parse.records import Record, WarningRecord
 class ExpectedParams(Params):
     ratio: float = 0.85
     max_running: int = 8
-    """Judge decode lines with at most this many running requests (small batches) when there are any."""
+    """Judge batches with at most this many running requests (small batches) when there are any."""
     min_lines: int = 5
     algorithms: list[str] = Field(default_factory=list)
 
@@ -41,10 +41,13 @@ class Expected(Detector[ExpectedParams]):
         if want is None or not run.speculative or (algos and (run.algorithm or "") not in algos):
             return None
         n, mean = self.small_lines.count, None
+        lines: list[int] | tuple[int, ...]
         if n >= self.p.min_lines:
-            mean, lines, at = self.small / n, self.small_lines.lines, f"at <= {self.p.max_running} running requests"
+            running = plural(self.p.max_running, "running request", "running requests")
+            mean, lines, at = self.small / n, self.small_lines.lines, f"at <= {running}"
         else:
-            mean, n, lines, at = run.accept_len.mean, run.accept_len.count, run_lines(run), "at any batch size"
+            mean, n, at = run.accept_len.mean, run.accept_len.count, "at any batch size"
+            lines = run_lines(run)
         if mean is None or n < self.p.min_lines or r6(mean) >= r6(self.p.ratio * want):
             return None
         text = f"mean accept len {mean:.2f} {at} is {mean / want:.0%} of the expected {want:g} (< {self.p.ratio:.0%})"
@@ -94,8 +97,8 @@ class LongContext(Detector[ContextParams]):
             return None
         if self.window is not None and self.over.count >= self.p.over_lines:
             text = (
-                f"{self.over.count} decode lines with #token/#running-req above the draft's context length "
-                f"{self.window:g} (longest {self.longest:.0f})"
+                f"{plural(self.over.count, 'batch', 'batches')} with #token/#running-req above the draft's "
+                f"context length {self.window:g} (longest {self.longest:.0f})"
             )
             return hit(
                 text,

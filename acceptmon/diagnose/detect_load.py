@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from acceptmon.diagnose.breakeven import BreakEven, label
+from acceptmon.diagnose.breakeven import BreakEven, label, tree_note
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
-from acceptmon.diagnose.model import Hit
+from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -56,7 +56,8 @@ class Retractions(Detector[RetractParams]):
             return None
         if self.events.count:
             low = min(self.usage_at) if self.usage_at else None
-            text = f"{self.events.count} retraction(s), {self.retracted} request(s) retracted"
+            text = f"{plural(self.events.count, 'retraction', 'retractions')}, "
+            text += f"{plural(self.retracted, 'request', 'requests')} retracted"
             text += f", at token usage {low:.2f}" if low is not None else ""
             return hit(
                 text,
@@ -110,10 +111,13 @@ class LargeBatch(Detector[BatchParams]):
         if self.wasteful.count >= self.p.min_lines:
             n = run.draft_tokens
             text = (
-                f"{self.wasteful.count} decode lines verify B·N >= {self.p.verify_tokens_at_least} tokens per "
-                f"step while keeping L/N < {self.p.efficiency_below} (N = {n})"
+                f"{plural(self.wasteful.count, 'batch verifies', 'batches verify')} B·N >= "
+                f"{self.p.verify_tokens_at_least} tokens per step while keeping L/N < {self.p.efficiency_below} "
+                f"(N = {n})"
             )
-            return hit(text, self.wasteful.lines, line_count=self.wasteful.count, draft_tokens=n)
+            tree = tree_note(run)
+            note = f"{tree[0].upper()}{tree[1:]}: the cost is the B·N tokens verified per step." if tree else ""
+            return hit(text, self.wasteful.lines, note=note, line_count=self.wasteful.count, draft_tokens=n)
         return self._falloff(run)
 
     def _against_baseline(self, run: RunState, be: BreakEven) -> Hit | None:

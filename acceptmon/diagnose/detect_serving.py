@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
-from acceptmon.diagnose.model import Evidence, Hit
+from acceptmon.diagnose.model import Evidence, Hit, plural
 from acceptmon.diagnose.state import UNREAD, RunState, Step, config_value
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -121,12 +121,14 @@ class GraphOff(Detector[GraphParams]):
         disabled = config_value(run.launch, "disable_cuda_graph") is True
         if self.total >= self.p.min_lines and r6(self.off.count / self.total) > self.p.off_fraction:
             frac = self.off.count / self.total
-            text = f"cuda graph: False on {self.off.count} of {self.total} speculative decode lines ({frac:.0%})"
+            of = plural(self.total, "speculative batch", "speculative batches")
+            text = f"cuda graph: False on {self.off.count} of {of} ({frac:.0%})"
             note = ""
             if not disabled and self.min_off is not None and self.min_off > self.max_on > 0:
                 cap = config_value(run.launch, "cuda_graph_max_bs")
                 note = (
-                    f"Graphs run up to {self.max_on} running requests and stop from {self.min_off}: "
+                    f"Graphs run up to {plural(self.max_on, 'running request', 'running requests')} and stop "
+                    f"from {self.min_off}: "
                     f"--cuda-graph-max-bs is likely {cap if cap is not None else self.max_on}."
                 )
             return hit(
@@ -142,8 +144,8 @@ class GraphOff(Detector[GraphParams]):
         if cap is not None and self.stats_lines >= self.p.min_lines:
             if r6(self.above.count / self.stats_lines) > self.p.off_fraction:
                 text = (
-                    f"{self.above.count} of {self.stats_lines} speculative decode lines run more than the "
-                    f"{cap} requests CUDA graphs were captured for"
+                    f"{self.above.count} of {plural(self.stats_lines, 'speculative batch', 'speculative batches')} "
+                    f"run more than the {plural(cap, 'request', 'requests')} CUDA graphs were captured for"
                 )
                 return hit(text, self.above.lines, captured_batch=cap, lines_above=self.above.count)
         if disabled or self.reason is not None:
@@ -217,8 +219,8 @@ class QueueAtCap(Detector[CapParams]):
             return None
         frac = self.at_cap.count / self.total
         text = (
-            f"#running-req at the cap {cap:g} with #queue-req > 0 on {self.at_cap.count} of {self.total} "
-            f"decode lines ({frac:.0%})"
+            f"#running-req at the cap {cap:g} with #queue-req > 0 on {self.at_cap.count} of "
+            f"{plural(self.total, 'batch', 'batches')} ({frac:.0%})"
         )
         lines = [self.cap_line] if self.cap_line else []
         return hit(text, [*lines, *self.at_cap.lines], cap=cap, lines_at_cap=self.at_cap.count, fraction=frac)

@@ -107,10 +107,15 @@ class Lines:
             self.lines.append(line)
 
 
+class Stretch(tuple[int, ...]):
+    """The first and last line of a stretch of lines, as evidence (people read ``lines 8-158`` with an en dash)."""
+
+
 def evidence(text: str, lines: list[int] | tuple[int, ...] = (), **values: Value) -> Evidence:
-    """Evidence with its numbers rounded for people (4 decimals)."""
+    """Evidence with its numbers rounded for people (4 decimals); ``lines`` a :class:`Stretch` or each line."""
     rounded = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in values.items()}
-    return Evidence(lines=sorted(set(lines))[:MAX_LINES], values=rounded, text=text)
+    stretch = isinstance(lines, Stretch)
+    return Evidence(lines=sorted(set(lines))[:MAX_LINES], values=rounded, text=text, stretch=stretch)
 
 
 def hit(
@@ -131,6 +136,6 @@ def matches(text: str | None, needles: list[str]) -> bool:
     return any(n.lower() in low for n in needles)
 
 
-def run_lines(run: RunState) -> list[int]:
+def run_lines(run: RunState) -> Stretch:
     """The first and last accept-length line of a run, as evidence."""
-    return list(run.accept_lines) if run.accept_lines else []
+    return Stretch(run.accept_lines or ())

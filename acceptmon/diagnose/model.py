@@ -96,6 +96,16 @@ class Evidence(BaseModel):
     lines: list[int] = Field(default_factory=list)
     values: dict[str, Value] = Field(default_factory=dict)
     text: str = ""
+    stretch: bool = Field(default=False, exclude=True)
+    """``lines`` are the first and last line of a stretch of lines, not each line (JSON gives the two)."""
+
+    def where(self) -> str:
+        """The lines for people: ``line 8``, ``lines 8-158`` (a stretch; an en dash), ``lines 6, 9, 10``."""
+        if len(self.lines) < 2:
+            return f"line {self.lines[0]}" if self.lines else ""
+        if self.stretch:
+            return f"lines {self.lines[0]}–{self.lines[-1]}"
+        return "lines " + ", ".join(map(str, self.lines))
 
 
 class Finding(BaseModel):
@@ -126,3 +136,8 @@ class Hit(BaseModel):
     evidence: Evidence
     note: str = ""
     """Run-specific cause text, placed after the rule's message."""
+
+
+def plural(n: float, one: str, many: str) -> str:
+    """``1 batch``, ``2 batches``, ``26.25 running requests``: the count and the word that goes with it."""
+    return f"{n if isinstance(n, int) else format(n, 'g')} {one if n == 1 else many}"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from acceptmon.diagnose.engine import Change, RunReport
-from acceptmon.diagnose.model import Finding
+from acceptmon.diagnose.model import Finding, plural
 from acceptmon.display import strict_json
 
 WIDTH = 100
@@ -38,14 +38,10 @@ def to_text(findings: Sequence[Finding], runs: Sequence[RunReport], *, colour: b
     reports = {(r.file, r.run): r for r in runs}
     blocks = [_run_block(k, reports.get(k), by_run.get(k, []), colour) for k in keys]
     if not blocks:
-        return "no runs and no decode lines found"
+        return "no runs and no batches found"
     counts = {s: sum(f.severity == s for f in findings) for s in ("error", "warning", "info")}
-    total = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items())
-    return "\n\n".join([*blocks, f"{len(keys)} run(s): {total}"])
-
-
-def plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+    total = ", ".join(plural(n, s, s if s == "info" else f"{s}s") for s, n in counts.items())
+    return "\n\n".join([*blocks, f"{plural(len(keys), 'run', 'runs')}: {total}"])
 
 
 def event_line(change: Change) -> str:
@@ -84,8 +80,8 @@ def _finding_lines(f: Finding, colour: bool) -> list[str]:
         tag = f"{COLOURS[f.severity]}{tag}{RESET}"
     title, _, cause = f.message.partition(": ")
     out = [f"  {tag} {f.rule} {title}"]
-    where = f" (line{'s' if len(f.evidence.lines) != 1 else ''} {', '.join(map(str, f.evidence.lines))})"
-    out += _wrap("evidence: " + f.evidence.text + (where if f.evidence.lines else ""), "    ")
+    where = f" ({f.evidence.where()})" if f.evidence.lines else ""
+    out += _wrap("evidence: " + f.evidence.text + where, "    ")
     out += _wrap("cause: " + cause, "    ")
     out += _wrap("try: " + f.fix, "    ")
     return out
