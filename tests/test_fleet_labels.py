@@ -3,12 +3,15 @@ generated-token counters, --timezone. Real `acceptmon serve` processes over a /v
 
 from __future__ import annotations
 
+import calendar
 import gzip
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -206,6 +209,56 @@ def test_v0_cumulative_lines_count_their_intervals_in_the_live_counters(grammars
     feed(live.update, Parser(grammars, "v0.log"), *lines)
     (s,) = [s for s in live.snapshot().series if s.kind == "spec"]
     assert (s.steps, s.tokens) == (pytest.approx(3600 / 3), pytest.approx(3700))  # the second line's increase added
+
+
+def _timestamp(tmp_path: Path, *args: str) -> float | None:
+    log = tmp_path / "tz.log"
+    log.write_text(launch(None) + "\n" + decode_line(0, ts="2026-07-01 12:00:00") + "\n")
+    serve = Serve(str(log), "--poll", "--poll-interval", "50ms", *args)
+    try:
+        serve.wait_listening()
+        m = wait_for(serve, lambda m: bool(m.get("acceptmon_last_decode_timestamp_seconds")))
+    finally:
+        assert serve.stop() == 0
+    return sample(m, "acceptmon_last_decode_timestamp_seconds", rank="TP0")
+
+
+@pytest.mark.parametrize(
+    ("zone", "offset"),
+    [("Asia/Kolkata", 5.5 * 3600), ("-03:00", -3 * 3600), ("America/New_York", -4 * 3600)],
+)
+def test_timezone_sets_the_zone_of_log_times(tmp_path, zone, offset):
+    as_utc = calendar.timegm(datetime(2026, 7, 1, 12, 0, 0).timetuple())
+    assert _timestamp(tmp_path, f"--timezone={zone}") == as_utc - offset  # New York: daylight time in July
+
+
+def test_timezone_defaults_to_the_local_zone(tmp_path):
+    assert _timestamp(tmp_path) == datetime(2026, 7, 1, 12, 0, 0).timestamp()
+
+
+def test_timezone_takes_iana_names_and_utc_offsets():
+    from datetime import timedelta
+
+    from acceptmon.cli.args import zone
+
+    stamp = datetime(2026, 1, 15, 12, 0)
+    got = {text: zone(text).utcoffset(stamp) for text in ("UTC", "Europe/Berlin", "+02:00", "-0530", "UTC+2", "GMT-11")}
+    hours = {"UTC": 0, "Europe/Berlin": 1, "+02:00": 2, "-0530": -5.5, "UTC+2": 2, "GMT-11": -11}
+    assert got == {text: timedelta(hours=h) for text, h in hours.items()}
+
+
+@pytest.mark.parametrize("command", ["serve", "tail"])
+def test_a_bad_timezone_is_one_line_and_exit_2(tmp_path, command):
+    log = tmp_path / "x.log"
+    log.write_text("")
+    out = subprocess.run(
+        [sys.executable, "-m", "acceptmon", command, str(log), "--timezone", "Mars/Olympus_Mons"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "not a time zone: 'Mars/Olympus_Mons'" in out.stderr
 
 
 ALERT_TEST = """

@@ -26,7 +26,7 @@ import functools
 import math
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -72,9 +72,13 @@ GENERATED_TOKENS = (
 )
 
 
-def _epoch(ts: datetime | None) -> float | None:
-    """Log time (naive, the server's local time) as Unix seconds."""
-    return None if ts is None else ts.timestamp()
+def _epoch(ts: datetime | None, zone: tzinfo | None = None) -> float | None:
+    """Log time as Unix seconds: a time without a zone is in ``zone`` (None: this machine's local zone)."""
+    if ts is None:
+        return None
+    if ts.tzinfo is None and zone is not None:
+        ts = ts.replace(tzinfo=zone)
+    return ts.timestamp()
 
 
 def _labels(s: RankSeries) -> tuple[str, ...]:
@@ -85,9 +89,13 @@ def _labels(s: RankSeries) -> tuple[str, ...]:
 class AcceptmonCollector(Collector):
     """Builds every acceptmon metric from the live snapshot."""
 
-    def __init__(self, live: LiveStats, *, stale_after: float = DEFAULT_STALE_AFTER) -> None:
+    def __init__(
+        self, live: LiveStats, *, stale_after: float = DEFAULT_STALE_AFTER, zone: tzinfo | None = None
+    ) -> None:
+        """``zone``: the servers' time zone, for log times without one (None: this machine's local zone)."""
         self.live = live
         self.stale_after = stale_after
+        self.zone = zone
 
     def collect(self) -> Iterator[Metric]:
         yield from self.families(self.live.snapshot())
@@ -110,7 +118,7 @@ class AcceptmonCollector(Collector):
         if m.baseline is not None:
             yield _gauge(m.baseline, fresh, lambda s: s.baseline)
         if m.last_timestamp is not None:
-            yield _gauge(m.last_timestamp, fresh, lambda s: _epoch(s.last.timestamp))
+            yield _gauge(m.last_timestamp, fresh, lambda s: _epoch(s.last.timestamp, self.zone))
         if m.counter is not None:
             c = CounterMetricFamily(m.counter.name, m.counter.help, labels=SERIES_LABELS)
             for s in series:
@@ -280,11 +288,13 @@ class MetricsPage:
         *,
         stale_after: float = DEFAULT_STALE_AFTER,
         registry: CollectorRegistry | None = None,
+        zone: tzinfo | None = None,
     ) -> None:
-        """``registry``: where the collector is registered (a fresh one by default, never the global one)."""
+        """``registry``: where the collector is registered (a fresh one by default, never the global one);
+        ``zone``: the servers' time zone for log times without one (None: this machine's local zone)."""
         self.live = live
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=False)
-        self.collector = AcceptmonCollector(live, stale_after=stale_after)
+        self.collector = AcceptmonCollector(live, stale_after=stale_after, zone=zone)
         self.registry.register(self.collector)
         self._lock = threading.Lock()
         self._key: tuple[int, int] | None = None
