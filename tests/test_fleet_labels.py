@@ -306,3 +306,30 @@ def test_alert_rules_keep_two_pods_of_one_stream_file_apart(tmp_path):
     )
     out = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_two_journald_units_in_one_file_are_two_series(grammars):
+    """A source named by nothing but its stream (a journald unit) has its name as the container label."""
+    import json
+
+    def entry(unit: str, message: str) -> str:
+        return json.dumps({"__CURSOR": "s=1", "__REALTIME_TIMESTAMP": "1772114400000000", "_SYSTEMD_UNIT": unit,
+                           "MESSAGE": message})  # fmt: skip
+
+    live = LiveStats()
+    lines = [
+        entry(unit, line)
+        for unit in ("sglang-a.service", "sglang-b.service")
+        for line in (launch(None), decode_line(0))
+    ]
+    feed(live.update, Parser(grammars, "journal.json"), *lines)
+    labels = [tuple(dict(k).items()) for k in parse_page(live)["acceptmon_accept_length"]]
+    assert sorted(dict(k)["container"] for k in labels) == ["sglang-a.service", "sglang-b.service"]
+    assert {dict(k)["pod"] for k in labels} == {""}
+
+
+def parse_page(live: LiveStats) -> Metrics:
+    from acceptmon.exporter.metrics import MetricsPage
+    from tests.serving import parse_metrics
+
+    return parse_metrics(MetricsPage(live).render().decode())
