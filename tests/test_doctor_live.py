@@ -31,7 +31,10 @@ def test_serve_exports_a_finding_while_it_holds(grammars):
     broken, fixed = _runs()
     live.update("seed.log", parser.feed(("\n".join(broken) + "\n").encode()), parser.tally)
     page = MetricsPage(live).render().decode()
-    assert 'acceptmon_doctor_finding{file="seed.log",rule="P2",severity="warning"} 1.0' in page
+    assert (
+        'acceptmon_doctor_finding{container="",file="seed.log",namespace="",pod="",rule="P2",severity="warning"} 1.0'
+        in page
+    )
     assert [c.event for c in live.take_changes()] == ["new"]
     clock.now += DOCTOR_SECONDS
     live.update("seed.log", parser.feed(("\n".join(fixed) + "\n").encode()), parser.tally)

@@ -102,8 +102,8 @@ def test_a_toy_kind_is_counted_on_the_metrics_page(toy):
     parser = Parser(grammars, "t.log")
     live.update("t.log", parser.feed(LOG.encode()), parser.tally)
     page = MetricsPage(live).render().decode()
-    assert 'acceptmon_lines_total{file="t.log",kind="toy"} 2.0' in page
-    assert 'acceptmon_lines_total{file="t.log",kind="decode"} 1.0' in page
+    assert 'acceptmon_lines_total{container="",file="t.log",kind="toy",namespace="",pod=""} 2.0' in page
+    assert 'acceptmon_lines_total{container="",file="t.log",kind="decode",namespace="",pod=""} 1.0' in page
     assert "toy" in line_kinds()
 
 

@@ -47,6 +47,9 @@ def test_gauges_counters_and_run_info(grammars):
     labels = dict(next(iter(info)))
     assert labels == {
         "file": "s.log",
+        "namespace": "",
+        "pod": "",
+        "container": "",
         "run": "1",
         "model": "Qwen/Qwen3-8B",
         "spec_algorithm": "EAGLE3",
@@ -146,5 +149,6 @@ def test_collector_goes_to_the_registry_given_never_the_global_one(grammars):
     mine = CollectorRegistry()
     page = MetricsPage(live, registry=mine)
     assert page.registry is mine
-    assert mine.get_sample_value("acceptmon_accept_length", {"file": "s.log", "rank": "TP0"}) == 2.4
-    assert REGISTRY.get_sample_value("acceptmon_accept_length", {"file": "s.log", "rank": "TP0"}) is None
+    where = {"file": "s.log", "namespace": "", "pod": "", "container": "", "rank": "TP0"}
+    assert mine.get_sample_value("acceptmon_accept_length", where) == 2.4
+    assert REGISTRY.get_sample_value("acceptmon_accept_length", where) is None

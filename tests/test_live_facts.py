@@ -100,7 +100,10 @@ def test_a_toy_acceptance_kind_shows_on_the_dashboard_and_in_the_live_state(toy_
     ]
     snap = live.snapshot()
     assert {(s.kind, s.rank, s.run) for s in snap.series} == {("toyacc", "TP0", 1), ("toyacc", "TP1", 1)}
-    assert 'acceptmon_toy_accept_length{file="t.log",rank="TP1"} 3.5' in MetricsPage(live).render().decode()
+    assert (
+        'acceptmon_toy_accept_length{container="",file="t.log",namespace="",pod="",rank="TP1"} 3.5'
+        in MetricsPage(live).render().decode()
+    )
 
 
 # -- tail --plain and serve as processes ---------------------------------------------------------------------

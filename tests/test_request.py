@@ -180,11 +180,17 @@ def test_request_accept_length_histogram_on_the_metrics_page(grammars):
     live.update("r.log", records, parser.tally)
     page = MetricsPage(live).render().decode()
     accept = sorted(r.accept_len for r in records if isinstance(r, RequestStats))
-    assert f'acceptmon_request_accept_length_count{{file="r.log",rank=""}} {float(len(accept))}' in page
+    assert (
+        f'acceptmon_request_accept_length_count{{container="",file="r.log",namespace="",pod="",rank=""}} {float(len(accept))}'
+        in page
+    )
     below_3 = sum(1 for a in accept if a <= 3.0)
-    assert f'acceptmon_request_accept_length_bucket{{file="r.log",le="3.0",rank=""}} {float(below_3)}' in page
-    assert 'acceptmon_lines_total{file="r.log",kind="request"} 24.0' in page
-    assert 'acceptmon_requests_total{file="r.log",rank=""} 24.0' in page
+    assert (
+        f'acceptmon_request_accept_length_bucket{{container="",file="r.log",le="3.0",namespace="",pod="",rank=""}} {float(below_3)}'
+        in page
+    )
+    assert 'acceptmon_lines_total{container="",file="r.log",kind="request",namespace="",pod=""} 24.0' in page
+    assert 'acceptmon_requests_total{container="",file="r.log",namespace="",pod="",rank=""} 24.0' in page
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from datetime import datetime
+import re
+import zoneinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -45,6 +47,13 @@ def live_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-file", type=Path, metavar="FILE", help="persist positions here; resume on restart")
     rules_option(p)
     year_option(p)
+    p.add_argument(
+        "--timezone",
+        type=zone,
+        metavar="ZONE",
+        help="the servers' time zone, for log times without one: an IANA name (Europe/Berlin) or a UTC offset "
+        "(--timezone=-05:00); default: this machine's",
+    )
 
 
 def rules_option(
@@ -52,6 +61,26 @@ def rules_option(
     help: str = "extra doctor rule file: change thresholds, disable or add rules (repeatable)",
 ) -> None:
     p.add_argument("--rules", action="append", default=[], type=Path, metavar="FILE", help=help)
+
+
+_OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d\d?)(?::?(\d\d))?")
+
+
+def zone(text: str) -> tzinfo:
+    """A time zone: an IANA name (``Europe/Berlin``, ``UTC``) or a UTC offset (``+02:00``, ``-0530``, ``UTC+2``)."""
+    m = _OFFSET.fullmatch(text.strip())
+    if m is not None:
+        sign, hours, minutes = m.groups()
+        offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
+        if offset >= timedelta(hours=24) or int(minutes or 0) >= 60:
+            raise argparse.ArgumentTypeError(f"not a UTC offset: {text!r} (say +02:00 or -05:30)")
+        return timezone(-offset if sign == "-" else offset)
+    try:
+        return zoneinfo.ZoneInfo(text.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise argparse.ArgumentTypeError(
+            f"not a time zone: {text!r} (say an IANA name such as Europe/Berlin, or a UTC offset such as +02:00)"
+        ) from None
 
 
 def year(text: str) -> int:

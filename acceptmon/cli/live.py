@@ -103,7 +103,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         on_forget=live.forget,
     )
     server = MetricsServer(
-        MetricsPage(live, stale_after=args.stale_after).render, args.host, args.port, web=web, tls=tls
+        MetricsPage(live, stale_after=args.stale_after, zone=args.timezone).render,
+        args.host,
+        args.port,
+        web=web,
+        tls=tls,
     )
     stop = threading.Event()
     stop_on_signals(stop)
@@ -184,7 +188,9 @@ def _tail(
         from acceptmon.exporter.http import MetricsServer
         from acceptmon.exporter.metrics import MetricsPage
 
-        server = MetricsServer(MetricsPage(w.live).render, "127.0.0.1", args.metrics_port)
+        server = MetricsServer(
+            MetricsPage(w.live, zone=getattr(args, "timezone", None)).render, "127.0.0.1", args.metrics_port
+        )
         server.start()
         w.note(f"serving metrics at {server.url}")
 

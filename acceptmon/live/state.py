@@ -1,4 +1,4 @@
-"""The one live state of followed logs: latest record per (file, kind, rank), counters, run config; no I/O.
+"""The one live state of followed logs: latest record per (file, source, kind, rank), counters, run config; no I/O.
 
 :class:`LiveStats` is fed records as the live pipeline reads them and answers, at any
 moment, with a consistent :class:`Snapshot` (taken under a lock, so a scrape or a
@@ -10,9 +10,11 @@ engine, a vLLM v0 line the interval it closes). How a record is folded in is its
 (:mod:`acceptmon.parse.kinds`): a launch starts a run, a kind with ``series`` keeps its latest record
 per rank or engine, with a counter, a histogram and the run-start baseline of the field its metrics
 name. A file's current run is its records' run, which the live start makes the number ``acceptmon
-runs`` gives it (:mod:`acceptmon.pipeline.start`).
+runs`` gives it (:mod:`acceptmon.pipeline.start`). Series and runs are per *source*: a file's plain
+lines, or each process a stream prefix names (two pods in one ``kubectl logs --prefix`` stream both
+logging ``TP0`` are two series, each with its own run and launch config).
 
-Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, kind,
+Memory stays bounded whatever the log size: one :class:`RankSeries` per (file, source, kind,
 rank) up to ``max_series`` (records for further series are counted in ``overflow``,
 not kept), a fixed set of histogram buckets, and counters. Each file known has a fair
 share of the cap, ``max(MIN_FILE_SHARE, max_series // files)``: a file at its share gets
@@ -30,13 +32,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from acceptmon.live.doctor import DOCTOR_SECONDS, FindingSource, LiveDoctor
-from acceptmon.live.series import FileInfo, RankSeries
+from acceptmon.live.series import FileInfo, RankSeries, SourceInfo
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.parse.kinds import KINDS, RecordKind, SeriesMetrics, line_kinds
 from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import Record
 
-__all__ = ["DEFAULT_MAX_SERIES", "DOCTOR_SECONDS", "FileInfo", "FindingSource", "LiveStats", "RankSeries", "Snapshot"]
+__all__ = [
+    "DEFAULT_MAX_SERIES",
+    "DOCTOR_SECONDS",
+    "FileInfo",
+    "FindingSource",
+    "LiveStats",
+    "RankSeries",
+    "Snapshot",
+    "SourceInfo",
+]
 
 DEFAULT_MAX_SERIES = 512
 MIN_FILE_SHARE = 16
@@ -72,7 +83,8 @@ class LiveStats:
         self.doctor = LiveDoctor(doctor, clock) if doctor is not None else None
         """Judged apart from this state's lock: see :mod:`acceptmon.live.doctor`."""
         self._lock = threading.Lock()
-        self._series: dict[tuple[str, str, str], RankSeries] = {}
+        self._series: dict[tuple[str, str, str, str], RankSeries] = {}
+        """By (file, source, kind, rank or engine)."""
         self._files: dict[str, FileInfo] = {}
         self._overflow = 0
         self._per_file: Counter[str] = Counter()
@@ -153,25 +165,29 @@ class LiveStats:
         return info
 
     def _launch(self, info: FileInfo, r: Record) -> None:
-        info.launch = getattr(r, "config", None)  # the parser merged one server start's launch lines into it
-        info.run = r.run
-        if r.run == info.launch_run:
+        src = info.source(r)
+        src.launch = info.launch = getattr(r, "config", None)  # the parser merged one start's launch lines into it
+        src.run = info.run = r.run
+        if r.run == src.launch_run:
             return  # a later launch line of the same server start
         info.launches += 1
-        info.launch_run = r.run
-        info.launch_time = r.timestamp
+        src.launch_run = info.launch_run = r.run
+        src.launch_time = info.launch_time = r.timestamp
 
     def _add_series(self, info: FileInfo, kind: RecordKind, metrics: SeriesMetrics, r: Record, now: float) -> None:
-        info.run = r.run  # a file's current run, whether or not the series cap leaves room for this one
-        key = (info.file, kind.name, getattr(r, kind.unit_field, None) or "")
+        src: SourceInfo = info.source(r)
+        src.run = info.run = r.run  # the current run, whether or not the series cap leaves room for this one
+        key = (info.file, src.source, kind.name, getattr(r, kind.unit_field, None) or "")
         series = self._series.get(key)
         if series is None:
             if not self._room_for(info.file):
                 self._overflow += 1
                 return
-            series = self._series[key] = RankSeries(info.file, key[2], kind.name, metrics, r, now)
+            series = RankSeries(info.file, key[3], kind.name, metrics, r, now, source=src.source, origin=src.origin)
+            self._series[key] = series
             self._per_file[info.file] += 1
-        series.add(r, now, r.run, info.launch_time if info.launch_run == r.run else None)
+        launched = src.launch_run == r.run
+        series.add(r, now, r.run, src.launch_time if launched else None, src.launch if launched else None)
         info.last_seen = now
 
     def _room_for(self, file: str) -> bool:
@@ -185,7 +201,7 @@ class LiveStats:
         if self._held(victim) <= share:
             return False
         oldest = min((s for k, s in self._series.items() if k[0] == victim), key=lambda s: s.seen)
-        del self._series[(victim, oldest.kind, oldest.rank)]
+        del self._series[(victim, oldest.source, oldest.kind, oldest.rank)]
         self._per_file[victim] -= 1
         return True
 
