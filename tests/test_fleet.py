@@ -4,7 +4,8 @@ scraped by one real Prometheus that evaluates deploy/prometheus/fleet.yml.
 
 The expected figures are worked out here from the lines written, with the definitions of the README's
 "Counters a fleet can sum": an SGLang decode line covers decode_log_interval x #running-req verify steps
-of accept len tokens each; a vLLM spec line drafted / k drafts (steps), accepted + drafts tokens.
+of accept len tokens each; a vLLM spec line drafted / k drafts (steps), accepted + drafts tokens. Each
+run's config is grouped as its server names it (SGLang `EAGLE3`, vLLM `eagle3`).
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def _expected_groups(nodes: list[list[Container]]) -> dict[tuple[str, ...], list
     out: dict[tuple[str, ...], list[float]] = {}
     for c in (c for node in nodes for c in node):
         for steps, tokens in ((w[1], w[2]) for w in c.written.values()):
-            g = out.setdefault((c.namespace, c.model, "EAGLE3", str(c.steps)), [0.0, 0.0])
+            algorithm = "EAGLE3" if c.server == "sglang" else "eagle3"  # as each server names it
+            g = out.setdefault((c.namespace, c.model, algorithm, str(c.steps)), [0.0, 0.0])
             g[0] += steps
             g[1] += tokens
     return out
