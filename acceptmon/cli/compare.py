@@ -41,7 +41,9 @@ seeded by --seed so the output is reproducible. The throughput change CI bootstr
 independently and takes the 2.5/97.5 percentiles of the per-replicate ratio of means.
 Verdict: better/worse when that CI excludes 0, else no difference. Matched load: the throughput
 ratio within shared #running-req buckets (exact up to 16, then ranges), steady batches only
-(#queue-req 0, no prefill line since the rank's previous decode line), weighted by batches."""
+(#queue-req 0, no prefill line since the rank's previous decode line), weighted by batches.
+A side with tree drafts (topk > 1) gets a line under the table: verification accepts one path of
+the tree, so its accept rate (draft) is low by design; judge it by accept len."""
 
 
 def add_parsers(sub: Subcommands) -> None:
