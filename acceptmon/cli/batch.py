@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
 from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
-from acceptmon.inputs.files import check_path
+from acceptmon.inputs.files import check_path, open_log
 from acceptmon.inputs.refs import unique_paths
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
@@ -265,8 +265,6 @@ SNIFF_BYTES = 64 << 10
 
 def looks_binary(path: str) -> str | None:
     """Why the start of ``path`` looks like no text log (NUL bytes, mostly non-text), else None (stdin: None)."""
-    from acceptmon.inputs.files import open_log
-
     if path == "-":
         return None
     try:
