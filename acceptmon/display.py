@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -14,6 +15,24 @@ def number(value: float | int | None, digits: int = 2, suffix: str = "") -> str:
     if isinstance(value, int):
         return f"{value}{suffix}"
     return f"{value:.{digits}f}{suffix}"
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 row``, ``2 rows``, ``1,024 rows`` (``noun`` a regular English noun)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+COUNTED = ("decode", "spec", "throughput", "prefill", "launch", "unrecognized", "oversized")
+"""The line kinds a summary names, in this order, for every server (a kind a server never logs is 0)."""
+WHEN_SEEN = ("request", "warning")
+"""Line kinds a summary names only when a log has them (after ``launch``)."""
+
+
+def line_counts(kinds: Mapping[str, int]) -> str:
+    """``N lines read, a decode, b spec, c throughput, ...``: one wording for SGLang and vLLM logs
+    (``parse``'s summary and ``serve``'s stop line)."""
+    named = [*COUNTED[:5], *(k for k in WHEN_SEEN if kinds.get(k)), *COUNTED[5:]]
+    return ", ".join([f"{plural(sum(kinds.values()), 'line')} read", *(f"{kinds.get(k, 0):,} {k}" for k in named)])
 
 
 def duration(seconds: float | None) -> str:

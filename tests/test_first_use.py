@@ -86,12 +86,12 @@ def test_runs_says_unknown_when_no_launch_was_seen(tmp_path):
     log = tmp_path / "nolaunch.log"
     log.write_bytes(DECODE * 3)
     table = acceptmon("runs", log).stdout.decode().splitlines()
-    assert table[1].split()[5] == "unknown"
+    assert table[1].split()[4] == "unknown"  # start is one word: awk counts the columns right
     (run,) = json.loads(acceptmon("runs", log, "--format", "json").stdout)
     assert run["launch_seen"] is False and run["spec_algorithm"] is None
     runs = json.loads(acceptmon("runs", SAMPLES / "baseline_nospec.log", "--format", "json").stdout)
     assert [(r["launch_seen"], r["spec_algorithm"]) for r in runs] == [(True, None)]
-    assert acceptmon("runs", SAMPLES / "baseline_nospec.log").stdout.decode().splitlines()[1].split()[5] == "none"
+    assert acceptmon("runs", SAMPLES / "baseline_nospec.log").stdout.decode().splitlines()[1].split()[4] == "none"
 
 
 @pytest.mark.parametrize("command", ["parse", "runs"])
@@ -116,8 +116,11 @@ def test_bare_acceptmon_lists_the_commands(capsys):
 def test_parse_help_defines_the_acceptance_columns_and_lists_every_column():
     out = acceptmon("parse", "--help").stdout.decode()
     assert "accept_len         tokens per verify step per request, the bonus token included" in out
-    assert "accept_rate        exactly as logged; its definition changed across server versions" in out
-    assert "draft_accept_rate  (accept_len - 1) / (draft tokens - 1)" in out
+    assert "accept_rate        SGLang: exactly as logged; its definition changed across server versions" in out
+    flat = " ".join(out.split())
+    assert "vLLM: recomputed as accepted / drafted tokens of the line, a 0-1 fraction with 6 decimals" in flat
+    assert "SGLang: (accept_len - 1) / (draft tokens - 1)" in flat
+    assert "vLLM: accepted / drafted, the same value as accept_rate" in flat
     assert "Columns, in order: " + ", ".join(columns()) in " ".join(out.split())
 
 

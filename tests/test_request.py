@@ -211,4 +211,5 @@ def test_parse_kind_request_writes_the_request_rows(name, monkeypatch):
     p = acceptmon("parse", f"sample_logs/{name}.log", "--kind", "request", "--format", "jsonl")
     assert p.returncode == 0, p.stderr
     assert p.stdout == (ROOT / "tests" / "golden" / "requests" / f"{name}.jsonl").read_bytes()
-    assert " request records" in p.stderr.decode()
+    rows = len(p.stdout.splitlines())
+    assert f"; {rows} request rows; " in p.stderr.decode()

@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import re
+import sys
 import zoneinfo
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any, TypeAlias
 
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.load import load_grammars
-from acceptmon.parse.parser import Parser, ParseState
+from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.parse.values import Yearless, year_not_after
 
 Subcommands: TypeAlias = "argparse._SubParsersAction[Any]"
@@ -151,13 +152,26 @@ class YearSource:
         return self._first[file]
 
     def describe(self) -> str:
-        """Which source was used, for a command's summary line."""
+        """Which source was used, for a command's summary line: each year with the files it came from."""
         if self.year is not None:
             return f"year of year-less timestamps: {self.year} (--year)"
-        origins = {
-            f"{y} ({'stdin: the current date' if f == '-' else 'file modification time'})" for f, y in self.used.items()
-        }
-        return f"year of year-less timestamps: {', '.join(sorted(origins)) or 'none needed'}; --year sets it"
+        origins: dict[tuple[int, bool], list[str]] = {}
+        for f, y in self.used.items():
+            origins.setdefault((y, f == "-"), []).append(f)
+        parts = [
+            f"{y} (stdin: the current date)" if stdin else f"{y} (file modification time of {', '.join(files)})"
+            for (y, stdin), files in sorted(origins.items())
+        ]
+        return f"year of year-less timestamps: {', '.join(parts) or 'none needed'}; --year sets it"
+
+
+def say_year(grammars: GrammarSet, tally: Tally | None = None) -> None:
+    """Say on stderr where the year of year-less (vLLM) timestamps came from, naming the files, when a file
+    had them (``tally``: the lines read, whose vLLM lines say so too)."""
+    years = grammars.year_for
+    seen = tally is not None and (tally.kinds["spec"] or tally.kinds["throughput"])
+    if isinstance(years, YearSource) and (years.used or seen):
+        print(f"acceptmon: {years.describe()}", file=sys.stderr)
 
 
 def _clock(t: Yearless | datetime) -> tuple[int, ...]:

@@ -9,32 +9,55 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acceptmon.cli.args import Subcommands, YearSource, grammar_option, grammars_for, size, year_option
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
+from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
-from acceptmon.inputs.files import check_path
+from acceptmon.inputs.files import check_path, open_log
 from acceptmon.inputs.refs import unique_paths
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
 from acceptmon.pipeline.batch import Progress, default_jobs, run
 from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
-from acceptmon.sinks.table import TableJob, columns, infer_format
+from acceptmon.sinks.table import FORMATS, TableJob, columns, infer_format, row_format
 
 if TYPE_CHECKING:
     from acceptmon.measure.summary import RunSummary
 
 PARSE_HELP = """\
-One row per decode-batch line (other record kinds are counted, not written).
+One row per decode-batch line (SGLang) and per spec and throughput line (vLLM); other record kinds
+are counted, not written (--kind writes one of them instead).
 
 Acceptance columns:
-  accept_len         tokens per verify step per request, the bonus token included (as logged by
-                     the server; 1.0 means no draft token was ever accepted)
-  accept_rate        exactly as logged; its definition changed across server versions, so do not
-                     compare it across versions
-  draft_accept_rate  (accept_len - 1) / (draft tokens - 1): accepted drafts over proposed drafts,
-                     one definition everywhere (needs the launch line for the draft token count)
+  accept_len         tokens per verify step per request, the bonus token included (1.0 means no
+                     draft token was ever accepted). SGLang: as logged. vLLM: with the bonus token
+                     whatever the version logs; accept_len_source says logged or derived
+  accept_rate        SGLang: exactly as logged; its definition changed across server versions, so
+                     do not compare it across versions (empty where the version logs none).
+                     vLLM: recomputed as accepted / drafted tokens of the line, a 0-1 fraction with
+                     6 decimals, not the rounded percent it logs (a logged 20.5 % of 45 accepted /
+                     220 drafted tokens is 0.204545)
+  draft_accept_rate  accepted drafts over proposed drafts, one definition everywhere. SGLang:
+                     (accept_len - 1) / (draft tokens - 1), needs the launch line for the draft
+                     token count; vLLM: accepted / drafted, the same value as accept_rate
+Formats: csv; jsonl (JSON Lines: one object per line, as jq and pandas' lines=True read it); json
+(one JSON array of the same objects, as json.load reads it). The format is --format, else -o's
+suffix (.csv, .jsonl or .ndjson, .json, each optionally + .gz), else CSV. When --format and the
+suffix name different formats, nothing is read or written: exit 2, naming both.
 Columns, in order: {columns}
-The summary on stderr counts every line by kind."""
+The summary on stderr counts every line by kind. A file without a row gets a hint on stderr (a file
+that looks binary, NUL bytes or mostly non-text in its first 64 KiB, is called so); the exit code
+is still 0, as for any log without decode lines: an empty table is an answer."""
+RUNS_HELP = """\
+One row per server launch: its speculative config, accept length, rates and throughput.
+
+draft_rate is accepted drafts over proposed drafts. With tree drafts (topk > 1, e.g. topk 8 and
+64 draft tokens) verification accepts one path of the tree, so draft_rate is low by design: judge
+such a run by accept_len (the table says so under it). A file without decode or spec lines gets a
+hint on stderr (a binary file is called so) and exit code 0.
+
+The table's columns are one word each, and so are its cells (start is YYYY-MM-DDTHH:MM:SS; a
+value that is not known is -), so awk and column -t read it."""
 
 
 def add_parsers(sub: Subcommands) -> None:
@@ -47,9 +70,17 @@ def add_parsers(sub: Subcommands) -> None:
     )
     parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
     parse.add_argument(
-        "-o", "--output", help="output file: .csv or .jsonl, either with .gz (default, or -: CSV on stdout)"
+        "-o",
+        "--output",
+        help="output file: .csv, .jsonl (or .ndjson), .json (a JSON array), each optionally .gz "
+        "(default, or -: stdout)",
     )
-    parse.add_argument("--format", choices=("csv", "jsonl"), help="default: from -o's suffix, else csv")
+    parse.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="csv, jsonl (one object per line) or json (one array); default: from -o's suffix, else csv. "
+        "It must agree with a suffix that names a format",
+    )
     rows = sorted(k for k, v in KINDS.items() if not v.starts_run)
     parse.add_argument(
         "--kind",
@@ -62,7 +93,12 @@ def add_parsers(sub: Subcommands) -> None:
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     parse.set_defaults(func=cmd_parse)
 
-    runs = sub.add_parser("runs", help="one summary per server launch (config, accept len, throughput)")
+    runs = sub.add_parser(
+        "runs",
+        help="one summary per server launch (config, accept len, throughput)",
+        description=RUNS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     grammar_option(runs)
@@ -98,7 +134,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     try:
         with atomic_output(args.output) as out:
             job = TableJob(fmt, out, (KINDS[args.kind],) if args.kind else None)
-            fast = None if args.kind else fmt  # the fast lane writes the default table's rows
+            fast = None if args.kind else row_format(fmt)  # the fast lane writes the default table's rows
             result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), fast=fast)
             job.finish()
     except KeyboardInterrupt:
@@ -106,7 +142,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         print(f"\nacceptmon: interrupted{where}", file=sys.stderr)
         return 130
     _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind)
-    _year_note(result.tally, grammars.year_for)
+    say_year(grammars, result.tally)
     if not job.records:
         _no_rows_hint(args.files, args.kind)
     return 0
@@ -125,7 +161,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes
     )
     summaries = job.stats.summaries()
-    _year_note(result.tally, grammars.year_for)
+    say_year(grammars, result.tally)
     say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
     if not job.records:
         _no_rows_hint(args.files)
@@ -138,7 +174,7 @@ def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
 
     from acceptmon.display import strict_json
     from acceptmon.measure.summary import RunSummary
-    from acceptmon.sinks.runs_table import render_runs_table
+    from acceptmon.sinks.runs_table import render_runs_table, tree_notes
 
     with stdout_writes():
         if fmt == "json":
@@ -150,6 +186,9 @@ def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
                 w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
         else:
             print(render_runs_table(summaries))
+    if fmt == "table":  # under the table, on stderr: the table stays one row per line for awk
+        for note in tree_notes(summaries):
+            print(f"acceptmon: {note}", file=sys.stderr)
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -191,19 +230,21 @@ def _progress_printer() -> Callable[[Progress], None] | None:
 
 
 def _summary(tally: Tally, records: int, seconds: float, output: str | None, kind: str | None = None) -> None:
+    """The one stderr line of ``parse``: lines by kind, rows written, and what ``grep accept`` would have
+    counted wrongly; the same wording for every server (``serve``'s stop line counts lines the same way)."""
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
-    k = tally.kinds
-    noun = f"{kind} records" if kind else "records" if k["spec"] or k["throughput"] else "decode records"
+    rows = plural(records, f"{kind} row" if kind else "row")
+    noise = tally.accept_noise
+    grep = (
+        f"{plural(noise, 'line')} {'mentions' if noise == 1 else 'mention'} 'accept' but "
+        f"{'is not an acceptance line' if noise == 1 else 'are not acceptance lines'} (grep accept would count "
+        f"{'it' if noise == 1 else 'them'})"
+    )
     print(
-        f"acceptmon: {tally.lines:,} lines read, {records:,} {noun}"
-        f"{' -> ' + output if output else ''}; {k['prefill']:,} prefill, {k['launch']:,} launch lines; "
-        f"{tally.accept_noise:,} noise lines contain 'accept'; {k['unrecognized']:,} unrecognized; "
-        f"{k['oversized']:,} oversized ({seconds:.2f}s)",
+        f"acceptmon: {line_counts(tally.kinds)} ({seconds:.2f}s); {rows}{' -> ' + output if output else ''}; {grep}",
         file=sys.stderr,
     )
-    if k["spec"] or k["throughput"]:
-        print(f"acceptmon: of which {k['spec']:,} spec, {k['throughput']:,} throughput lines", file=sys.stderr)
     for file, line, text in tally.unrecognized[:3]:
         print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
 
@@ -211,13 +252,39 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None, kin
 def _no_rows_hint(files: list[str], kind: str | None = None) -> None:
     what = f"{kind} lines" if kind else "decode or spec lines"
     for f in files:
-        print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
+        why = looks_binary(f)
+        if why:
+            print(f"acceptmon: {f} looks binary ({why}), not a text log: no {what} found", file=sys.stderr)
+        else:
+            print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
 
 
-def _year_note(tally: Tally, years: object) -> None:
-    """Say where the year of year-less (vLLM) timestamps came from, when a file had them."""
-    if isinstance(years, YearSource) and (years.used or tally.kinds["spec"] or tally.kinds["throughput"]):
-        print(f"acceptmon: {years.describe()}", file=sys.stderr)
+SNIFF_BYTES = 64 << 10
+"""How much of a file's (decompressed) start :func:`looks_binary` reads."""
+
+
+def looks_binary(path: str) -> str | None:
+    """Why the start of ``path`` looks like no text log (NUL bytes, mostly non-text), else None (stdin: None)."""
+    if path == "-":
+        return None
+    try:
+        with open_log(path) as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, InputError):
+        return None
+    if not head:
+        return None
+    if b"\0" in head:
+        return f"NUL bytes in its first {_kib(len(head))}"
+    text = head.decode("utf-8", errors="replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\f\v") or c == "\x7f")
+    if odd * 10 > len(text):
+        return f"{100 * odd // len(text)} % non-text characters in its first {_kib(len(head))}"
+    return None
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n} bytes"
 
 
 def _cell(value: object) -> object:

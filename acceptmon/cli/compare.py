@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acceptmon.cli.args import Subcommands
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
 from acceptmon.cli.wiring import say_left_out
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
@@ -24,10 +24,10 @@ from acceptmon.measure.normalize import Normalizer, Slim, slim, unslim
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
-from acceptmon.parse.load import load_grammars
 from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.pipeline.batch import default_jobs, run
 from acceptmon.sinks.atomic import stdout_writes
+from acceptmon.sinks.runs_table import tree_note
 
 METRICS = ("accept_len", "accept_rate", "gen_throughput")
 HELP = """\
@@ -41,7 +41,9 @@ seeded by --seed so the output is reproducible. The throughput change CI bootstr
 independently and takes the 2.5/97.5 percentiles of the per-replicate ratio of means.
 Verdict: better/worse when that CI excludes 0, else no difference. Matched load: the throughput
 ratio within shared #running-req buckets (exact up to 16, then ranges), steady batches only
-(#queue-req 0, no prefill line since the rank's previous decode line), weighted by batches."""
+(#queue-req 0, no prefill line since the rank's previous decode line), weighted by batches.
+A side with tree drafts (topk > 1) gets a line under the table: verification accepts one path of
+the tree, so its accept rate (draft) is low by design; judge it by accept len."""
 
 
 def add_parsers(sub: Subcommands) -> None:
@@ -70,9 +72,8 @@ def add_parsers(sub: Subcommands) -> None:
         metavar="N",
         help=f"bootstrap replicates per side (default: {RESAMPLES})",
     )
-    p.add_argument(
-        "--grammar", action="append", default=[], type=Path, metavar="FILE", help="extra grammar file (repeatable)"
-    )
+    grammar_option(p)
+    year_option(p)
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
     p.set_defaults(func=cmd_compare)
     # `-#2` is run 2 of stdin, not an option: argparse reads an argument that looks like a negative
@@ -94,13 +95,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     refs = [parse_ref(args.a), parse_ref(args.b)]
     if refs[0][0] == refs[1][0] == "-":
         raise InputError("-", "stdin can be one side of a comparison, not both")
-    grammars = load_grammars(args.grammar)
-    a, b = (read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs)
+    grammars = grammars_for(args)
+    (a, a_runs), (b, b_runs) = (_read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs)
+    say_year(grammars)
     result = compare(a, b, resamples=args.resamples, seed=args.seed)
     if args.format == "json":
         text = strict_json(result.model_dump(mode="json"), indent=2)
     else:
         text = render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed)
+        if "accept_rate" in (args.metric or METRICS):
+            text += "".join(f"\n{line}" for note in _tree_notes(a_runs, b_runs) for line in _wrap(note))
     with stdout_writes():
         print(text)
     return 0
@@ -162,6 +166,26 @@ class _SideJob:
 
 def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1) -> Side:
     """Every batch of ``path`` (or of its run ``run_no``) as one side of a comparison."""
+    return _read_side(path, run_no, grammars, jobs)[0]
+
+
+def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | None]) -> list[str]:
+    """Why a tree draft's (topk > 1) accept rate (draft) is low, once per side and config."""
+    notes = []
+    for tag, configs in (("A", a), ("B", b)):
+        trees = dict.fromkeys(
+            (c.spec_eagle_topk, c.spec_num_draft_tokens)
+            for c in configs
+            if c is not None and c.method is not None and c.spec_eagle_topk is not None and c.spec_eagle_topk > 1
+        )
+        notes += [tree_note(tag, topk, draft, "accept rate (draft)", "accept len") for topk, draft in trees]
+    return notes
+
+
+def _read_side(
+    path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
+) -> tuple[Side, list[LaunchConfig | None]]:
+    """The side, and the launch configs of the runs it holds."""
     job = _SideJob(run_no)
     run([path], grammars, job, jobs=jobs)
     name = Path(path).name if path != "-" else "stdin"
@@ -173,7 +197,7 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     say_left_out(job.invalid_values, job.refused_configs, f"{label}: ")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    return job.sample.side(label, _spec(wanted), job.source_of())
+    return job.sample.side(label, _spec(wanted), job.source_of()), wanted
 
 
 def _ranges(numbers: Sequence[int]) -> str:

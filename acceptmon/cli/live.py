@@ -125,12 +125,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         server.stop()
         source.close()
+    from acceptmon.display import line_counts
+
     for info in live.snapshot().files:
-        k = info.lines
-        say(
-            f"stopped: {info.file}: {sum(k.values()):,} lines read, {k['decode']:,} decode, {k['launch']:,} launch, "
-            f"{k['unrecognized']:,} unrecognized"
-        )
+        say(f"stopped: {info.file}: {line_counts(info.lines)}")  # parse's wording: spec lines too
     if args.state_file:
         from acceptmon.pipeline import statefile
 

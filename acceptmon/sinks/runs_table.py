@@ -43,7 +43,7 @@ class StatsJob:
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
-    """Aligned text table of run summaries, one row per launch."""
+    """Aligned text table of run summaries, one row per launch: one word per header and per cell."""
     head = (
         "file",
         "run",
@@ -71,7 +71,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
             (
                 Path(s.file).name,
                 str(s.run),
-                s.start.isoformat(sep=" ", timespec="seconds") if s.start else "-",
+                s.start.isoformat(timespec="seconds") if s.start else "-",  # one word: awk and column -t read it
                 short_model(s.model),
                 _spec(s),
                 number(s.spec_num_steps),
@@ -92,6 +92,27 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def tree_notes(summaries: Sequence[RunSummary]) -> list[str]:
+    """One line per tree-draft config (topk > 1) among the runs: why their draft_rate is low, what to read instead."""
+    trees: dict[tuple[int, int | None], list[str]] = {}
+    for s in summaries:
+        if s.spec_eagle_topk is not None and s.spec_eagle_topk > 1:
+            trees.setdefault((s.spec_eagle_topk, s.spec_num_draft_tokens), []).append(f"{Path(s.file).name}#{s.run}")
+    return [
+        tree_note(", ".join(runs), topk, draft, "draft_rate", "accept_len") for (topk, draft), runs in trees.items()
+    ]
+
+
+def tree_note(which: str, topk: int, draft: int | None, rate: str, length: str) -> str:
+    """Why a tree draft's accepted-over-proposed rate is low: ``which`` names the runs, ``rate`` and ``length``
+    the figures as the table calls them."""
+    tokens = f"{draft} draft tokens" if draft is not None else "its draft tokens"
+    return (
+        f"tree drafts ({which}: topk {topk}, {tokens}): verification accepts one path of the tree, "
+        f"so {rate} is low by design; judge by {length}"
+    )
 
 
 def _spec(s: RunSummary) -> str:

@@ -1,12 +1,12 @@
-"""CSV and JSON Lines output of the table record kinds (``acceptmon parse``).
+"""CSV, JSON Lines and JSON output of the table record kinds (``acceptmon parse``).
 
 Column order is part of the interface (scripts and spreadsheets depend on it): the
 fields of each table kind's model in declaration order (see :mod:`acceptmon.parse.kinds`),
 kinds in registration order, each column once, and last the stream fields every record has
 (``source``, ``namespace``, ``pod``, ``container``: added after the others, they moved
 none of them). JSON Lines adds ``extra``, the
-``key: value`` pairs no grammar knows. Formatting is a pure function of a list of
-records, so a parallel worker can format its own chunk.
+``key: value`` pairs no grammar knows; JSON is the same objects as one array, one per line.
+Formatting is a pure function of a list of records, so a parallel worker can format its own chunk.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
 from acceptmon.parse.records import Record
 from acceptmon.parse.streams import STREAM_FIELDS
 
-TableFormat: TypeAlias = Literal["csv", "jsonl"]
+TableFormat: TypeAlias = Literal["csv", "jsonl", "json"]
+RowFormat: TypeAlias = Literal["csv", "jsonl"]
+"""How one chunk's rows are formatted: a JSON array's rows are JSON Lines, joined when written."""
+FORMATS: tuple[TableFormat, ...] = ("csv", "jsonl", "json")
 
 
 class Writer(Protocol):
@@ -41,7 +44,7 @@ def columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
     return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in (kinds or table_kinds()))))
 
 
-SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
+SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
 """Output suffixes and their formats; each may be followed by ``.gz`` (compressed)."""
 
 
@@ -49,26 +52,58 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     """``--format`` if given, else from the output file's suffix (``.gz`` aside); stdout: CSV.
 
     Raises:
-        InputError: the suffix says no format and none was given.
+        InputError: the suffix says no format and none was given, or it names another format than
+            ``--format`` (``-o out.json --format jsonl``: which one was meant cannot be told).
     """
-    if given in ("csv", "jsonl"):
-        return given  # type: ignore[return-value]
+    fmt = _suffix_format(output) if output else None
+    if given in FORMATS:
+        if fmt is not None and fmt != given:
+            raise InputError(
+                output or "-o",
+                f"--format {given}, but the suffix {_suffix(output or '')} means {fmt} ({_MEANS[fmt]}): "
+                f"name the file {_renamed(output or '', given)}, or leave out --format",
+            )
+        return given
     if not output:
         return "csv"
-    name = output.removesuffix(".gz")
-    suffix = name[name.rfind(".") :] if "." in name.rsplit("/", 1)[-1] else ""
-    fmt = SUFFIXES.get(suffix.lower())
     if fmt is None:
+        suffix = _suffix(output)
         known = ", ".join(SUFFIXES)
         what = repr(suffix) if suffix else "'.gz' alone" if output.endswith(".gz") else "no suffix"
         raise InputError(output, f"cannot tell the format from {what}: use {known} (+ .gz) or --format")
     return fmt
 
 
+_MEANS: dict[TableFormat, str] = {"csv": "CSV", "jsonl": "JSON Lines", "json": "one JSON array"}
+_EXTENSION: dict[TableFormat, str] = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
+
+
+def _suffix(output: str) -> str:
+    """The output name's format suffix, ``.gz`` aside (``''`` for none)."""
+    name = output.removesuffix(".gz")
+    return name[name.rfind(".") :] if "." in name.rsplit("/", 1)[-1] else ""
+
+
+def _suffix_format(output: str) -> TableFormat | None:
+    return SUFFIXES.get(_suffix(output).lower())
+
+
+def _renamed(output: str, fmt: TableFormat) -> str:
+    """``output`` with the suffix of ``fmt`` (``.gz`` kept)."""
+    gz = ".gz" if output.endswith(".gz") else ""
+    name = output.removesuffix(".gz")
+    return name[: len(name) - len(_suffix(output))] + _EXTENSION[fmt] + gz
+
+
+def row_format(fmt: TableFormat) -> RowFormat:
+    """How a chunk of a ``fmt`` table is formatted (a JSON array's rows: JSON Lines)."""
+    return "csv" if fmt == "csv" else "jsonl"
+
+
 def header(fmt: TableFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
     if fmt == "csv":
         return (",".join(columns(kinds)) + "\r\n").encode()
-    return b""
+    return b"[" if fmt == "json" else b""
 
 
 def _iso(ts: datetime | None) -> str | None:
@@ -112,7 +147,7 @@ def row(record: Record, cols: tuple[str, ...] | None = None) -> list[Any]:
     return values
 
 
-def format_records(records: Sequence[Record], fmt: TableFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
+def format_records(records: Sequence[Record], fmt: RowFormat, kinds: Sequence[RecordKind] | None = None) -> bytes:
     """Format the records of ``kinds`` (default: the table kinds) among ``records``; others are left out."""
     cols, wanted, (lists, listing) = _layout(tuple(kinds or table_kinds()))
     rows = [r for r in records if r.kind in wanted]
@@ -157,28 +192,40 @@ class TableJob:
     """Format the table kinds' records (in workers too) and write them in order, header first.
 
     The header is written with the first rows (or by :meth:`finish`), so a run that fails
-    before reading anything writes nothing at all.
+    before reading anything writes nothing at all. A JSON array is ``[``, one row object per
+    line (``,``-separated), and ``]``: ``json.load`` reads it, and each row is still one line.
     """
 
     def __init__(self, fmt: TableFormat, out: Writer, kinds: Sequence[RecordKind] | None = None) -> None:
         """``kinds``: the record kinds written (default: the table kinds, one row per decode batch)."""
         self.fmt, self.out, self.records = fmt, out, 0
+        self.rows: RowFormat = row_format(fmt)
         self.kinds = tuple(kinds or table_kinds())
         self.records_wanted = frozenset(k.name for k in self.kinds)
-        self._header = False
+        self._header = self._rows = False
 
     def chunk(self, records: list[Record]) -> tuple[int, bytes]:
-        data = format_records(records, self.fmt, self.kinds)
+        data = format_records(records, self.rows, self.kinds)
         return sum(1 for r in records if r.kind in self.records_wanted), data
 
     def collect(self, part: tuple[int, bytes]) -> None:
         self.records += part[0]
-        if part[1]:
-            self.finish()
-            self.out.write(part[1])
+        data = part[1]
+        if not data:
+            return
+        self._start()
+        if self.fmt == "json":  # JSON Lines (no newline inside a row) joined into the array
+            data = (b",\n" if self._rows else b"\n") + data.rstrip(b"\n").replace(b"\n", b",\n")
+        self._rows = True
+        self.out.write(data)
 
-    def finish(self) -> None:
-        """Write the header if no row has (an empty table still has its header)."""
+    def _start(self) -> None:
         if not self._header:
             self._header = True
             self.out.write(header(self.fmt, self.kinds))
+
+    def finish(self) -> None:
+        """Write the header if no row has (an empty table still has its header), and a JSON array's end."""
+        self._start()
+        if self.fmt == "json":
+            self.out.write(b"\n]\n" if self._rows else b"]\n")
