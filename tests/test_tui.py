@@ -7,6 +7,7 @@ from textual.widgets import DataTable
 from acceptmon.parse.parser import Parser
 from acceptmon.tui.app import AcceptmonApp, Tile
 from acceptmon.tui.model import DashboardState
+from acceptmon.tui.ranks import RankTable
 from tests.serving import decode_line, launch_line
 from tests.test_dashboard import Clock, feed, ts
 
@@ -112,13 +113,14 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
         await pilot.pause()
         assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]  # descending
         await pilot.press("s")  # keyboard: the next column (window mean), ascending; ties keep rank order
-        assert app._sort == ("window_mean", False) and labels(app) == ["rank", "last", "mean▲", "tok/s", "running",
-                                                                        "queue", "seen"]  # fmt: skip
+        ranks = app.query_one("#ranks", RankTable)
+        assert ranks.order == ("window_mean", False)
+        assert labels(app) == ["rank", "last", "mean▲", "tok/s", "running", "queue", "seen"]
         table.post_message(DataTable.HeaderSelected(table, list(table.columns)[2], 2, "mean"))
         await pilot.pause()
         assert labels(app)[2] == "mean▼"
         await pilot.press("s", "s", "s", "s", "s")  # throughput, running, queued, last seen, back to rank
-        assert app._sort == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
+        assert ranks.order == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
         assert labels(app)[:2] == ["rank▲", "last"]
 
 
@@ -362,6 +364,14 @@ async def test_several_files_say_which_file_each_thing_is_and_f_switches(grammar
         assert tile_text(app, "throughput").splitlines() == ["1034.0", "sum of 11 ranks"]
         assert "EAGLE3  steps 5  topk 1  draft tokens 6" in str(app.query_one("#header").render())
         assert [r[0] for r in cells(app, "ranks")][:3] == ["DP0 TP0", "DP1 TP1", "DP2 TP2"]
+        # less room beside the history's file column: whole columns, the rightmost left out, none cut
+        table = app.query_one("#ranks", DataTable)
+        assert await until(pilot, lambda: table.max_scroll_x == 0), (labels(app), table.size)
+        assert labels(app) == ["rank▲", "last", "mean", "tok/s", "running", "queue", "seen"][: len(labels(app))]
+        assert len(labels(app)) >= 4 and header_row(app).split() == labels(app)
+        await pilot.press("s", "s", "s", "s", "s", "s")  # sorted by seen: that column stays, others go
+        assert await until(pilot, lambda: labels(app)[-1] == "seen▲" and table.max_scroll_x == 0), labels(app)
+        assert labels(app)[:4] == ["rank", "last", "mean", "tok/s"]
         await pilot.press("f")  # round again, to the first shown
         assert await until(pilot, lambda: "showing baseline.log" in str(app.query_one("#header").render()))
 

@@ -29,9 +29,9 @@ from textual.widgets import DataTable, Footer, RichLog, Static
 from acceptmon.display import number as fmt
 from acceptmon.tui.history import history_cells, history_columns
 from acceptmon.tui.model import DashboardState
-from acceptmon.tui.tiles import natural
-from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_parts
-from acceptmon.tui.widgets import HelpScreen, PositionBars, Tile, WindowPlot, fit, pack
+from acceptmon.tui.ranks import RankTable
+from acceptmon.tui.view import Event, View, event_line, header_parts
+from acceptmon.tui.widgets import HelpScreen, PositionBars, Tile, WindowPlot, pack
 
 REFRESH_SECONDS = 0.25
 COMPARE_SECONDS = 10.0
@@ -40,15 +40,6 @@ SHORT_BELOW_ROWS = 34
 """Terminals with fewer rows get the short layout: title-only borders, one-line tiles' sub-lines, fewer rows."""
 NARROW_BELOW_COLUMNS = 120
 """Narrower terminals show fewer things whole: no rank table, running or KV tile, or throughput plot."""
-RANK_COLUMNS = (
-    ("rank", "rank"),
-    ("accept_len", "last"),
-    ("window_mean", "mean"),
-    ("throughput", "tok/s"),
-    ("running", "running"),
-    ("queued", "queue"),
-    ("seen_ago", "seen"),
-)
 Follow = Callable[[threading.Event], None]
 
 
@@ -75,11 +66,11 @@ class AcceptmonApp(App[None]):
         self.paused = False
         self._version = -1
         self._last_event: Event | None = None
-        self._sort: tuple[str, bool] = ("rank", False)
         self._history_key: object = None
         self._sigterm = False
         self._unit = "rank"
-        """What the rank table's rows are: ``rank`` or ``engine`` (the current file's)."""
+        """What the shown file's rows are: ``rank`` or ``engine``."""
+        self._mounted = False
         self._files: tuple[str, ...] = ()
         """The files followed, as last drawn (``f`` is offered with two or more)."""
 
@@ -98,14 +89,14 @@ class AcceptmonApp(App[None]):
             yield PositionBars(id="positions")
         with Horizontal(id="tables"):
             with Vertical(id="ranks_box"):
-                yield DataTable(id="ranks", cursor_type="row", zebra_stripes=True)
+                yield RankTable(id="ranks")
             with Vertical(id="history_box"):
                 yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
         yield RichLog(id="events", max_lines=500, markup=False, wrap=True)
         yield Footer()
 
     def on_mount(self) -> None:
-        self._rank_columns()
+        self._mounted = True
         self.query_one("#history", DataTable).border_title = "run history (means: len = accept len, rate = normalized)"
         self.query_one("#events", RichLog).border_title = "events (log time)"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
@@ -124,8 +115,8 @@ class AcceptmonApp(App[None]):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
 
     def on_resize(self) -> None:
-        if not self.query_one("#ranks", DataTable).columns:
-            return  # not mounted yet: on_mount lays out
+        if not self._mounted:
+            return  # on_mount lays out
         main = self.screen_stack[0]  # not the help screen, if it is open
         main.set_class(self.size.height < SHORT_BELOW_ROWS, "-short")
         narrow = self.size.width < NARROW_BELOW_COLUMNS
@@ -164,23 +155,15 @@ class AcceptmonApp(App[None]):
         self.state.select(following)
         self.refresh_view(force=True)  # the header says which file is shown
 
-    SORT_COLUMNS = ("rank", "accept_len", "window_mean", "throughput", "running", "queued", "seen_ago")
-
     def action_sort(self) -> None:
         """Next column of the rank table, ascending; after the last, back to rank."""
-        column, _ = self._sort
-        following = self.SORT_COLUMNS[(self.SORT_COLUMNS.index(column) + 1) % len(self.SORT_COLUMNS)]
-        self._sort = (following, False)
-        self._fill_ranks(self.state.view())
+        following = self.query_one("#ranks", RankTable).next_column()
         self.notify(f"ranks sorted by {following.replace('_', ' ')}", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         if event.data_table.id != "ranks":
             return
-        key = str(event.column_key.value)
-        column, reverse = self._sort
-        self._sort = (key, not reverse if key == column else False)
-        self._fill_ranks(self.state.view())
+        self.query_one("#ranks", RankTable).sort_by(str(event.column_key.value))
 
     def _compare_runs(self) -> None:
         """The current run against the previous one, in a thread: the bootstrap takes a moment."""
@@ -203,9 +186,7 @@ class AcceptmonApp(App[None]):
         if view.files != self._files:
             self._files = view.files
             self.refresh_bindings()  # f comes with a second file
-        if view.unit != self._unit:
-            self._unit = view.unit
-            self._rank_columns()
+        self._unit = view.unit
         self._tiles(view)
         self._plots(view)
         self._fill_ranks(view)
@@ -282,53 +263,9 @@ class AcceptmonApp(App[None]):
             titles = [*(title + refs[0] + t for t in x), title + refs[0], brief + refs[0], brief + refs[1], brief]
             self.query_one(plot_id, WindowPlot).draw(series, titles, ref, xlabel)
 
-    def _rank_columns(self) -> None:
-        """The rank table's columns, the first named for what the rows are (its width fits the name)."""
-        table = self.query_one("#ranks", DataTable)
-        table.clear(columns=True)
-        for key, label in RANK_COLUMNS:
-            table.add_column(self._unit if key == "rank" else label, key=key)
-        self._rank_title()
-
-    def _rank_title(self) -> None:
-        """The rank table's title, shorter when the table is (several files leave it less room)."""
-        table = self.query_one("#ranks", DataTable)
-        titles = (f"{self._unit}s: accept len last, window mean (s sorts)", f"{self._unit}s (s sorts)")
-        table.border_title = fit(titles, table.size.width - 6 if table.size.width else 10**6)  # "╭─ title ─╮"
-
     def _fill_ranks(self, v: View) -> None:
-        """The shown file's rows (each file's are the file's own ranks or engines: ``f`` shows the next file)."""
-        rows = [r for r in v.ranks if r.file == v.shown]
-        table = self.query_one("#ranks", DataTable)
-        self._rank_title()
-        column, reverse = self._sort
-        names = dict(RANK_COLUMNS) | {"rank": self._unit}
-        # The sorted column says so, ▲ ascending, ▼ descending. A column's width is set when it is
-        # added (a longer label later is cut to it), so new labels mean new columns.
-        labels = [names[k] + (("▼" if reverse else "▲") if k == column else "") for k, _ in RANK_COLUMNS]
-        if [str(c.label) for c in table.columns.values()] != labels:
-            table.clear(columns=True)
-            for (k, _), label in zip(RANK_COLUMNS, labels, strict=True):
-                table.add_column(label, key=k)
-
-        def key(r: RankRow) -> tuple[bool, object]:
-            if column == "rank":  # as a person reads them: DP2 before DP10
-                return (False, natural(r.rank))
-            value = getattr(r, column)
-            return (value is None, value if value is not None else 0)
-
-        ordered = sorted(rows, key=key, reverse=reverse)
-        table.clear()
-        for r in ordered:
-            table.add_row(
-                r.rank or "-",
-                fmt(r.accept_len),
-                fmt(r.window_mean),
-                fmt(r.throughput, 1),
-                fmt(r.running),
-                fmt(r.queued),
-                ago(r.seen_ago, ""),
-            )
+        """The shown file's rows (each file's are its own ranks or engines: ``f`` shows the next file)."""
+        self.query_one("#ranks", RankTable).show([r for r in v.ranks if r.file == v.shown], v.unit)
 
     def _history_columns(self, many_files: bool) -> None:
         """The history's columns for this width, with the file's name first when there are several."""
