@@ -345,3 +345,79 @@ def test_tail_judges_vllm_runs_as_compare_does(grammars):
     verdicts = [e.text for e in state.view().events if " vs run " in e.text]
     expected = compare(read_side(str(log), 1, grammars), read_side(str(log), 2, grammars))
     assert verdicts == [f"run 2 vs run 1: {expected.verdict}. {expected.reason.replace('B ', 'run 2 ', 1)}"]
+
+
+# -- several files: which one the tiles show ------------------------------------------------------------------
+
+NOSPEC = "speculative_algorithm=None"
+
+
+def nospec_lines(start: int, n: int, ranks: int = 2, tput: float = 71.5) -> list[str]:
+    """A server without speculation: its launch, then decode lines with no accept len (``n`` per rank)."""
+    launch = launch_line(ts=ts(start)).replace("speculative_algorithm='EAGLE3'", NOSPEC)
+    for name in ("speculative_draft_model_path='d/e3'", "speculative_num_steps=3", "speculative_num_draft_tokens=4",
+                 "speculative_eagle_topk=1"):  # fmt: skip
+        launch = launch.replace(name, name.split("=")[0] + "=None")
+    return [launch] + [
+        f"[{ts(start + 1 + i)} TP{r}] Decode batch, #running-req: 4, #token: 4521, token usage: 0.02, cuda graph: "
+        f"True, gen throughput (token/s): {tput:.2f}, #queue-req: 1"
+        for i in range(n)
+        for r in range(ranks)
+    ]
+
+
+def three_servers(grammars) -> DashboardState:
+    """Read in this order: a speculative server, a baseline without speculation, one that launched and then
+    logged nothing (a failed start)."""
+    state = DashboardState(clock=Clock())
+    spec = [launch_line(ts=ts(0), steps=5, tokens=6)]
+    spec += [decode_line(rank=f"DP{r} TP{r}", acc=3.21, tput=94, ts=ts(1 + i)) for i in range(3) for r in range(11)]
+    feed(state, Parser(grammars, "spec.log"), *spec)
+    feed(state, Parser(grammars, "baseline.log"), *nospec_lines(0, 3))
+    feed(state, Parser(grammars, "broken.log"), launch_line(ts=ts(200)))
+    return state
+
+
+def test_the_tiles_show_a_file_with_data_not_the_last_launch(grammars):
+    state = three_servers(grammars)
+    v = state.view()
+    assert v.files == ("spec.log", "baseline.log", "broken.log")
+    # broken.log launched last but has nothing to show: the newest run with data is the baseline's
+    assert v.shown == "baseline.log" and v.current_run_key == ("baseline.log", 1)
+    t = v.tiles
+    assert (t.throughput, t.throughput_ranks, t.running, t.queued) == (143.0, 2, 8, 2)  # 2 x 71.5
+    assert t.accept_len_last is None  # no speculation: nothing to accept, and said so
+    assert v.launch is not None and v.launch.method is None
+    state.select("spec.log")
+    v = state.view()
+    assert v.shown == "spec.log" and v.run == 1 and v.launch is not None and v.launch.spec_num_steps == 5
+    assert (v.tiles.accept_len_last, v.tiles.accept_len_mean, v.tiles.throughput) == (3.21, 3.21, 1034.0)
+    state.select("broken.log")  # its own tiles are empty, and it is the one asked for
+    v = state.view()
+    assert v.shown == "broken.log" and v.tiles.throughput is None and v.run == 1
+    state.select(None)
+    assert state.view().shown == "baseline.log"
+
+
+def test_two_files_logging_in_turn_do_not_take_turns_on_the_tiles(grammars):
+    state = DashboardState(clock=Clock())
+    a, b = Parser(grammars, "a.log"), Parser(grammars, "b.log")
+    feed(state, a, launch_line(ts=ts(0)), decode_line(acc=2.0, ts=ts(1)))
+    feed(state, b, launch_line(ts=ts(0)), decode_line(acc=3.0, ts=ts(1)))
+    for i in range(3):  # a logs after b, each time: b's run started later and stays shown
+        feed(state, b, decode_line(acc=3.0, ts=ts(2 + i)))
+        feed(state, a, decode_line(acc=2.0, ts=ts(2 + i)))
+        v = state.view()
+        assert (v.shown, v.tiles.accept_len_last) == ("b.log", 3.0), i
+    feed(state, a, launch_line(ts=ts(10)))  # a restarts: b keeps the tiles until a's new run logs a batch
+    assert state.view().shown == "b.log"
+    feed(state, a, decode_line(acc=2.5, ts=ts(11)))
+    v = state.view()
+    assert (v.shown, v.tiles.accept_len_last, v.run) == ("a.log", 2.5, 2)
+
+
+def test_ranks_are_in_the_order_a_person_reads_them(grammars):
+    state = DashboardState(clock=Clock())
+    feed(state, Parser(grammars, "s.log"), launch_line(ts=ts(0)),
+         *(decode_line(rank=f"DP{r} TP{r}", ts=ts(1)) for r in (10, 2, 0, 11, 1)))  # fmt: skip
+    assert [r.rank for r in state.view().ranks] == ["DP0 TP0", "DP1 TP1", "DP2 TP2", "DP10 TP10", "DP11 TP11"]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +135,41 @@ def test_plain_lines_pipe_into_grep(tmp_path):
     )
 
 
+THROUGHPUT = re.compile(
+    r"(?:Engine (\d+): )?Avg prompt throughput: [\d.]+ tokens/s, Avg generation throughput: ([\d.]+)"
+)
+
+
+def engines_and_throughput(log: Path) -> list[tuple[str, str]]:
+    """Per spec line of a vLLM log, read off the text: the engine of the throughput line before it (a spec
+    line names none; v0 logs none at all: ``-``) and that line's generation throughput."""
+    out, engine, tput = [], "-", "-"
+    for line in log.read_text().splitlines():
+        if m := THROUGHPUT.search(line):
+            engine, tput = m[1] or engine, f"{float(m[2]):.2f}"
+        elif "Speculative metrics:" in line or "SpecDecoding metrics:" in line:
+            out.append((engine, tput))
+    return out
+
+
+def test_plain_vllm_lines_name_the_engine_and_its_intervals_throughput():
+    logs = [SAMPLES / name for name in ("vllm_v0_0.6.log", "vllm_v1_0.8.5.log", "vllm_v1_0.10.2_dp.log")]
+    wanted = {str(log): engines_and_throughput(log) for log in logs}
+    proc = subprocess.Popen([sys.executable, "-m", "acceptmon", "tail", "--plain", "--from-start", *wanted],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:  # FILE DATE TIME UNIT run=N accept_len= accept_rate= draft_accept_rate= gen_throughput=
+        lines = [proc.stdout.readline().split() for _ in range(sum(map(len, wanted.values())))]  # type: ignore[union-attr]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=15)
+    assert all(len(x) == 9 for x in lines), lines
+    got = {f: [(x[3], x[8].removeprefix("gen_throughput=")) for x in lines if x[0] == f] for f in wanted}
+    assert got == wanted
+    assert [len(w) for w in wanted.values()] == [42, 55, 92]  # runs' batches
+    units = [{u for u, _ in w} for w in wanted.values()]
+    assert units == [{"-"}, {"000"}, {"000", "001"}]  # v0 logs no engine number
+
+
 def test_tail_with_metrics_port_serves_the_same_numbers(tmp_path):
     from tests.serving import fetch, free_port, parse_metrics, value
 
@@ -231,10 +268,76 @@ def test_demo_of_a_vllm_log_shows_engines_and_position_bars(tmp_path, size):
         texts = ["vllm_v1_0.10.2_dp.log (demo, 300x)", "last spec 00:02:09", "window mean 3.48", "sum of 2 engines",
                  "accepted by position", "█ run ┃ last", "0.87 0.86", "0.37 0.36", "accept len"]  # fmt: skip
         if size == (140, 45):
-            texts += ["KV, fullest engine", "engines: accept len last", "000     3.39  3.47  299.3",
+            texts += ["KV, fullest engine", "engines: accept len last", "engine▲  last", "000      3.39  3.47  299.3",
                       "gen tok/s per engine", "accept len  (--- run 1 mean 2.98)"]  # fmt: skip
         for text in texts:
             assert text in screen, (text, screen)
+        term.quit()
+    finally:
+        term.close()
+
+
+def rank_header(screen: str) -> str:
+    """The rank table's column header line, as drawn (left of the run history)."""
+    return next((line.split("││")[0] for line in screen.splitlines() if "│ rank" in line), "")
+
+
+def test_tail_of_several_files_names_the_shown_file_and_f_switches_it(tmp_path):
+    from tests.test_dashboard import nospec_lines, ts
+
+    spec, base, broken = tmp_path / "spec.log", tmp_path / "baseline.log", tmp_path / "broken.log"
+    lines = [decode_line(rank=f"DP{r} TP{r}", acc=3.21, tput=94, ts=ts(1 + i)) for i in range(3) for r in range(11)]
+    spec.write_text("\n".join([launch_line(ts=ts(0), steps=5, tokens=6), *lines]) + "\n")
+    base.write_text("\n".join(nospec_lines(0, 3)) + "\n")
+    broken.write_text(launch_line(ts=ts(200)) + "\n")  # launched, then nothing: a failed start
+    term = Terminal(acceptmon("tail", str(spec), str(base), str(broken)))
+    try:
+        # broken.log is read last; the tiles show the newest run with data, and say whose they are
+        assert term.wait_for("showing baseline.log (f: next file)", timeout=20.0), term.screen()
+        assert term.wait_for("143.0"), term.screen()  # the baseline's 2 ranks x 71.5 tok/s
+        assert term.wait_for("f Next file"), term.screen()  # the footer offers it, with a second file
+        screen = term.screen()
+        assert "sum of 2 ranks" in screen, screen
+        history = [line.split("││")[-1] for line in screen.splitlines() if "││" in line]
+        assert any(row.startswith(" file ") and " run " in row for row in history), screen
+        assert any(row.startswith(" baseline.log ") and " 1 * " in row for row in history), screen
+        assert any(row.startswith(" spec.log ") and " 1 " in row for row in history), screen
+        term.keys("f")
+        assert term.wait_for("showing broken.log"), term.screen()
+        term.keys("f")
+        assert term.wait_for("showing spec.log"), term.screen()
+        assert term.wait_for("window mean 3.21") and term.wait_for("1034.0"), term.screen()
+        assert [r[0] for r in rank_rows(term.screen())] == [f"DP{i}" for i in range(11)], term.screen()  # its own
+        term.keys("f")  # round again
+        assert term.wait_for("showing baseline.log"), term.screen()
+        term.quit()
+    finally:
+        term.close()
+
+
+def rank_rows(screen: str) -> list[list[str]]:
+    """The rank table's rows as drawn, split into words."""
+    return [line.split("││")[0].split("│")[-1].split() for line in screen.splitlines() if "│ DP" in line]
+
+
+def test_tail_keeps_the_sort_marker_on_the_sorted_column_and_sorts_ranks_as_numbers(tmp_path):
+    log = tmp_path / "server.log"
+    ranks = (10, 2, 0, 1, 9, 11)
+    lines = [decode_line(rank=f"DP{r} TP{r}", acc=2 + r / 100, tput=90 - r, ts=f"2026-02-26 14:00:0{i}")
+             for i in range(2) for r in ranks]  # fmt: skip
+    log.write_text("\n".join([launch_line(), *lines]) + "\n")
+    term = Terminal(acceptmon("tail", str(log)))
+    try:
+        assert term.wait_for("│ DP11 TP11", timeout=20.0), term.screen()
+        assert rank_header(term.screen()).split()[1:3] == ["rank▲", "last"], term.screen()
+        order = [f"DP{r}" for r in sorted(ranks)]
+        for name in ("last", "mean", "tok/s", "running", "queue", "seen", "rank"):  # each s: the next column
+            term.keys("s")
+            assert wait_for(lambda name=name: f" {name}▲ " in rank_header(term.screen()), timeout=10.0), term.screen()
+            assert rank_header(term.screen()).count("▲") == 1, term.screen()
+            if name == "tok/s":  # 90 - rank, ascending: the highest rank first
+                assert [r[0] for r in rank_rows(term.screen())] == order[::-1], term.screen()
+        assert [r[0] for r in rank_rows(term.screen())] == order, term.screen()  # by rank: DP2 before DP10
         term.quit()
     finally:
         term.close()

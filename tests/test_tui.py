@@ -7,6 +7,7 @@ from textual.widgets import DataTable
 from acceptmon.parse.parser import Parser
 from acceptmon.tui.app import AcceptmonApp, Tile
 from acceptmon.tui.model import DashboardState
+from acceptmon.tui.ranks import RankTable
 from tests.serving import decode_line, launch_line
 from tests.test_dashboard import Clock, feed, ts
 
@@ -112,13 +113,14 @@ async def test_rank_table_sorts_by_a_clicked_column(grammars):
         await pilot.pause()
         assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]  # descending
         await pilot.press("s")  # keyboard: the next column (window mean), ascending; ties keep rank order
-        assert app._sort == ("window_mean", False) and labels(app) == ["rank", "last", "mean▲", "tok/s", "running",
-                                                                        "queue", "seen"]  # fmt: skip
+        ranks = app.query_one("#ranks", RankTable)
+        assert ranks.order == ("window_mean", False)
+        assert labels(app) == ["rank", "last", "mean▲", "tok/s", "running", "queue", "seen"]
         table.post_message(DataTable.HeaderSelected(table, list(table.columns)[2], 2, "mean"))
         await pilot.pause()
         assert labels(app)[2] == "mean▼"
         await pilot.press("s", "s", "s", "s", "s")  # throughput, running, queued, last seen, back to rank
-        assert app._sort == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
+        assert ranks.order == ("rank", False) and [r[0] for r in cells(app, "ranks")] == ["DP0 TP0", "DP1 TP1"]
         assert labels(app)[:2] == ["rank▲", "last"]
 
 
@@ -269,3 +271,117 @@ async def test_a_refresh_after_the_app_stopped_draws_nothing(grammars):
     assert not app.is_running
     app.refresh_view(force=True)  # no NoMatches for '#header'
     assert app.state.view().version >= 0
+
+
+def header_row(app: AcceptmonApp, table_id: str = "ranks") -> str:
+    """The table's column header as drawn (a label longer than its column is cut to it there)."""
+    return app.query_one(f"#{table_id}", DataTable).render_line(0).text
+
+
+async def test_the_sort_marker_stays_on_the_sorted_column_as_drawn(grammars):
+    app = AcceptmonApp(seeded_state(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert header_row(app).split() == ["rank▲", "last", "mean", "tok/s", "running", "queue", "seen"]
+        for i, name in enumerate(["last", "mean", "tok/s", "running", "queue", "seen", "rank"]):
+            await pilot.press("s")
+            assert await until(pilot, lambda name=name: f"{name}▲" in header_row(app)), (name, header_row(app))
+            drawn = header_row(app)
+            assert drawn.count("▲") == 1 and "▼" not in drawn, drawn
+            assert app.query_one("#ranks", DataTable).row_count == 2, i
+        table = app.query_one("#ranks", DataTable)
+        table.post_message(DataTable.HeaderSelected(table, next(iter(table.columns)), 0, "rank"))  # again: descending
+        assert await until(pilot, lambda: "rank▼" in header_row(app)), header_row(app)
+        assert [r[0] for r in cells(app, "ranks")] == ["DP1 TP1", "DP0 TP0"]
+        assert app.query_one("#ranks", DataTable).max_scroll_x == 0  # the marker's cell fits beside the rest
+
+
+def many_ranks(grammars) -> DashboardState:
+    state = DashboardState(clock=Clock())
+    feed(state, Parser(grammars, "s.log"), launch_line(ts=ts(0)),
+         *(decode_line(rank=f"DP{r} TP{r}", acc=2.0 + r / 100, ts=ts(1)) for r in (10, 2, 0, 11, 1, 9)))  # fmt: skip
+    return state
+
+
+async def test_ranks_sort_numbers_as_numbers(grammars):
+    app = AcceptmonApp(many_ranks(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        names = ["DP0 TP0", "DP1 TP1", "DP2 TP2", "DP9 TP9", "DP10 TP10", "DP11 TP11"]
+        assert [r[0] for r in cells(app, "ranks")] == names
+        table = app.query_one("#ranks", DataTable)
+        table.post_message(DataTable.HeaderSelected(table, next(iter(table.columns)), 0, "rank"))
+        assert await until(pilot, lambda: [r[0] for r in cells(app, "ranks")] == names[::-1]), cells(app, "ranks")
+
+
+async def test_without_a_launch_line_the_accept_rate_tile_shows_the_logged_rate(grammars):
+    state = DashboardState(clock=Clock())  # stats lines only: no draft tokens to normalize by
+    feed(state, Parser(grammars, "s.log"), *(decode_line(acc=2.85, ts=ts(1 + i)) for i in range(3)))
+    app = AcceptmonApp(state)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert tile_text(app, "accept_rate").split("\n", 1) == ["0.47", "as logged; no launch line"]
+        assert tile_text(app, "accept_len").splitlines() == ["2.85", "window mean 2.85"]
+    async with AcceptmonApp(state).run_test(size=(80, 24)) as pilot:  # a narrow tile: the shorter wording
+        app = pilot.app
+        assert await until(pilot, lambda: tile_text(app, "accept_rate").splitlines()[0] == "0.47")
+        tile = app.query_one("#accept_rate", Tile)
+        assert tile.wording()[1].startswith("as logged") and len(tile.wording()[1]) <= tile.content_size.width
+
+
+def first_column(app: AcceptmonApp, table_id: str) -> str:
+    return str(next(iter(app.query_one(f"#{table_id}", DataTable).columns.values())).label)
+
+
+def footer_keys(app: AcceptmonApp) -> list[str]:
+    """The keys the footer offers now (an action whose check says no is left out)."""
+    return [b.key for _, b, enabled, _ in app.screen.active_bindings.values() if enabled and b.show]
+
+
+async def test_several_files_say_which_file_each_thing_is_and_f_switches(grammars):
+    from tests.test_dashboard import three_servers
+
+    app = AcceptmonApp(three_servers(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        header = str(app.query_one("#header").render())
+        assert "spec.log, baseline.log, broken.log  showing baseline.log (f: next file)" in header
+        assert "f" in footer_keys(app)
+        # broken.log launched last: the tiles are still the newest run with data, the baseline's
+        assert tile_text(app, "throughput").splitlines() == ["143.0", "sum of 2 ranks"]
+        assert tile_text(app, "running").splitlines()[0] == "8"
+        assert [r[0] for r in cells(app, "ranks")] == ["TP0", "TP1"]  # the shown file's ranks
+        assert first_column(app, "history") == "file"
+        assert [r[:2] for r in cells(app, "history")] == [["spec.log", "1"], ["baseline.log", "1 *"],
+                                                          ["broken.log", "1"]]  # fmt: skip
+        await pilot.press("f")
+        assert await until(pilot, lambda: "showing broken.log" in str(app.query_one("#header").render()))
+        assert tile_text(app, "throughput").splitlines()[0] == "-" and cells(app, "ranks") == []
+        assert [r[1] for r in cells(app, "history")] == ["1", "1", "1 *"]
+        await pilot.press("f")
+        assert await until(pilot, lambda: "showing spec.log" in str(app.query_one("#header").render()))
+        assert tile_text(app, "accept_len").splitlines() == ["3.21", "window mean 3.21"]
+        assert tile_text(app, "throughput").splitlines() == ["1034.0", "sum of 11 ranks"]
+        assert "EAGLE3  steps 5  topk 1  draft tokens 6" in str(app.query_one("#header").render())
+        assert [r[0] for r in cells(app, "ranks")][:3] == ["DP0 TP0", "DP1 TP1", "DP2 TP2"]
+        # less room beside the history's file column: whole columns, the rightmost left out, none cut
+        table = app.query_one("#ranks", DataTable)
+        assert await until(pilot, lambda: table.max_scroll_x == 0), (labels(app), table.size)
+        assert labels(app) == ["rank▲", "last", "mean", "tok/s", "running", "queue", "seen"][: len(labels(app))]
+        assert len(labels(app)) >= 4 and header_row(app).split() == labels(app)
+        await pilot.press("s", "s", "s", "s", "s", "s")  # sorted by seen: that column stays, others go
+        assert await until(pilot, lambda: labels(app)[-1] == "seen▲" and table.max_scroll_x == 0), labels(app)
+        assert labels(app)[:4] == ["rank", "last", "mean", "tok/s"]
+        await pilot.press("f")  # round again, to the first shown
+        assert await until(pilot, lambda: "showing baseline.log" in str(app.query_one("#header").render()))
+
+
+async def test_one_file_offers_no_file_switch(grammars):
+    app = AcceptmonApp(seeded_state(grammars))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "f" not in footer_keys(app) and "s" in footer_keys(app)
+        await pilot.press("f")
+        await pilot.pause()
+        assert "showing" not in str(app.query_one("#header").render())
+        assert first_column(app, "history") == "run"

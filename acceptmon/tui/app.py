@@ -7,7 +7,9 @@ lines a second costs one redraw per tick, and keys stay responsive. Small termin
 get fewer things, each whole: under 34 rows the short layout (title-only borders), under
 120 columns no rank table, running or KV tile, or throughput plot. A vLLM log's rows are its
 engines, and the per-position acceptance bars stand beside the plots (hidden when the
-current file's server logs no per-position rates).
+current file's server logs no per-position rates). With several files, the tiles, plots, rank table
+and header describe one, named in the header (the newest run with data, or the one ``f`` chose); the
+run history lists every file's runs, with a file column.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import asyncio
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -26,9 +27,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, RichLog, Static
 
 from acceptmon.display import number as fmt
-from acceptmon.tui.history import HISTORY_COLUMNS, NARROW_HISTORY_COLUMNS, history_cells
+from acceptmon.tui.history import history_cells, history_columns
 from acceptmon.tui.model import DashboardState
-from acceptmon.tui.view import Event, RankRow, View, ago, event_line, header_parts
+from acceptmon.tui.ranks import RankTable
+from acceptmon.tui.view import Event, View, event_line, header_parts
 from acceptmon.tui.widgets import HelpScreen, PositionBars, Tile, WindowPlot, pack
 
 REFRESH_SECONDS = 0.25
@@ -38,15 +40,6 @@ SHORT_BELOW_ROWS = 34
 """Terminals with fewer rows get the short layout: title-only borders, one-line tiles' sub-lines, fewer rows."""
 NARROW_BELOW_COLUMNS = 120
 """Narrower terminals show fewer things whole: no rank table, running or KV tile, or throughput plot."""
-RANK_COLUMNS = (
-    ("rank", "rank"),
-    ("accept_len", "last"),
-    ("window_mean", "mean"),
-    ("throughput", "tok/s"),
-    ("running", "running"),
-    ("queued", "queue"),
-    ("seen_ago", "seen"),
-)
 Follow = Callable[[threading.Event], None]
 
 
@@ -60,6 +53,7 @@ class AcceptmonApp(App[None]):
         Binding("p", "pause", "Pause/resume"),
         Binding("r", "reset", "Reset window"),
         Binding("s", "sort", "Sort ranks"),
+        Binding("f", "next_file", "Next file"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -72,11 +66,13 @@ class AcceptmonApp(App[None]):
         self.paused = False
         self._version = -1
         self._last_event: Event | None = None
-        self._sort: tuple[str, bool] = ("rank", False)
         self._history_key: object = None
         self._sigterm = False
         self._unit = "rank"
-        """What the rank table's rows are: ``rank`` or ``engine`` (the current file's)."""
+        """What the shown file's rows are: ``rank`` or ``engine``."""
+        self._mounted = False
+        self._files: tuple[str, ...] = ()
+        """The files followed, as last drawn (``f`` is offered with two or more)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
@@ -93,14 +89,14 @@ class AcceptmonApp(App[None]):
             yield PositionBars(id="positions")
         with Horizontal(id="tables"):
             with Vertical(id="ranks_box"):
-                yield DataTable(id="ranks", cursor_type="row", zebra_stripes=True)
+                yield RankTable(id="ranks")
             with Vertical(id="history_box"):
                 yield DataTable(id="history", cursor_type="row", zebra_stripes=True)
         yield RichLog(id="events", max_lines=500, markup=False, wrap=True)
         yield Footer()
 
     def on_mount(self) -> None:
-        self._rank_columns()
+        self._mounted = True
         self.query_one("#history", DataTable).border_title = "run history (means: len = accept len, rate = normalized)"
         self.query_one("#events", RichLog).border_title = "events (log time)"
         self.set_interval(REFRESH_SECONDS, self.refresh_view)
@@ -119,19 +115,13 @@ class AcceptmonApp(App[None]):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
 
     def on_resize(self) -> None:
-        if not self.query_one("#ranks", DataTable).columns:
-            return  # not mounted yet: on_mount lays out
+        if not self._mounted:
+            return  # on_mount lays out
         main = self.screen_stack[0]  # not the help screen, if it is open
         main.set_class(self.size.height < SHORT_BELOW_ROWS, "-short")
         narrow = self.size.width < NARROW_BELOW_COLUMNS
         main.set_class(narrow, "-narrow")
-        columns = NARROW_HISTORY_COLUMNS if narrow else HISTORY_COLUMNS
-        history = self.query_one("#history", DataTable)
-        if tuple(str(k.value) for k in history.columns) != columns:
-            history.clear(columns=True)
-            for label in columns:
-                history.add_column(label, key=label)
-            self._history_key = None
+        self._history_columns(len(self._files) > 1)
         self.refresh_view(force=not self.paused)
 
     @property
@@ -151,23 +141,29 @@ class AcceptmonApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
-    SORT_COLUMNS = ("rank", "accept_len", "window_mean", "throughput", "running", "queued", "seen_ago")
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``f`` is offered (in the footer too) only while there is another file to switch to."""
+        return len(self._files) > 1 if action == "next_file" else True
+
+    def action_next_file(self) -> None:
+        """Show the next file (in the order named) in the tiles, plots and header; the choice stays."""
+        view = self.state.view()
+        if len(view.files) < 2:
+            return
+        at = view.files.index(view.shown) if view.shown in view.files else -1
+        following = view.files[(at + 1) % len(view.files)]
+        self.state.select(following)
+        self.refresh_view(force=True)  # the header says which file is shown
 
     def action_sort(self) -> None:
         """Next column of the rank table, ascending; after the last, back to rank."""
-        column, _ = self._sort
-        following = self.SORT_COLUMNS[(self.SORT_COLUMNS.index(column) + 1) % len(self.SORT_COLUMNS)]
-        self._sort = (following, False)
-        self._fill_ranks(self.state.view().ranks)
+        following = self.query_one("#ranks", RankTable).next_column()
         self.notify(f"ranks sorted by {following.replace('_', ' ')}", timeout=2)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         if event.data_table.id != "ranks":
             return
-        key = str(event.column_key.value)
-        column, reverse = self._sort
-        self._sort = (key, not reverse if key == column else False)
-        self._fill_ranks(self.state.view().ranks)
+        self.query_one("#ranks", RankTable).sort_by(str(event.column_key.value))
 
     def _compare_runs(self) -> None:
         """The current run against the previous one, in a thread: the bootstrap takes a moment."""
@@ -184,15 +180,16 @@ class AcceptmonApp(App[None]):
         if self.paused and not force:
             return
         if view.version == self._version and not force:
-            self._fill_ranks(view.ranks)  # "last seen" moves on with time
+            self._fill_ranks(view)  # "last seen" moves on with time
             return
         self._version = view.version
-        if view.unit != self._unit:
-            self._unit = view.unit
-            self._rank_columns()
+        if view.files != self._files:
+            self._files = view.files
+            self.refresh_bindings()  # f comes with a second file
+        self._unit = view.unit
         self._tiles(view)
         self._plots(view)
-        self._fill_ranks(view.ranks)
+        self._fill_ranks(view)
         self._history(view)
         self._events(view)
 
@@ -207,15 +204,21 @@ class AcceptmonApp(App[None]):
             fmt(t.accept_len_last), [("accept len", f"window mean {fmt(t.accept_len_mean)}")], t.health
         )
         logged = fmt(t.accept_rate)
-        self.query_one("#accept_rate", Tile).show(
-            fmt(t.draft_accept_rate),
-            [
-                ("accept rate", f"normalized; logged {logged}"),
-                ("accept rate", f"normalized;\nlogged {logged}"),
-                ("accept rate", f"norm.; logged {logged}"),
-            ],
-            t.health,
-        )
+        rate = self.query_one("#accept_rate", Tile)
+        if t.draft_accept_rate is None and t.accept_rate is not None:  # nothing to normalize by: as logged
+            why = "no launch line" if v.launch is None else "draft tokens unknown"
+            rate.show(logged, [("accept rate", f"as logged; {why}"), ("accept rate", f"as logged;\n{why}"),
+                               ("accept rate", "as logged")], t.health)  # fmt: skip
+        else:
+            rate.show(
+                fmt(t.draft_accept_rate),
+                [
+                    ("accept rate", f"normalized; logged {logged}"),
+                    ("accept rate", f"normalized;\nlogged {logged}"),
+                    ("accept rate", f"norm.; logged {logged}"),
+                ],
+                t.health,
+            )
         ranks = f"{t.throughput_ranks or ''} {t.unit}{'' if t.throughput_ranks == 1 else 's'}".lstrip()
         self.query_one("#throughput", Tile).show(
             fmt(t.throughput, 1),
@@ -260,41 +263,22 @@ class AcceptmonApp(App[None]):
             titles = [*(title + refs[0] + t for t in x), title + refs[0], brief + refs[0], brief + refs[1], brief]
             self.query_one(plot_id, WindowPlot).draw(series, titles, ref, xlabel)
 
-    def _rank_columns(self) -> None:
-        """The rank table's columns, the first named for what the rows are (its width fits the name)."""
-        table = self.query_one("#ranks", DataTable)
-        table.clear(columns=True)
-        for key, label in RANK_COLUMNS:
-            table.add_column(self._unit if key == "rank" else label, key=key)
-        table.border_title = f"{self._unit}s: accept len last, window mean (s sorts)"
+    def _fill_ranks(self, v: View) -> None:
+        """The shown file's rows (each file's are its own ranks or engines: ``f`` shows the next file)."""
+        self.query_one("#ranks", RankTable).show([r for r in v.ranks if r.file == v.shown], v.unit)
 
-    def _fill_ranks(self, rows: tuple[RankRow, ...]) -> None:
-        table = self.query_one("#ranks", DataTable)
-        column, reverse = self._sort
-        labels = dict(RANK_COLUMNS) | {"rank": self._unit}
-        for ck, col in table.columns.items():  # the sorted column says so: ▲ ascending, ▼ descending
-            col.label = Text(labels[str(ck.value)] + (("▼" if reverse else "▲") if ck.value == column else ""))
-
-        def key(r: RankRow) -> tuple[bool, object]:
-            value = getattr(r, column)
-            return (value is None, value if value is not None else 0)
-
-        ordered = sorted(rows, key=key, reverse=reverse)
-        table.clear()
-        multi = len({r.file for r in rows}) > 1
-        for r in ordered:
-            name = f"{Path(r.file).name}: {r.rank or '-'}" if multi else (r.rank or "-")
-            table.add_row(
-                name,
-                fmt(r.accept_len),
-                fmt(r.window_mean),
-                fmt(r.throughput, 1),
-                fmt(r.running),
-                fmt(r.queued),
-                ago(r.seen_ago, ""),
-            )
+    def _history_columns(self, many_files: bool) -> None:
+        """The history's columns for this width, with the file's name first when there are several."""
+        columns = history_columns(narrow=self.narrow, many_files=many_files)
+        history = self.query_one("#history", DataTable)
+        if tuple(str(k.value) for k in history.columns) != columns:
+            history.clear(columns=True)
+            for label in columns:
+                history.add_column(label, key=label)
+            self._history_key = None
 
     def _history(self, v: View) -> None:
+        self._history_columns(len(v.files) > 1)
         key = (v.history, v.current_run_key, self._unit)
         if key == self._history_key:
             return

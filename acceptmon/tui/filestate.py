@@ -39,6 +39,8 @@ class FileState:
     same_config: bool = False
     """The current run repeats the previous run's config; said with both means once this one is known."""
     pair: RunPair = field(default_factory=RunPair)
+    started: int = 0
+    """When the current run started, as read (the dashboard's count over all files); 0 before any line of it."""
 
     def add(self, fact: Fact, now: float) -> None:
         """A batch (acceptance) or a load line: into the window, the run's baseline and the run pair."""

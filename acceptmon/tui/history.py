@@ -87,11 +87,23 @@ HISTORY_COLUMNS = ("run", "start", "spec", "steps", "topk", "draft", "batch", "l
 NARROW_HISTORY_COLUMNS = tuple(c for c in HISTORY_COLUMNS if c != "batch")
 
 
+def history_columns(*, narrow: bool, many_files: bool) -> tuple[str, ...]:
+    """The history's columns: ``file`` first when several files are followed (their runs are one table).
+
+    Without room (a narrow terminal) or with a file column to make room for, ``batch`` goes; both at
+    once, ``start`` and ``time`` too (the header says when the shown file's run started)."""
+    if many_files:
+        left_out = ("start", "time") if narrow else ()
+        return ("file", *(c for c in NARROW_HISTORY_COLUMNS if c not in left_out))
+    return NARROW_HISTORY_COLUMNS if narrow else HISTORY_COLUMNS
+
+
 def history_cells(h: RunSummary, current: bool, unit: str = "rank") -> dict[str, str]:
     """One run as the history table shows it, by column; the current run is marked ``*``.
 
     Gen throughput is per rank or engine (``runs``' ``tok/s/rank``), as the plot and the rank table show it."""
     return {
+        "file": h.file.rsplit("/", 1)[-1],
         "run": f"{h.run}{' *' if current else ''}",
         "start": f"{h.start:%H:%M:%S}" if h.start is not None else "-",
         "spec": h.method or ("none" if h.launch_seen else "unknown"),

@@ -21,7 +21,9 @@ window as a live one. A new launch clears the
 window of its file: the plots and tiles describe the current run, and the previous
 run's mean becomes the reference line. Events carry the log time of the record
 behind them (None for notes about acceptmon itself), and a file whose input has
-ended (a finished replay) is never called stalled.
+ended (a finished replay) is never called stalled. Of several files, the view describes one
+(:attr:`View.shown`): the one :meth:`DashboardState.select` chose, else the newest run among the
+files with data in their current run.
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ class DashboardState:
         self._stats = Stats()
         self._history: dict[str, list[RunSummary]] = {}
         self._events: deque[Event] = deque(maxlen=MAX_EVENTS)
-        self._last_file: str | None = None
+        self._selected: str | None = None
+        """The file the user chose to see (``select``); None: the newest run with data."""
+        self._starts = 0
+        """Runs started so far, over all files: each file's current run is numbered by it (newest highest)."""
         self._ended: set[str] = set()
         """Files no more input will come from (a finished replay): their silence is not a stall."""
         self.backfill: Callable[[], float | None] = lambda: None
@@ -94,9 +99,10 @@ class DashboardState:
                 if KINDS[r.kind].starts_run:
                     self._launch(f, r)
                     continue
+                if not f.started:  # stats lines before any launch line: the run starts with them
+                    f.started = self._start()
                 f.add(fact, now)
                 if fact.batch is not None:
-                    self._last_file = f.file
                     self._judge(f, r.timestamp)
             if tally is not None:
                 self._unrecognized(f, tally)
@@ -131,6 +137,12 @@ class DashboardState:
             self._ended.add(file)
             self.version += 1
 
+    def select(self, file: str | None) -> None:
+        """Show ``file`` in the tiles, plots and header; None: the newest run with data (the default)."""
+        with self._lock:
+            self._selected = file
+            self.version += 1
+
     def reset_window(self) -> None:
         with self._lock:
             for f in self._files.values():
@@ -161,9 +173,9 @@ class DashboardState:
         now = self.clock()
         with self._lock:
             files = tuple(self._files)
-            cur = self._files.get(self._last_file or "") if self._last_file else None
-            info = self._info(cur.file) if cur else None
             current = [s for s in self._current() if accepts(s) or loads(s)]
+            cur = self._shown({s.file for s in current})
+            info = self._info(cur.file) if cur else None
             rows = tuple(rank_rows(current, {f: x.window for f, x in self._files.items()}, now))
             mine = [s for s in current if cur is not None and s.file == cur.file]
             history = self._history_rows()
@@ -173,6 +185,7 @@ class DashboardState:
             infos = {i.file: i for i in self.live.snapshot().files}
             return View(
                 files=files,
+                shown=cur.file if cur else None,
                 waiting=tuple(f for f in files if f in infos and infos[f].waiting),
                 launch=info.launch if info else None,
                 run=run,
@@ -205,6 +218,22 @@ class DashboardState:
         if f is None:
             f = self._files[file] = FileState(file, window=Window(self.window))
         return f
+
+    def _start(self) -> int:
+        self._starts += 1
+        return self._starts
+
+    def _shown(self, with_data: set[str]) -> FileState | None:
+        """The file the screen describes: the one selected, else the newest run among files with data in it.
+
+        A file without any (a launch and nothing after it yet, a server that failed to start) is shown
+        only when no file has data, so one file's silence never blanks another's tiles; "newest" is in
+        the order runs started as read, so two files both logging never take turns."""
+        chosen = self._files.get(self._selected) if self._selected is not None else None
+        if chosen is not None:
+            return chosen
+        pool = [f for f in self._files.values() if f.file in with_data] or list(self._files.values())
+        return max(pool, key=lambda f: f.started, default=None)  # ties: the first file named
 
     def _info(self, file: str) -> FileInfo | None:
         return next((i for i in self.live.snapshot().files if i.file == file), None)
@@ -245,7 +274,7 @@ class DashboardState:
         c: LaunchConfig = f.config or LaunchConfig()
         same_as = r.run - 1 if f.same_config else None
         self._event("info", launch_text(c, same_as), f.file, r.timestamp)
-        self._last_file = f.file
+        f.started = self._start()
 
     def _judge(self, f: FileState, at: datetime | None) -> None:
         acc = f.window.accept

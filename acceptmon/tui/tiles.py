@@ -9,6 +9,7 @@ the window's total as ``runs`` defines a run's: the sum over rows of their mean 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from acceptmon.live.state import RankSeries
@@ -16,6 +17,8 @@ from acceptmon.measure.window import Window
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record
 from acceptmon.tui.view import Health, RankRow, Tiles
+
+DIGITS = re.compile(r"(\d+)")
 
 
 def accepts(s: RankSeries) -> bool:
@@ -73,7 +76,7 @@ def rank_rows(series: Sequence[RankSeries], windows: Mapping[str, Window], now: 
         if (accepts(s) or loads(s)) and s.file in windows:
             groups.setdefault((s.file, s.rank), []).append(s)
     rows = []
-    for (file, rank), group in sorted(groups.items()):
+    for (file, rank), group in sorted(groups.items(), key=lambda item: (natural(item[0][0]), natural(item[0][1]))):
         accept = next((s.last for s in group if accepts(s)), None)
         load = next((s.last for s in group if loads(s)), None)
         rows.append(
@@ -89,6 +92,11 @@ def rank_rows(series: Sequence[RankSeries], windows: Mapping[str, Window], now: 
             )
         )
     return rows
+
+
+def natural(text: str) -> tuple[str | int, ...]:
+    """A sort key reading numbers as numbers: DP2 before DP10 (text and digit runs alternate, text first)."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(DIGITS.split(text)))
 
 
 def round_or_none(value: float | None, digits: int = 2) -> float | None:

@@ -79,6 +79,8 @@ class View:
     """Everything on the screen, at one moment."""
 
     files: tuple[str, ...]
+    shown: str | None
+    """The file the tiles, plots, header run and the history's ``*`` are for (one of ``files``)."""
     waiting: tuple[str, ...]
     launch: LaunchConfig | None
     run: int
@@ -125,6 +127,8 @@ def header_parts(v: View, label: str, *, paused: bool, narrow: bool) -> list[Par
     parts: list[Part] = [(" PAUSED " if narrow else " PAUSED: p resumes ", "bold reverse red")] if paused else []
     parts += [] if narrow else [("acceptmon", "bold")]
     parts.append((label or ", ".join(f.rsplit("/", 1)[-1] for f in v.files), "bold"))
+    if len(v.files) > 1 and v.shown is not None:  # the tiles, plots and run below are one file's
+        parts.append((f"showing {v.shown.rsplit('/', 1)[-1]} (f: next{'' if narrow else ' file'})", "bold reverse"))
     if v.run:
         start = (
             "?" if v.run_start is None else f"{v.run_start:%H:%M:%S}" if narrow else f"{v.run_start:%Y-%m-%d %H:%M:%S}"

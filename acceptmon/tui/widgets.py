@@ -199,10 +199,14 @@ HELP = """\
 q quit · p pause/resume the display (reading goes on; the header: PAUSED)
 r reset the window · s sort the rank table by its next column (▲/▼ marks
   it; click a column header to sort by it, again to reverse)
+f next file, with several: the header says which file the tiles, plots,
+  rank table and run are for (at first the newest run with data); the
+  history has a file column, its * the shown file's current run
 
 [b]accept len[/b]: tokens accepted per verify step, bonus token included.
 [b]accept rate[/b]: the big number is normalized, (accept len-1)/(draft tokens-1);
   "logged" is what this SGLang version prints (its definition changed).
+  Without a launch line (no draft tokens to normalize by): as logged.
 [b]tok/s[/b]: the tile sums the current run's ranks; the plot, the rank table
   and the history's tok/s/rank are per rank.
 [b]Times[/b] are log time. An event has the time of the log line behind it;
