@@ -149,7 +149,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from acceptmon.cli.wiring import say_left_out
+    from acceptmon.cli.wiring import say_left_out, say_unrecognized
+    from acceptmon.measure.summary import with_unrecognized
     from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
     args.files = unique_paths(args.files)
@@ -160,8 +161,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     result = run(
         args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes
     )
-    summaries = job.stats.summaries()
+    summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
     say_year(grammars, result.tally)
+    say_unrecognized(result.tally)
     say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
     if not job.records:
         _no_rows_hint(args.files)
@@ -245,8 +247,9 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None, kin
         f"acceptmon: {line_counts(tally.kinds)} ({seconds:.2f}s); {rows}{' -> ' + output if output else ''}; {grep}",
         file=sys.stderr,
     )
-    for file, line, text in tally.unrecognized[:3]:
-        print(f"acceptmon: unrecognized {file}:{line}: {text[:160]}", file=sys.stderr)
+    from acceptmon.cli.wiring import say_unrecognized
+
+    say_unrecognized(tally, count=False)  # the line above counts them
 
 
 def _no_rows_hint(files: list[str], kind: str | None = None) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from acceptmon.display import number
+from acceptmon.display import number, plural
 from acceptmon.measure.normalize import Fact, Normalizer
 from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import Record
@@ -41,6 +41,17 @@ def say_left_out(values: int, configs: int, where: str = "") -> None:
         )
     if parts:
         say(f"{where}{'; '.join(parts)}")
+
+
+def say_unrecognized(tally: Tally, *, count: bool = True) -> None:
+    """The lines no grammar reads (a format change), as ``parse`` shows them: their count (``count``:
+    where no summary line gave it) and the first few, file and line number."""
+    n = tally.kinds["unrecognized"]
+    if count and n:
+        say(f"{plural(n, 'unrecognized line')}: {'it starts' if n == 1 else 'they start'} like a stats line "
+            "but no grammar reads it (a format change?)")  # fmt: skip
+    for file, line, text in tally.unrecognized[:3]:
+        say(f"unrecognized {file}:{line}: {text[:160]}")
 
 
 def plain_line(fact: Fact, with_file: bool = False) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -71,6 +72,9 @@ class RunSummary(BaseModel):
     outside 0..1, a negative count or throughput, not finite)."""
     refused_configs: int = 0
     """Launch lines whose speculative or parallel sizes no server runs: the config shows them as unknown."""
+    unrecognized: int = 0
+    """Lines of the run that start like a stats line but that no grammar reads (a format change): ``parse``
+    counts the same lines and shows the first."""
 
     @property
     def method(self) -> str | None:
@@ -91,3 +95,8 @@ def config_text(c: LaunchConfig | None) -> str:
         if v is not None
     ]
     return f"{c.method} {', '.join(parts)}".strip()
+
+
+def with_unrecognized(summaries: list[RunSummary], counts: Mapping[tuple[str, str, int], int]) -> list[RunSummary]:
+    """The summaries with their runs' counts of unrecognized lines (by file, source and run)."""
+    return [s.model_copy(update={"unrecognized": counts.get((s.file, s.source, s.run), 0)}) for s in summaries]

@@ -87,7 +87,9 @@ class Parser:
         self.last_run = state.last_run
         """The highest run number given in the file so far (runs are numbered per file)."""
         self._current = self._plain
-        """The source of the line classified last."""
+        """The run state of the source of the line classified last."""
+        self._source = ""
+        """That source's name (its stream prefix's; empty for a plain line)."""
         self._entry_time: int | None = None
         """The journald entry time (``__REALTIME_TIMESTAMP``, µs) of the line unwrapped last, if it was one."""
         self.guess: tuple[int, int] | None = None
@@ -210,6 +212,7 @@ class Parser:
         """
         origin, text = self._unwrap(text)
         self._current = self._plain if not origin.source else self._stream(origin)
+        self._source = origin.source
         table = self._anchors
         if anchors is not None and len(anchors) == 1:  # the usual line: one anchor, its grammars as they are
             anchor, _, grammars = table[anchors[0]]
@@ -309,6 +312,7 @@ class Parser:
         self.tally.accept_noise += noise
 
     def _keep_unrecognized(self, text: str) -> None:
+        self.tally.unrecognized_runs[self.file, self._source, self._current.run] += 1
         if len(self.tally.unrecognized) < UNRECOGNIZED_KEPT:
             self.tally.unrecognized.append((self.file, self.line, text[:500]))
 

@@ -142,6 +142,8 @@ class Tally:
     accept_noise: int = 0
     unrecognized: list[tuple[str, int, str]] = field(default_factory=list)
     """The first few unrecognized lines: (file, line number, text)."""
+    unrecognized_runs: Counter[tuple[str, str, int]] = field(default_factory=Counter)
+    """Unrecognized lines per (file, source, run): the run they came in (0 before any launch)."""
 
     @property
     def lines(self) -> int:
@@ -150,6 +152,7 @@ class Tally:
     def merge(self, other: Tally) -> None:
         self.kinds.update(other.kinds)
         self.accept_noise += other.accept_noise
+        self.unrecognized_runs.update(other.unrecognized_runs)
         room = UNRECOGNIZED_KEPT - len(self.unrecognized)
         self.unrecognized.extend(other.unrecognized[: max(room, 0)])
 
