@@ -177,6 +177,7 @@ def _tail(
         note=w.note,
         on_waiting=w.on_waiting,
         on_forget=w.live.forget if w.live is not None else None,
+        on_ended=w.state.end_of_input if w.state is not None else None,
     )
     server = None
     if w.live is not None:
