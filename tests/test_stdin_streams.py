@@ -236,3 +236,26 @@ def test_a_prefixed_stream_keeps_each_pods_runs_in_the_live_pipeline(tmp_path):
     assert sum(1 for r in decodes if r.source == SOURCE_B) == 120
     configs = {r.source: r.spec_algorithm for r in decodes}  # type: ignore[attr-defined]
     assert configs == {SOURCE_A: "EAGLE3", SOURCE_B: None}
+
+
+def test_the_dashboard_of_a_log_on_stdin_reads_its_keys_from_the_terminal(tmp_path):
+    """``kubectl logs -f POD | acceptmon tail -`` in a real terminal (tmux): the screen follows the stream,
+    says when it ended, and q still quits (keys come from the terminal, not from the log)."""
+    from tests.test_terminal import Terminal
+    from tests.test_terminal import acceptmon as command
+
+    fifo = tmp_path / "kubectl"
+    os.mkfifo(fifo)
+    term = Terminal(f"{command('tail', '-')} < {fifo}")
+    try:
+        with fifo.open("wb") as w:  # opened once the shell opened it for the command's standard input
+            _write(w, launch_line(steps=5, tokens=6))
+            _write(w, decode_line(0, acc=2.85))
+            assert term.wait_for("EAGLE3  steps 5  topk 1  draft tokens 6", timeout=WAIT), term.screen()
+            assert term.wait_for("2.85", timeout=WAIT), term.screen()
+            _write(w, decode_line(1, acc=1.37))
+            assert term.wait_for("1.37", timeout=WAIT), term.screen()
+        assert term.wait_for("-: input ended after 3 lines", timeout=WAIT), term.screen()
+        term.quit()
+    finally:
+        term.close()

@@ -16,7 +16,7 @@ Pieces of stdout and stderr are joined separately; lines after a piece wait unti
 so lines keep their order and a follower's position (the first byte not handed on) stays exact. A
 joined line longer than ``max_line`` is given as None (the line reader makes it its OVERSIZED marker,
 as for any over-long line) and is not held: its further pieces are dropped as they come. A block
-without any piece costs a few searches.
+without any piece costs a few searches, and a stream whose first line is neither format nothing.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ class Joiner:
         self.reset()
 
     def reset(self) -> None:
+        self.on: bool | None = None
+        """Whether the stream is a container log, as its first line fed says (None before it came): other
+        streams pass unlooked at, so a plain log costs nothing here."""
         self._open: dict[tuple[bool, str], _Line] = {}
         self._held: list[bytes | bool] = []
         """Lines taken but not handed on, in order: a line, False for one being joined, True for one given up."""
@@ -91,7 +94,10 @@ class Joiner:
         return self._fed - self._starts[0] if self._starts else 0
 
     def feed(self, block: bytes) -> list[bytes | None]:
-        if not self._open and not _has_pieces(block):
+        if self.on is None:
+            first = block.lstrip(b"\n")
+            self.on = None if not first else is_container(first[: first.find(b"\n") + 1])
+        if not self.on or (not self._open and not _has_pieces(block)):
             return [block]
         out: list[bytes | None] = []
         start = 0
@@ -121,6 +127,9 @@ class Joiner:
     def _line(self, line: bytes, out: list[bytes | None], plain: list[bytes]) -> None:
         at = self._fed
         self._fed += len(line)
+        if not self._open and _whole_entry(line):  # most json-file lines: no decoding needed
+            plain.append(line)
+            return
         piece = _piece(line)
         joined = None if piece is None else self._open.get((piece[0], piece[1]))
         if joined is None and (piece is None or not piece[4]):  # a whole line
@@ -185,6 +194,11 @@ def _has_pieces(block: bytes) -> bool:
     if _DOCKER_HEAD not in block:
         return False
     return _DOCKER_ESCAPED in block or block.count(_DOCKER_HEAD) != block.count(_DOCKER_WHOLE)
+
+
+def _whole_entry(line: bytes) -> bool:
+    """A json-file line whose ``log`` surely ends in a newline."""
+    return line.startswith(_DOCKER_HEAD) and _DOCKER_WHOLE in line and _DOCKER_ESCAPED not in line
 
 
 def _first_piece_line(block: bytes) -> int:

@@ -10,6 +10,10 @@ first byte not handed on) is a line start, or an entry's.
 on the descriptor with ``poll`` (so a stop is seen within :data:`WAIT_MS`), hands on whatever complete
 lines came, and at the end of input hands on the last one and says so. A FIFO is opened without
 blocking and waited on until a writer comes.
+
+:func:`keys_from_terminal` is for a screen that reads its keys from standard input while the log comes
+there (``kubectl logs -f POD | acceptmon tail -``): the log moves to another descriptor and the
+terminal takes its place.
 """
 
 from __future__ import annotations
@@ -92,8 +96,9 @@ class Framer:
 class StreamReader:
     """Reads one stream until its end or a stop, handing complete lines to ``sink`` as they come."""
 
-    def __init__(self, path: str, sink: Sink, *, max_line: int = MAX_LINE) -> None:
-        self.path, self.sink = path, sink
+    def __init__(self, path: str, sink: Sink, *, max_line: int = MAX_LINE, stdin_fd: int = 0) -> None:
+        """``stdin_fd``: where standard input is read (``tail``'s dashboard moves it to keep the terminal's keys)."""
+        self.path, self.sink, self.stdin_fd = path, sink, stdin_fd
         self.framer = Framer(max_line, at_start=True)
         self.ended = False
         """The input ended (every line was handed on)."""
@@ -105,7 +110,7 @@ class StreamReader:
         """Read until the input ends (``ended``), it fails (``error``) or ``stop`` is set."""
         own = not reads_stdin(self.path)
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK) if own else 0
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK) if own else self.stdin_fd
         except OSError as exc:
             self.error = exc.strerror or str(exc)
             return
@@ -138,3 +143,17 @@ class StreamReader:
     def _hand(self, blocks: list[bytes | Oversized]) -> None:
         for block in blocks:
             self.sink(block)
+
+
+def keys_from_terminal() -> int | None:
+    """Move standard input (the log) to a new descriptor and put the controlling terminal in its place, so a
+    screen reading keys from standard input reads the terminal's; the log's new descriptor, or None when
+    there is no terminal to open (nothing is moved)."""
+    try:
+        tty = os.open("/dev/tty", os.O_RDWR)
+    except OSError:
+        return None
+    log = os.dup(0)
+    os.dup2(tty, 0)
+    os.close(tty)
+    return log

@@ -109,8 +109,10 @@ class LiveSource:
         on_waiting: Callable[[str, bool], None] | None = None,
         on_forget: Callable[[str], None] | None = None,
         on_ended: Callable[[str], None] | None = None,
+        stdin_fd: int = 0,
     ) -> None:
-        """``on_ended(path)``: a stream's input ended (its last state stays)."""
+        """``on_ended(path)``: a stream's input ended (its last state stays). ``stdin_fd``: where standard
+        input is read (:func:`acceptmon.inputs.stream.keys_from_terminal` moves it)."""
         self.patterns = list(patterns)
         self.grammars = grammars
         lock = threading.Lock()
@@ -128,6 +130,7 @@ class LiveSource:
         self.on_waiting = on_waiting
         self.on_forget = on_forget
         self.on_ended = on_ended
+        self.stdin_fd = stdin_fd
         self.files: dict[str, Watched] = {}
         self.streams: dict[str, Streamed] = {}
         """Standard input and FIFOs (:mod:`acceptmon.pipeline.streamed`), read as they come."""
@@ -198,7 +201,7 @@ class LiveSource:
         if path in self.streams:
             return
         parser = Parser(self.grammars, path, ParseState(), records=self.records)
-        self.streams[path] = Streamed(path, parser, self.sink, self.note, self.on_ended)
+        self.streams[path] = Streamed(path, parser, self.sink, self.note, self.on_ended, stdin_fd=self.stdin_fd)
         if self.on_waiting is not None:
             self.on_waiting(path, False)
 

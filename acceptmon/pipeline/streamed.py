@@ -41,9 +41,11 @@ class Streamed:
         sink: LiveSink,
         note: Callable[[str], None],
         on_ended: Callable[[str], None] | None = None,
+        *,
+        stdin_fd: int = 0,
     ) -> None:
         self.path, self.parser, self.sink, self.note, self.on_ended = path, parser, sink, note, on_ended
-        self.reader = StreamReader(path, self._take)
+        self.reader = StreamReader(path, self._take, stdin_fd=stdin_fd)
         self._thread: threading.Thread | None = None
 
     def _take(self, block: bytes | Oversized) -> None:
