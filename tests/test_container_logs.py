@@ -3,8 +3,8 @@
 Real files in the CRI format (``TIME STREAM P|F MSG``, kubelet's ``/var/log/pods``) and Docker's
 json-file format (pieces without a trailing ``\\n`` in ``log``), with a 40 kB ``server_args`` line
 whose speculative settings come after its first 16 KiB: without joining, the run has no config.
-Batch commands read the file; ``serve`` follows it as pieces are appended one at a time, and reads
-the same pieces from its standard input. A journalctl ``-o export`` file is followed entry by entry.
+Batch commands read the file; ``serve`` follows it as pieces are appended one at a time, and the
+live pipeline reads the pieces as a stream through a FIFO. A journalctl ``-o export`` file is followed entry by entry.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import csv
 import io
 import json
 import os
-import signal
-import subprocess
-import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,11 +22,13 @@ from acceptmon.cli import main
 from acceptmon.inputs.container import Joiner, is_container
 from acceptmon.inputs.files import OVERSIZED, LineAssembler, iter_blocks
 from acceptmon.inputs.follow import Follower
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.records import Record
 from acceptmon.pipeline import batch
-from tests.serving import Serve, decode_line, free_port, launch_line, parse_metrics, value, wait_for
+from acceptmon.pipeline.live import LiveSource
+from tests.serving import Serve, decode_line, launch_line, parse_metrics, value, wait_for
 from tests.test_journal import journal_export
 
-ROOT = Path(__file__).resolve().parent.parent
 WAIT = 20.0
 PIECE = 16 << 10
 
@@ -190,27 +190,29 @@ def test_serve_following_a_cri_file_joins_pieces_appended_one_at_a_time(tmp_path
     assert "0 unrecognized" in s.stderr
 
 
-def test_serve_stdin_joins_docker_pieces():
-    port = free_port()
-    p = subprocess.Popen(
-        [sys.executable, "-m", "acceptmon", "serve", "-", "--port", str(port)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
-    s = Serve.__new__(Serve)
-    s.url = f"http://127.0.0.1:{port}/metrics"
+def test_a_stream_of_docker_pieces_through_a_fifo_gives_the_live_run_its_config(tmp_path):
+    fifo = tmp_path / "docker-logs"
+    os.mkfifo(fifo)
+    got: list[Record] = []
+    ended: list[str] = []
+    source = LiveSource([str(fifo)], load_grammars(), lambda _f, rs, _t: got.extend(rs), on_ended=ended.append)
+    stop = threading.Event()
+    t = threading.Thread(target=source.run, args=(stop,), kwargs={"poll": True})
+    t.start()
     try:
-        assert p.stdin is not None
-        for piece in docker(LINES):
-            p.stdin.write(piece)
-            p.stdin.flush()
-        assert wait_for(lambda: _has_config(s, "-", 5), WAIT)
+        with fifo.open("wb") as w:
+            for piece in docker(LINES):  # one write per piece, as `docker logs -f` relays them
+                w.write(piece)
+                w.flush()
+        assert wait_for(lambda: ended == [str(fifo)], WAIT)
     finally:
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=15)
-    assert p.returncode == 0 and "0 unrecognized" in err.decode()
+        stop.set()
+        t.join(WAIT)
+        source.close()
+    launch = next(r for r in got if r.kind == "launch")
+    assert (launch.config.spec_algorithm, launch.config.spec_num_steps) == ("EAGLE3", 3)  # type: ignore[attr-defined]
+    assert [r.spec_algorithm for r in got if r.kind == "decode"] == ["EAGLE3"] * 5  # type: ignore[attr-defined]
+    assert source.streams[str(fifo)].parser.tally.kinds["unrecognized"] == 0
 
 
 def test_serve_follows_a_journal_export_file_entry_by_entry(tmp_path):

@@ -109,17 +109,11 @@ def test_parse_stdin_writes_each_row_when_its_line_is_written():
     assert {(r["run"], r["spec_algorithm"], r["spec_num_steps"]) for r in rows} == {("1", "EAGLE3", "3")}
 
 
-@pytest.mark.parametrize("how", ["fifo", "dev-stdin"])
-def test_parse_of_a_fifo_or_dev_stdin_is_read_as_it_comes(tmp_path, how):
-    if how == "fifo":
-        fifo = tmp_path / "server.log"
-        os.mkfifo(fifo)
-        p = _start("parse", str(fifo), stdin=subprocess.DEVNULL)
-        writer = fifo.open("wb")  # opening waits for the reader: parse opened it
-    else:
-        p = _start("parse", "/dev/stdin")
-        assert p.stdin is not None
-        writer = p.stdin
+def test_parse_of_a_fifo_is_read_as_it_comes(tmp_path):
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    p = _start("parse", str(fifo), stdin=subprocess.DEVNULL)
+    writer = fifo.open("wb")  # opening waits for the reader: parse opened it
     with _stopped(p):
         rows = _rows_one_at_a_time(p, writer)
         assert p.wait(timeout=WAIT) == 0
