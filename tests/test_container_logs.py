@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -238,3 +239,19 @@ def test_serve_follows_a_journal_export_file_entry_by_entry(tmp_path):
     saved = json.loads(state.read_text())["files"][os.path.abspath(path)]
     assert saved["offset"] == len(data)
     assert "0 unrecognized" in s.stderr
+
+
+def test_a_follower_resumed_at_an_export_entry_reads_the_rest_as_json_lines(tmp_path):
+    data = journal_export(("\n".join([launch_line(), *(decode_line(i) for i in range(3))]) + "\n").encode())
+    ends = [i + 2 for i in range(len(data) - 1) if data[i : i + 2] == b"\n\n"]
+    starts = [0, *ends[:-1]]
+    path = tmp_path / "journal.export"
+    path.write_bytes(data)
+    got: list[bytes] = []
+    f = Follower(str(path), got.append, start=starts[2])  # type: ignore[arg-type]
+    f.poll_once()
+    lines = b"".join(got).splitlines()
+    messages = [re.sub(r"\x1b\[[\d;]*m", "", json.loads(line)["MESSAGE"]) for line in lines]  # one is coloured
+    assert messages == [decode_line(1), decode_line(2)]
+    assert f.position()[2] == len(data)  # type: ignore[index]
+    f.close()
