@@ -255,3 +255,12 @@ def test_a_follower_resumed_at_an_export_entry_reads_the_rest_as_json_lines(tmp_
     assert messages == [decode_line(1), decode_line(2)]
     assert f.position()[2] == len(data)  # type: ignore[index]
     f.close()
+
+
+def test_a_carriage_return_inside_a_piece_does_not_end_its_line():
+    bar = "Capturing batches (bs=4):  50%|#####     |\r" * 600  # a progress bar, redrawn with \r: over 16 KiB
+    lines = [f"[2026-02-26 14:00:00] {bar}done", LINES[1]]
+    pieces = cri(lines)
+    assert len(pieces) == 3
+    text = b"".join(b for b in Joiner(1 << 20).feed(b"".join(pieces)) if b is not None)
+    assert text == b"2026-02-26T14:00:00.000000000Z stderr F " + lines[0].encode() + b"\n" + pieces[-1]

@@ -106,8 +106,8 @@ class Joiner:
             if start:
                 out.append(block[:start])
         plain: list[bytes] = []
-        for line in block[start:].splitlines(keepends=True):
-            self._line(line, out, plain)
+        for line in block[start:].split(b"\n")[:-1]:  # only \n ends a line (a progress bar's \r does not)
+            self._line(line + b"\n", out, plain)
         if plain:
             out.append(b"".join(plain))
         return out
