@@ -1,12 +1,13 @@
 """Benchmarks of `acceptmon serve` following a live log (figures for the live pipeline's goals).
 
 1. Append-to-visible latency: a decode line is appended; how long until /metrics shows it
-   (p50/p99 over N appends), with inotify and with --poll.
+   (p50/p99 over N appends), with inotify and with --poll; and a line written to ``serve -``'s
+   standard input (a pipe, as ``kubectl logs -f POD | acceptmon serve -``): goal p99 <= 100 ms.
 2. CPU while following 1,000 lines/s for a while: process CPU time / wall time.
 3. RSS while following 10 M lines (rotated every 1 M lines to keep the disk small):
    sampled after each million, to see that it stays flat.
 
-    python benchmarks/bench_live.py [--appends 200] [--cpu-seconds 30] [--lines 10000000]
+    python benchmarks/bench_live.py [--appends 200] [--cpu-seconds 30] [--lines 10000000] [--only stdin,...]
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.serving import Serve, decode_line, launch_line, parse_metrics, value
+from tests.serving import Serve, decode_line, fetch, free_port, launch_line, parse_metrics, value
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -56,6 +58,56 @@ def latency(tmp: Path, appends: int, poll: bool) -> list[float]:
     finally:
         serve.stop()
     return out
+
+
+def stdin_latency(appends: int) -> list[float]:
+    """``serve -`` fed through a pipe: from a line's write to /metrics showing it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acceptmon", "serve", "-", "--port", str(port)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None
+    url = f"http://127.0.0.1:{port}/metrics"
+    out = []
+    try:
+        proc.stdin.write((launch_line() + "\n").encode())
+        proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if value(parse_metrics(fetch(url)), "acceptmon_log_file_present") == 1:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("serve - did not start")
+            time.sleep(0.05)
+        for i in range(1, appends + 1):
+            time.sleep(0.02)
+            proc.stdin.write((decode_line(i, running=i) + "\n").encode())
+            proc.stdin.flush()
+            t0 = time.perf_counter()
+            while value(parse_metrics(fetch(url)), "acceptmon_running_requests") != i:
+                time.sleep(0.001)
+            out.append(time.perf_counter() - t0)
+    finally:
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=15)
+    return out
+
+
+def _percentiles(label: str, lat: list[float], goal_ms: int) -> None:
+    lat = sorted(lat)
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    print(
+        f"latency {label}: n={len(lat)} p50 {statistics.median(lat) * 1e3:.1f} ms  p99 {p99 * 1e3:.1f} ms  "
+        f"max {lat[-1] * 1e3:.1f} ms (goal p99 <= {goal_ms} ms)",
+        flush=True,
+    )
 
 
 def cpu_at_rate(tmp: Path, seconds: float, rate: int = 1000) -> tuple[float, int]:
@@ -122,22 +174,27 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=200)
     ap.add_argument("--cpu-seconds", type=float, default=30)
     ap.add_argument("--lines", type=int, default=10_000_000)
+    ap.add_argument("--only", default="files,stdin,cpu,rss", help="cases to run, comma-separated")
     a = ap.parse_args()
+    cases = set(a.only.split(","))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for poll in (False, True):
-            lat = sorted(latency(tmp, a.appends, poll))
-            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-            print(f"latency append->/metrics ({'poll 100ms' if poll else 'inotify'}): n={len(lat)} "
-                  f"p50 {statistics.median(lat) * 1e3:.0f} ms  p99 {p99 * 1e3:.0f} ms  max {lat[-1] * 1e3:.0f} ms "
-                  f"(goal p99 <= 250 ms)", flush=True)  # fmt: skip
-        pct, n = cpu_at_rate(tmp, a.cpu_seconds)
-        print(f"CPU following 1,000 lines/s for {a.cpu_seconds:.0f} s ({n:,} lines): {pct:.1f} % of one core "
-              "(goal <= 5 %)", flush=True)  # fmt: skip
-        print(f"RSS while following {a.lines:,} lines:")
-        samples = rss_over_lines(tmp, a.lines)
-        rss = [r for _, r in samples]
-        print(f"RSS: first {rss[0]:.1f} MiB, last {rss[-1]:.1f} MiB, max {max(rss):.1f} MiB (goal flat, <= 100 MiB)")
+        for poll in (False, True) if "files" in cases else ():
+            label = f"append->/metrics ({'poll 100ms' if poll else 'inotify'})"
+            _percentiles(label, latency(tmp, a.appends, poll), 250)
+        if "stdin" in cases:
+            _percentiles("stdin write->/metrics (serve -)", stdin_latency(a.appends), 100)
+        if "cpu" in cases:
+            pct, n = cpu_at_rate(tmp, a.cpu_seconds)
+            print(f"CPU following 1,000 lines/s for {a.cpu_seconds:.0f} s ({n:,} lines): {pct:.1f} % of one core "
+                  "(goal <= 5 %)", flush=True)  # fmt: skip
+        if "rss" in cases:
+            print(f"RSS while following {a.lines:,} lines:")
+            samples = rss_over_lines(tmp, a.lines)
+            rss = [r for _, r in samples]
+            print(
+                f"RSS: first {rss[0]:.1f} MiB, last {rss[-1]:.1f} MiB, max {max(rss):.1f} MiB (goal flat, <= 100 MiB)"
+            )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from acceptmon.inputs.files import (
     LineAssembler,
     Oversized,
     check_path,
+    is_stream,
     iter_blocks,
     not_regular,
     open_log,
@@ -37,7 +38,7 @@ DECODE = (
     b"[2026-02-26 14:09:45 TP0] Decode batch, #running-req: 3, #token: 4521, token usage: 0.02, accept len: 2.85, "
     b"accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0\n"
 )
-NOT_REGULAR = "not a regular file ({}); acceptmon reads regular files or - for stdin"
+NOT_REGULAR = "not a regular file ({}); acceptmon reads regular files, FIFOs or - for stdin"
 
 
 class DecodeLines:
@@ -127,13 +128,12 @@ def _never_open(monkeypatch: Any) -> None:
 
 
 @pytest.mark.parametrize("may_be_missing", [False, True])
-def test_fifo_is_refused_without_opening_it(tmp_path: Path, monkeypatch: Any, may_be_missing: bool) -> None:
+def test_a_fifo_is_a_stream_checked_without_opening_it(tmp_path: Path, monkeypatch: Any, may_be_missing: bool) -> None:
     fifo = tmp_path / "pipe.log"
     os.mkfifo(fifo)
     _never_open(monkeypatch)
-    with pytest.raises(InputError) as err:
-        check_path(str(fifo), may_be_missing=may_be_missing)
-    assert str(err.value) == f"{fifo}: " + NOT_REGULAR.format("a FIFO")
+    check_path(str(fifo), may_be_missing=may_be_missing)  # read as it comes (tests/test_stdin_streams.py)
+    assert is_stream(str(fifo)) and not is_stream(str(tmp_path))
 
 
 def test_not_regular_names_the_kind(tmp_path: Path) -> None:
@@ -145,11 +145,11 @@ def test_not_regular_names_the_kind(tmp_path: Path) -> None:
     assert not_regular(os.stat("/dev/null").st_mode) == NOT_REGULAR.format("a character device")
 
 
-def test_symlink_to_fifo_is_refused(tmp_path: Path) -> None:
+def test_symlink_to_fifo_is_a_stream(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe")
     (tmp_path / "link.log").symlink_to(tmp_path / "pipe")
-    with pytest.raises(InputError, match="not a regular file \\(a FIFO\\)"):
-        check_path(str(tmp_path / "link.log"))
+    check_path(str(tmp_path / "link.log"))
+    assert is_stream(str(tmp_path / "link.log"))
 
 
 @pytest.mark.parametrize("dev", ["/dev/zero", "/dev/null"])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
 from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
-from acceptmon.inputs.files import check_path, open_log
+from acceptmon.inputs.files import check_path, is_stream, open_log
 from acceptmon.inputs.refs import unique_paths
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
@@ -132,10 +132,14 @@ def cmd_parse(args: argparse.Namespace) -> int:
     fmt = infer_format(args.output, args.format)
     started = time.monotonic()
     try:
-        with atomic_output(args.output) as out:
+        streams = any(map(is_stream, args.files))  # read as they come: a row is written when its line is
+        with atomic_output(args.output, flush=streams) as out:
             job = TableJob(fmt, out, (KINDS[args.kind],) if args.kind else None)
             fast = None if args.kind else row_format(fmt)  # the fast lane writes the default table's rows
-            result = run(args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), fast=fast)
+            jobs = max(1, args.jobs)
+            result = run(
+                args.files, grammars, job, jobs=jobs, on_progress=_progress_printer(), fast=fast, as_read=streams
+            )
             job.finish()
     except KeyboardInterrupt:
         where = f"; nothing written to {args.output}" if args.output else ""

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from acceptmon.cli import args as cli_args
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
 from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
-from acceptmon.inputs.files import check_path
+from acceptmon.inputs.files import check_path, reads_stdin
 from acceptmon.inputs.replay import sample_names
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.load import load_grammars
@@ -152,8 +152,18 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.rules:
         make_doctor(args)  # a bad rule file is an error now, whether or not this tail runs the doctor
     plain = args.plain or not sys.stdout.isatty()
+    stdin_fd = 0
+    if not plain and any(map(reads_stdin, args.files)):  # the dashboard's keys come from standard input
+        from acceptmon.inputs.stream import keys_from_terminal
+
+        moved = keys_from_terminal()
+        if moved is None:
+            say("no terminal to read keys from while the log comes on standard input: plain lines instead")
+            plain = True
+        else:
+            stdin_fd = moved
     if not plain:
-        return _tail(args, args.files, grammars, plain=plain)
+        return _tail(args, args.files, grammars, plain=plain, stdin_fd=stdin_fd)
     with stdout_writes():  # plain lines: a full disk is one line, not a traceback
         return _tail(args, args.files, grammars, plain=plain)
 
@@ -166,6 +176,7 @@ def _tail(
     plain: bool,
     label: str = "",
     before: Before | None = None,
+    stdin_fd: int = 0,
 ) -> int:
     """Wire one live source to the dashboard (or plain lines) and, optionally, the exporter."""
     from acceptmon.pipeline.live import LiveSource
@@ -180,6 +191,8 @@ def _tail(
         note=w.note,
         on_waiting=w.on_waiting,
         on_forget=w.live.forget if w.live is not None else None,
+        on_ended=w.state.end_of_input if w.state is not None else None,
+        stdin_fd=stdin_fd,
     )
     server = None
     if w.live is not None:

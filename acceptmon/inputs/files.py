@@ -18,9 +18,10 @@ import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 from acceptmon.errors import InputError
+from acceptmon.inputs.container import Joiner
 from acceptmon.inputs.journal import wrap
 
 BLOCK_SIZE: Final = 1 << 22
@@ -69,11 +70,12 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
 
     ``may_be_missing``: a live log that does not exist yet is fine (it is waited for).
     Only ``os.stat`` looks at the path: opening a FIFO would block until a writer comes.
+    A stream (:func:`is_stream`: ``-``, a FIFO, this process's standard input by a name) is fine.
     """
     if path == "-":
         return
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         if may_be_missing:
             _check_not_kernel(path)
@@ -81,12 +83,50 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
         raise InputError(path, "no such file") from None
     except OSError as exc:
         raise InputError(path, (exc.strerror or str(exc)).lower()) from None
-    problem = not_regular(mode)
+    if stat.S_ISFIFO(st.st_mode) or is_stdin(st):
+        return  # a stream: a pipe's name under /proc/self/fd is no kernel file
+    problem = not_regular(st.st_mode)
     if problem is not None:
         raise InputError(path, problem)
     _check_not_kernel(path)
     if not os.access(path, os.R_OK):
         raise InputError(path, "permission denied")
+
+
+def is_stdin(st: os.stat_result) -> bool:
+    """Whether ``st`` is this process's standard input as a pipe, a socket or a terminal (``/dev/stdin`` there);
+    not a regular file, and not another device (``/dev/null`` stays refused)."""
+    if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+        return False
+    try:
+        own = os.fstat(0)
+        if stat.S_ISCHR(st.st_mode) and not os.isatty(0):
+            return False
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino)
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` is read as a stream, a line at a time as it comes: ``-``, a FIFO, or standard input by
+    another name (``/dev/stdin`` on a pipe or a terminal). Only ``os.stat`` looks at it."""
+    if path == "-":
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISFIFO(st.st_mode) or is_stdin(st)
+
+
+def reads_stdin(path: str) -> bool:
+    """Whether ``path`` is standard input itself (``-``, or its other names), not a FIFO opened by its name."""
+    if path == "-":
+        return True
+    try:
+        return is_stdin(os.stat(path))
+    except OSError:
+        return False
 
 
 def _check_not_kernel(path: str) -> None:
@@ -108,7 +148,7 @@ def not_regular(mode: int) -> str | None:
         return None
     if stat.S_ISDIR(mode):
         return "is a directory, not a log file"
-    return f"not a regular file ({file_kind(mode)}); acceptmon reads regular files or - for stdin"
+    return f"not a regular file ({file_kind(mode)}); acceptmon reads regular files, FIFOs or - for stdin"
 
 
 def file_kind(mode: int) -> str:
@@ -117,22 +157,28 @@ def file_kind(mode: int) -> str:
 
 
 @contextmanager
-def open_log(path: str) -> Iterator[BinaryIO]:
+def open_log(path: str, *, as_read: bool = False) -> Iterator[BinaryIO]:
     """Open a log for binary reading: ``-`` is stdin, ``*.gz`` is decompressed, journalctl's
     ``-o export`` and ``-o json`` come as one JSON line per entry (:mod:`acceptmon.inputs.journal`).
+    A FIFO's opening waits for a writer. ``as_read``: a stream (:func:`is_stream`) is read as it comes
+    (:class:`Pipe`: ``parse -`` writes a line's row when the line is written); else in whole blocks
+    (what is summed over blocks then does not depend on how a pipe delivered its bytes).
 
     Errors of the caller's own work inside the ``with`` (e.g. a closed stdout) pass
     through unchanged; only opening the log and decompressing it are blamed on it.
     """
     check_path(path)
-    if path == "-":
-        yield wrap(sys.stdin.buffer)
+    if reads_stdin(path):
+        yield wrap(cast(BinaryIO, Pipe(sys.stdin.buffer)) if as_read else sys.stdin.buffer)
         return
     try:
         raw = open(path, "rb")
     except OSError as exc:
         raise InputError(path, exc.strerror or str(exc)) from None
     with raw:
+        if stat.S_ISFIFO(os.fstat(raw.fileno()).st_mode):
+            yield wrap(cast(BinaryIO, Pipe(raw)) if as_read else raw)
+            return
         try:
             gzipped = raw.read(2) == GZIP_MAGIC
             raw.seek(0)
@@ -149,6 +195,29 @@ def open_log(path: str) -> Iterator[BinaryIO]:
                 raise InputError(path, f"corrupt gzip data ({_gzip_reason(exc)})") from None
 
 
+class Pipe:
+    """A stream read as it comes: ``read(n)`` returns what is there (waiting only for the first byte), not n bytes.
+
+    So a line reaches the parser when it is written, not when a block fills. It cannot ``tell``."""
+
+    live = True
+    """Readers that convert what they read hand on what they have, rather than read on to fill a block."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+
+    def read(self, n: int = -1) -> bytes:
+        read1 = getattr(self.raw, "read1", None)
+        return bytes(read1(n if n > 0 else BLOCK_SIZE)) if read1 is not None else self.raw.read(n)
+
+    def peek(self, n: int = 0) -> bytes:
+        peek = getattr(self.raw, "peek", None)
+        return bytes(peek(n)) if peek is not None else b""
+
+    def tell(self) -> int:
+        raise OSError("a stream cannot tell")
+
+
 def _gzip_reason(exc: Exception) -> str:
     if isinstance(exc, EOFError):
         return f"truncated: {exc}"
@@ -163,10 +232,13 @@ class LineAssembler:
     ``at_start``: the first byte fed is the file's offset 0, so a byte-order mark
     there is dropped. It is consumed input: ``carry`` holds only bytes of the first
     line (or, while fewer than three bytes came, a possible mark).
+    A container runtime's pieces of a split line are joined back (:class:`~acceptmon.inputs.container.Joiner`):
+    a joined line too is at most ``max_line`` long.
     """
 
     def __init__(self, max_line: int = MAX_LINE, *, at_start: bool = False) -> None:
         self.max_line = max_line
+        self.joiner = Joiner(max_line)
         self.reset(at_start=at_start)
 
     def reset(self, *, at_start: bool = False) -> None:
@@ -174,8 +246,29 @@ class LineAssembler:
         self.carry = b""
         self.skipping = False
         self.at_start = at_start
+        self.joiner.reset()
+
+    def resume_point(self) -> tuple[int, bool]:
+        """(bytes fed and not handed on yet, whether reading again there starts inside an over-long line).
+
+        Held are a partial last line, or the pieces of a line being joined and what followed them
+        (reading again from that line start skips an over-long line after them anew)."""
+        joined = self.joiner.held
+        return len(self.carry) + joined, self.skipping and not joined
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
+        return self._joined(self._cut(data))
+
+    def _joined(self, blocks: list[bytes | Oversized]) -> list[bytes | Oversized]:
+        out: list[bytes | Oversized] = []
+        for block in blocks:
+            if isinstance(block, bytes):
+                out.extend(OVERSIZED if b is None else b for b in self.joiner.feed(block))
+            else:
+                out.append(block)
+        return out
+
+    def _cut(self, data: bytes) -> list[bytes | Oversized]:
         out: list[bytes | Oversized] = []
         if self.at_start:
             data = self._drop_bom(data)
@@ -219,6 +312,8 @@ class LineAssembler:
             out = split_oversized(self.carry + b"\n", self.max_line)
         else:
             out = []
+        out = self._joined(out)
+        out.extend(OVERSIZED if b is None else b for b in self.joiner.finish())
         self.reset(at_start=False)
         return out
 

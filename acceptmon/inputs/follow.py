@@ -21,13 +21,15 @@ only module that imports watchfiles.
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
-from acceptmon.inputs.files import MAX_LINE, LineAssembler, Oversized, not_regular
+from acceptmon.inputs.files import MAX_LINE, Oversized, not_regular
+from acceptmon.inputs.stream import Framer
 
 Sink = Callable[[bytes | Oversized], None]
 Claimed = Callable[[os.stat_result], bool]
@@ -52,7 +54,7 @@ the old file before the new one."""
 class _Draining:
     """A rotated-away file still read until it stays quiet for :data:`ROTATE_GRACE_SECONDS`."""
 
-    def __init__(self, file: BinaryIO, lines: LineAssembler, now: float, ino: tuple[int, int]) -> None:
+    def __init__(self, file: BinaryIO, lines: Framer, now: float, ino: tuple[int, int]) -> None:
         self.file, self.lines, self.grew, self.ino = file, lines, now, ino
 
 
@@ -85,7 +87,7 @@ class Follower:
         self._file: BinaryIO | None = None
         self._ino: tuple[int, int] | None = None
         self.pos = 0
-        self._lines = LineAssembler(max_line)
+        self._lines = Framer(max_line)
         self.rotations = 0
         self.truncations = 0
         self.error: str | None = None
@@ -112,7 +114,8 @@ class Follower:
     def read_rotated(self, file: BinaryIO, ino: tuple[int, int], *, offset: int, skipping: bool) -> None:
         """Read ``file`` (positioned at ``offset``) to its end before the path: it was rotated away while
         nobody followed it (a resumed position). It is read like a file rotated away while following."""
-        lines = LineAssembler(self._lines.max_line, at_start=offset == 0)
+        lines = Framer(self._lines.max_line)
+        lines.reset(at_start=offset == 0, head=_head_of(file))
         lines.skipping = skipping
         self._draining.append(_Draining(file, lines, self.clock(), ino))
 
@@ -120,8 +123,8 @@ class Follower:
         """(device, inode, offset of the first unprocessed line, skipping) of the open file."""
         if self._ino is None or self._file is None:
             return None
-        held = len(self._lines.carry)
-        return self._ino[0], self._ino[1], self.pos - held, self._lines.skipping
+        held, skipping = self._lines.resume_point()
+        return self._ino[0], self._ino[1], self.pos - held, skipping
 
     def poll_once(self) -> int:
         """Read what is new; return the number of bytes consumed."""
@@ -138,7 +141,7 @@ class Follower:
             n += self._drain()
             assert self._file is not None and self._ino is not None
             self._draining.append(_Draining(self._file, self._lines, self.clock(), self._ino))
-            self._lines = LineAssembler(self._lines.max_line)
+            self._lines = Framer(self._lines.max_line)
             self._file = self._ino = None
             self.rotations += 1
             self._start = 0
@@ -167,7 +170,7 @@ class Follower:
             self._file.seek(0)
             self.pos = 0
             self._head = b""
-            self._lines.reset(at_start=self.pos == 0)
+            self._lines.reset(at_start=True)
 
     def close(self) -> None:
         self._close()
@@ -197,9 +200,9 @@ class Follower:
         self._file, self._ino = f, (st.st_dev, st.st_ino)
         self.pos = st.st_size if self._start is None else min(self._start, st.st_size)
         f.seek(self.pos)
-        self._lines.reset(at_start=self.pos == 0)
-        self._lines.skipping, self._skipping = self._skipping, False
         self._head = os.pread(f.fileno(), min(self.pos, HEAD_BYTES), 0)
+        self._lines.reset(at_start=self.pos == 0, head=os.pread(f.fileno(), HEAD_BYTES, 0))
+        self._lines.skipping, self._skipping = self._skipping, False
         return True
 
     def _rewritten(self) -> bool:
@@ -230,7 +233,7 @@ class Follower:
                 self.sink(block)
 
 
-def _read_lines(f: BinaryIO, lines: LineAssembler, sink: Sink) -> int:
+def _read_lines(f: BinaryIO, lines: Framer, sink: Sink) -> int:
     """Hand the complete lines appended to ``f`` to ``sink``; return the bytes read."""
     total = 0
     while data := f.read(READ_SIZE):
@@ -238,6 +241,14 @@ def _read_lines(f: BinaryIO, lines: LineAssembler, sink: Sink) -> int:
         for block in lines.feed(data):
             sink(block)
     return total
+
+
+def _head_of(file: BinaryIO) -> bytes:
+    """The first bytes of an open file (a journal export file is known by them), or nothing (a gzip stream)."""
+    try:
+        return os.pread(file.fileno(), HEAD_BYTES, 0)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return b""
 
 
 def watch_loop(
@@ -251,28 +262,41 @@ def watch_loop(
     """Call ``tick`` whenever something changes in ``dirs`` (or every ``interval`` in poll mode).
 
     With inotify, ``tick`` also runs every :data:`IDLE_TICK_MS` without events, so late files
-    and new glob matches are found even where no event announces them.
+    and new glob matches are found even where no event announces them. Only the folders ``dirs``
+    names are watched, each without its subfolders (a log directly in ``/tmp`` must not watch all of
+    ``/tmp``, and a link in it into ``/sys`` once hung that); when a tick changes them (a glob's new
+    match in a new folder), the watch starts again on the new set.
     """
     tick()
-    watched = [d for d in dirs() if os.path.isdir(d)]
-    if poll or not watched:
+    if poll:
         while not stop.wait(interval):
             tick()
         return
     import watchfiles  # the core never imports it; only the live path does
 
-    for _ in watchfiles.watch(
-        *watched,
-        stop_event=stop,
-        debounce=DEBOUNCE_MS,
-        step=STEP_MS,
-        rust_timeout=IDLE_TICK_MS,
-        yield_on_timeout=True,
-        raise_interrupt=False,
-    ):
-        tick()
-        if stop.is_set():
-            return
+    while not stop.is_set():
+        watched = _existing(dirs())
+        if not watched:
+            if not stop.wait(interval):
+                tick()
+            continue
+        for _ in watchfiles.watch(
+            *watched,
+            stop_event=stop,
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            rust_timeout=IDLE_TICK_MS,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            recursive=False,
+        ):
+            tick()
+            if stop.is_set() or _existing(dirs()) != watched:
+                break
+
+
+def _existing(dirs: Sequence[str]) -> list[str]:
+    return sorted({d for d in dirs if os.path.isdir(d)})
 
 
 def watch(followers: Sequence[Follower], stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:

@@ -24,6 +24,7 @@ of them). Blocks of converted lines go on to the line reader as any file's do.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import BinaryIO, Final
 
@@ -54,12 +55,24 @@ def wrap(stream: BinaryIO) -> BinaryIO:
 
 def is_journal(path: str) -> bool:
     """True for a plain file that starts as journalctl's export or JSON output does."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError:
-        return False
+    head = file_head(path, HEAD_BYTES)
     return head.startswith(EXPORT_HEAD) or JSON_HEAD.match(head) is not None
+
+
+def is_export(path: str) -> bool:
+    """True for a plain file that starts as journalctl's ``-o export`` output does."""
+    return file_head(path, HEAD_BYTES).startswith(EXPORT_HEAD)
+
+
+def file_head(path: str, n: int) -> bytes:
+    """The first ``n`` bytes of a regular file; empty for anything else (opening a FIFO would wait for a writer)."""
+    try:
+        if not os.path.isfile(path):
+            return b""
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
 
 
 class _Converted:
@@ -67,9 +80,11 @@ class _Converted:
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw, self.out, self.eof = raw, bytearray(), False
+        self.live = bool(getattr(raw, "live", False))
+        """A stream read as it comes (``acceptmon.inputs.files.Pipe``): what is converted is handed on at once."""
 
     def read(self, n: int = -1) -> bytes:
-        while not self.eof and (n < 0 or len(self.out) < n):
+        while not self.eof and (n < 0 or len(self.out) < n) and not (self.live and self.out):
             data = self.raw.read(CHUNK)
             if not data:
                 self.eof = True
@@ -103,28 +118,39 @@ def json_line(entry: dict[str, str]) -> bytes:
 class ExportReader(_Converted):
     """``journalctl -o export`` as ``-o json`` lines, one per entry."""
 
-    def __init__(self, raw: BinaryIO) -> None:
-        super().__init__(raw)
+    def __init__(self, raw: BinaryIO | None = None) -> None:
+        """``raw``: the stream read; None when bytes are pushed in (:meth:`convert`, then taken from ``out``)."""
+        super().__init__(raw)  # type: ignore[arg-type]
         self.buf = b""
         self.entry: dict[str, str] = {}
         self.skip = 0  # bytes of an over-long binary value (and its newline) still to drop
+        self.fed = 0
+        self.entry_start = 0
+        """Where the entry being read began, in bytes converted."""
+
+    @property
+    def pending(self) -> int:
+        """Bytes converted since the last entry ended (an entry's line comes out only once it is whole)."""
+        return self.fed - self.entry_start
 
     def convert(self, data: bytes) -> None:
+        self.fed += len(data)
         if self.skip:
             drop = min(self.skip, len(data))
             self.skip -= drop
             data = data[drop:]
         buf = self.buf + data
-        pos = self._fields(buf)
+        pos = self._fields(buf, self.fed - len(buf))
         self.buf = buf[pos:]
 
-    def _fields(self, buf: bytes) -> int:
-        """Read whole fields from ``buf``; the position of the first byte not read yet."""
+    def _fields(self, buf: bytes, origin: int = 0) -> int:
+        """Read whole fields from ``buf`` (at byte ``origin`` of the input); the position of the first byte not read."""
         pos, n = 0, len(buf)
         while pos < n and not self.skip:
             if buf[pos] == 0x0A:  # a blank line: the entry ends
                 self._emit()
                 pos += 1
+                self.entry_start = origin + pos
                 continue
             nl = buf.find(b"\n", pos)
             if nl < 0:

@@ -12,8 +12,9 @@ processes into one file put the process's name in front of each line:
   of the line starts like a server envelope (``[2026-``, vLLM's ``(APIServer pid=N)`` or ``INFO 09-20 ``):
   prose that starts with two words (``look at [2026-...] Decode batch, ...``) is not taken for stern.
 - a Kubernetes CRI log file line, ``TIME stdout|stderr F ``: its head is cut off too (it names no
-  process: the file's path does, :func:`path_origin`). A ``P`` line (the first 16 KiB of a longer one) is
-  left as it is: joining partial lines is another change's.
+  process: the file's path does, :func:`path_origin`). A ``P`` line (the first 16 KiB of a longer one)
+  never reaches the parser whole-file readers feed: the line reader joins pieces first
+  (``acceptmon.inputs.container``); one left over at the end of input comes as its ``F`` line.
 
 What a prefix says becomes the record's ``source`` (``pod/NAME/CONTAINER``, the compose name, stern's
 columns), ``namespace``, ``pod`` and ``container``; the rest of the line is matched by the grammars as a

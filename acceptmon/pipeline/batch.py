@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from acceptmon.inputs.files import GZIP_MAGIC, check_path
+from acceptmon.inputs.container import is_container_file
+from acceptmon.inputs.files import GZIP_MAGIC, check_path, is_stream
 from acceptmon.inputs.journal import is_journal
 from acceptmon.inputs.ranges import split_ranges
 from acceptmon.parse.grammar import GrammarSet
@@ -85,6 +86,7 @@ def run(
     on_progress: Callable[[Progress], None] | None = None,
     limit: int | None = None,
     fast: Format | None = None,
+    as_read: bool = False,
 ) -> RunResult:
     """Parse every path in order, feeding ``job``; return the line tally.
 
@@ -92,21 +94,25 @@ def run(
     history before a live start); the last line is completed if it is cut.
     ``fast``: the job is a table job of this format (its parts are ``(rows, bytes)``):
     rows the fast lane can write come from it (:mod:`acceptmon.parse.fast`), same bytes.
+    ``as_read``: a stream (stdin, a FIFO) is parsed as its lines come, each block's results handed on at
+    once (``parse -``); else in whole blocks.
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
     lane = None
-    big = progress.total >= FAST_MIN_BYTES or any(p == "-" or _is_gzip(p) for p in paths)  # unknown sizes: a pipe, .gz
+    big = progress.total >= FAST_MIN_BYTES or any(
+        is_stream(p) or _is_gzip(p) for p in paths
+    )  # unknown sizes: a pipe, .gz
     if fast is not None and big:
         from acceptmon.parse.fast.lane import FastLane, table_columns
 
         lane = FastLane(grammars, fast, table_columns())
         lane = lane if lane.enabled else None
     for path in paths:
-        if jobs > 1 and path != "-" and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
+        if jobs > 1 and not is_stream(path) and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)
         else:
-            tally = _run_sequential(path, grammars, job, progress, on_progress, limit, lane)
+            tally = _run_sequential(path, grammars, job, progress, on_progress, limit, lane, as_read=as_read)
         result.tally.merge(tally)
         result.files += 1
     return result
@@ -120,14 +126,17 @@ def _run_sequential(
     on_progress: Callable[[Progress], None] | None,
     limit: int | None = None,
     lane: FastLane | None = None,
+    *,
+    as_read: bool = False,
 ) -> Tally:
     parser = Parser(grammars, path, records=job.records_wanted)
     if path != "-":
         check_path(path)
-    in_place = lane is not None and path != "-" and not _whole(path)
+    in_place = lane is not None and not is_stream(path) and not _whole(path)
     size = _size(path, limit) if in_place else limit
     parts_of = partial(_parts, parser, job=job, lane=lane)
-    for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, (lane, in_place, FAST_BLOCK)):
+    how = (lane, in_place, FAST_BLOCK)
+    for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, how, as_read=as_read):
         for part in parts:
             job.collect(part)
         progress.done += nbytes
@@ -198,9 +207,10 @@ def _size(path: str, limit: int | None = None) -> int:
 
 
 def _whole(path: str) -> bool:
-    """A file read from its start through :func:`open_log` only: gzip, or journalctl output (whose
-    entries become lines there: no byte range of the file is a range of lines)."""
-    return _is_gzip(path) or is_journal(path)
+    """A file read from its start through :func:`open_log` only: gzip, journalctl output (whose
+    entries become lines there: no byte range of the file is a range of lines), or a container log
+    (whose split lines are joined in the reader: a range must not start inside one)."""
+    return _is_gzip(path) or is_journal(path) or is_container_file(path)
 
 
 def _is_gzip(path: str) -> bool:

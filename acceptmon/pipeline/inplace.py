@@ -65,13 +65,15 @@ def blocks(
     span: tuple[int, int | None],
     parts_of: Callable[[bytes], list[Any]],
     how: tuple[Lane | None, bool, int],
+    *,
+    as_read: bool = False,
 ) -> Iterator[tuple[int, list[Any]]]:
     """(bytes, chunk results) per block of ``limit`` bytes from ``start`` (``span``; a None limit: to
     the end of the stream :func:`open_log` opens), each block's results from ``parts_of``.
 
     ``how`` = (lane, in place, block size): with the compiled matcher and ``in place`` (a plain file the
     caller checked), blocks are read as :func:`regions`; the rest, or all, by the reader (which skips
-    lines over its limit).
+    lines over its limit). ``as_read``: a stream's blocks are what came (:func:`open_log`).
     """
     lane, in_place, size = how
     start, limit = span
@@ -82,7 +84,7 @@ def blocks(
             yield e - s, parts
         if start >= end:
             return
-    with open(path, "rb") if in_place else open_log(path) as stream:
+    with open(path, "rb") if in_place else open_log(path, as_read=as_read) as stream:
         if start:
             stream.seek(start)
         for block in iter_blocks(

@@ -23,13 +23,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from acceptmon.inputs.files import OVERSIZED, Oversized, check_path, kernel_dir
+from acceptmon.inputs.files import Oversized, check_path, is_stream, kernel_dir
 from acceptmon.inputs.follow import Follower, watch_loop
+from acceptmon.inputs.journal import is_export
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.parse.records import Record
 from acceptmon.pipeline import rotated, statefile
 from acceptmon.pipeline.start import current_run_start
+from acceptmon.pipeline.streamed import Streamed, hand
 
 FORGET_SECONDS = 30.0
 """A glob match missing this long is deleted for good: it is no longer followed."""
@@ -87,12 +89,7 @@ class Watched:
 
     def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
-        if block is OVERSIZED:
-            self.parser.skip_oversized()
-            self.sink(self.path, [], self.parser.tally)
-        else:
-            assert isinstance(block, bytes)
-            self.sink(self.path, self.parser.feed(block), self.parser.tally)
+        hand(self.path, self.parser, self.sink, block)
 
 
 class LiveSource:
@@ -111,10 +108,20 @@ class LiveSource:
         note: Note = lambda _msg: None,
         on_waiting: Callable[[str, bool], None] | None = None,
         on_forget: Callable[[str], None] | None = None,
+        on_ended: Callable[[str], None] | None = None,
+        stdin_fd: int = 0,
     ) -> None:
+        """``on_ended(path)``: a stream's input ended (its last state stays). ``stdin_fd``: where standard
+        input is read (:func:`acceptmon.inputs.stream.keys_from_terminal` moves it)."""
         self.patterns = list(patterns)
         self.grammars = grammars
-        self.sink = sink
+        lock = threading.Lock()
+
+        def locked(path: str, records: list[Record], tally: Tally) -> object:
+            with lock:  # streams are read on threads of their own
+                return sink(path, records, tally)
+
+        self.sink: LiveSink = locked
         self.from_start = from_start
         self.state_file = state_file
         self.records = records
@@ -122,7 +129,11 @@ class LiveSource:
         self.note = note
         self.on_waiting = on_waiting
         self.on_forget = on_forget
+        self.on_ended = on_ended
+        self.stdin_fd = stdin_fd
         self.files: dict[str, Watched] = {}
+        self.streams: dict[str, Streamed] = {}
+        """Standard input and FIFOs (:mod:`acceptmon.pipeline.streamed`), read as they come."""
         self.history_end: dict[str, int] = {}
         """Per path started mid-file: where the current run starts (what came before is history)."""
         self._backfill: dict[str, tuple[int, int]] = {}
@@ -156,6 +167,9 @@ class LiveSource:
         first, self._first_scan = self._first_scan, False
         explicit: set[str] = set()
         for pattern in self.patterns:
+            if pattern in self.streams or is_stream(pattern):  # (a FIFO removed while read stays a stream)
+                self._add_stream(pattern)
+                continue
             if glob.has_magic(pattern):
                 paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p) and kernel_dir(p) is None)
                 if first and not paths:
@@ -182,6 +196,14 @@ class LiveSource:
             del self._missing[path]
             self._forget(path)
         self._last_scan = time.monotonic()
+
+    def _add_stream(self, path: str) -> None:
+        if path in self.streams:
+            return
+        parser = Parser(self.grammars, path, ParseState(), records=self.records)
+        self.streams[path] = Streamed(path, parser, self.sink, self.note, self.on_ended, stdin_fd=self.stdin_fd)
+        if self.on_waiting is not None:
+            self.on_waiting(path, False)
 
     def _claimed_now(self, path: str) -> bool:
         """Whether a new glob match is read through another path; a yes holds while the file is unchanged."""
@@ -242,7 +264,7 @@ class LiveSource:
         resumed = self._resume(path)
         if resumed is not None:
             return resumed
-        if self.from_start or not existed_at_start:
+        if self.from_start or not existed_at_start or is_export(path):  # an export file's entries: from its start
             return 0, False, ParseState(), []
         offset, state, preface, history_end = current_run_start(path, self.grammars, self.backfill_limit, self.note)
         if history_end:
@@ -320,8 +342,12 @@ class LiveSource:
         return done / total if total else None
 
     def dirs(self) -> list[str]:
-        out = set()
+        """The folders to watch (each without its subfolders): every followed file's, and each glob's
+        fixed head (where a new match may appear; deeper new folders are found by the rescan)."""
+        out = {os.path.dirname(os.path.abspath(p)) for p in self.files}
         for pattern in self.patterns:
+            if pattern in self.streams:
+                continue
             head = os.path.abspath(pattern)
             while glob.has_magic(head):
                 head = os.path.dirname(head)
@@ -331,9 +357,14 @@ class LiveSource:
     def run(self, stop: threading.Event, *, poll: bool = False, interval: float = 0.1) -> None:
         """Follow until ``stop`` is set; positions are saved on the way out."""
         self.discover()
+        for s in self.streams.values():
+            s.start(stop)
         try:
             watch_loop(self.tick, self.dirs, stop, poll=poll, interval=interval)
         finally:
+            stop.set()
+            for s in self.streams.values():
+                s.join()
             if self.state_file is not None:
                 self.save_state()
 

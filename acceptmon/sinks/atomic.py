@@ -30,12 +30,16 @@ STDOUT = "stdout"
 class GuardedWriter:
     """A writer whose failed write is one :class:`InputError` naming ``name``; a broken pipe passes."""
 
-    def __init__(self, out: Writer, name: str) -> None:
-        self.out, self.name = out, name
+    def __init__(self, out: Writer, name: str, *, flush: bool = False) -> None:
+        """``flush``: every write is flushed at once (rows of a stream read as it comes)."""
+        self.out, self.name, self.flush = out, name, flush
 
     def write(self, data: bytes, /) -> int:
         try:
-            return self.out.write(data)
+            n = self.out.write(data)
+            if self.flush:
+                self.out.flush()  # type: ignore[attr-defined]
+            return n
         except BrokenPipeError:
             raise
         except OSError as exc:
@@ -92,10 +96,14 @@ def _stdout() -> TextIO:
 
 
 @contextmanager
-def atomic_output(path: str | None) -> Iterator[Writer]:
-    """Standard output for None; else a temporary file renamed to ``path`` when the block ends without error."""
+def atomic_output(path: str | None, *, flush: bool = False) -> Iterator[Writer]:
+    """Standard output for None; else a temporary file renamed to ``path`` when the block ends without error.
+
+    ``flush``: standard output is flushed after every write (the input is a stream, read as it comes)."""
     if path is None:
-        yield GuardedWriter(_stdout().buffer, STDOUT)  # the block's other errors (reading) are not stdout's
+        yield GuardedWriter(
+            _stdout().buffer, STDOUT, flush=flush
+        )  # the block's other errors (reading) are not stdout's
         flush_stdout()
         return
     target = os.path.realpath(path)  # a link stays a link: the file it points to is replaced
