@@ -105,7 +105,7 @@ def test_a_split_launch_line_gives_the_run_its_config_in_runs_and_parse(tmp_path
     out, err = _run(capsys, "parse", str(path))
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["spec_algorithm"], float(r["accept_len"])) for r in rows] == [("EAGLE3", 2.5 + i / 10) for i in range(5)]
-    assert "1 launch lines" in err and "0 unrecognized" in err
+    assert ", 1 launch, " in err and "0 unrecognized" in err
     assert batch._whole(str(path))  # read from its start: no byte range of -j N starts inside a split line
 
 

@@ -104,7 +104,7 @@ def test_parse_stdin_writes_each_row_when_its_line_is_written():
         rows = _rows_one_at_a_time(p, p.stdin)
         assert p.wait(timeout=WAIT) == 0
         assert p.stderr is not None
-        assert "7 lines read, 6 decode records" in p.stderr.read().decode()
+        assert "7 lines read, 6 decode, 0 spec" in p.stderr.read().decode()
     assert [float(r["accept_len"]) for r in rows] == [2.0 + i / 100 for i in range(6)]
     assert {(r["run"], r["spec_algorithm"], r["spec_num_steps"]) for r in rows} == {("1", "EAGLE3", "3")}
 

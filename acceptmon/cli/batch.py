@@ -167,7 +167,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     )
     summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
     say_year(grammars, result.tally)
-    say_unrecognized(result.tally)
+    if job.records or not any(map(looks_binary, args.files)):  # a binary file's "lines" are no format change
+        say_unrecognized(result.tally)
     say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
     if not job.records:
         _no_rows_hint(args.files)
