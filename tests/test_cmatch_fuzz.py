@@ -24,7 +24,7 @@ from tests.conftest import SAMPLES
 GRAMMARS = load_grammars()
 LOGS = sorted(p for p in SAMPLES.glob("*.log") if not p.name.startswith("vllm_"))
 """SGLang logs: the lines the compiled lane has templates for (vLLM lines all go to the general parser)."""
-CASES_PER_LOG = 6
+CASES_PER_LOG = 10
 ODD = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\r", b"\t", b",", b", ", b" ", b"\x1b[0m", b":"]
 WORDS = [b"accept", b"accept len: ", b"Decode batch", b"TP0", b"[2026-02-26 10:00:00] ", b"server_args=", b"True"]
 

@@ -1,8 +1,9 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is four translation units, built together into one extension (hatch_build.py):
+ * The module is five translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
+ *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
@@ -70,6 +71,34 @@ typedef struct {
     const uint8_t *p;
     Py_ssize_t n;
 } Cap;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} Out;
+
+enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_DERIVED };
+
+typedef struct {
+    int kind; /* CELL_* */
+    int i; /* CELL_ENV: env index; CELL_SLOT, CELL_BOOL: group; CELL_DERIVED: index in the derived cells */
+    PyObject *text; /* CELL_TEXT: a bytes object of the recipe (the plan holds the recipe) */
+} Cell;
+
+typedef struct {
+    PyObject *recipe; /* a strong reference to the tuple of bytes | int, or NULL: the template is only counted */
+    PyObject *memo; /* a strong reference to the derived cells by dependency text */
+    Cell *cells; /* the recipe in C, checked against the template */
+    Py_ssize_t ncells;
+    int dep[MAX_DEPS];
+    int ndep;
+} Plan;
+
+/* cmatch_rows.c */
+int cm_out_put(Out *o, const void *s, size_t n);
+int cm_plans_of(const Program *pg, PyObject *plans, Plan *out);
+void cm_plans_free(Plan *plans, int n);
+int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
 
 /* cmatch_build.c */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw);

@@ -1,6 +1,6 @@
-"""The fast lane's compiled matcher: the templates handed to C (``cmatch.c``), where one is built.
+"""The fast lane's compiled matcher: the templates handed to C (``cmatch*.c``), where one is built.
 
-``pip install`` compiles ``acceptmon/parse/fast/cmatch.c`` when a C compiler is there
+``pip install`` compiles ``acceptmon/parse/fast/cmatch*.c`` when a C compiler is there
 (``hatch_build.py``); without it, or with ``ACCEPTMON_PURE_PYTHON=1`` set, the lane runs
 on ``re`` as before. The C matcher reads each template as steps (:attr:`Template.ops`) and
 matches a step greedily, without backtracking; :func:`program` builds it only where greedy
@@ -8,6 +8,9 @@ reading accepts exactly what the template's regular expression accepts: a value 
 followed by a step that could start with a byte of the value, alternatives are never
 prefixes of each other, and the envelope's suffix cannot continue a timestamp or a rank.
 Anywhere else the lane stays on ``re``. Same bytes either way (``tests/test_fastlane.py``).
+
+The numbers of the protocol (step codes, recipe codes, limits) are the C module's: this module names
+steps and takes each code from the module it loads.
 """
 
 from __future__ import annotations
