@@ -129,6 +129,37 @@ def test_a_scan_from_the_memo_callback_is_allowed():
     assert out.strip() == "(5, b'0\\n1\\n2\\n3\\n4\\n') [[5], [5], [5], [5], [5]]"
 
 
+def test_every_failed_allocation_is_a_memory_error():
+    """Each allocation of a build and a scan made to fail in turn (CPython's own fault injection): every
+    failure is a MemoryError, never an error without an exception (SystemError) or a crash."""
+    pytest.importorskip("_testcapi", reason="CPython's fault injection (_testcapi.set_nomemory)")
+    out = _child("""
+        import _testcapi
+        class Memo(dict):
+            def __missing__(self, key):
+                return (key,)
+        plans = [((m.SLOT, b",", -1, b"\\n"), (0,), Memo()), ((m.SLOT, b"\\n"), (), {}), None]
+        text = BUF + b"zq accept zq\\n"
+        seen = {}
+        for n in range(400):
+            _testcapi.set_nomemory(n, n + 1)  # the n-th allocation from here fails, and only it
+            try:
+                got = m.Program(b"[", b"] ", [STEPS] * 3, NEEDLES, 1).scan(text, 1, len(text), 0, plans)
+                _testcapi.remove_mem_hooks()
+                assert got[:3] == (5, b"0,0\\n1,1\\n2,2\\n3,3\\n4,4\\n", [5, 0, 0]), got
+                name = "ok"
+            except MemoryError:
+                _testcapi.remove_mem_hooks()
+                name = "MemoryError"
+            except BaseException as e:
+                _testcapi.remove_mem_hooks()
+                name = f"{type(e).__name__}: {e}"
+            seen[name] = seen.get(name, 0) + 1
+        print(sorted(seen))
+    """)
+    assert out.strip() == "['MemoryError', 'ok']"
+
+
 def _program(steps):
     assert CMATCH is not None
     return CMATCH.Program(b"[", b"] ", [native.codes(CMATCH, steps)], [b"zq", b"Launch!", b"accept"], 1)
