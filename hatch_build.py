@@ -1,4 +1,4 @@
-"""Build hook: compile the fast lane's C matcher (``acceptmon/parse/fast/cmatch.c``) where a C compiler is.
+"""Build hook: compile the fast lane's C matcher (``acceptmon/parse/fast/cmatch*.c``) where a C compiler is.
 
 ``pip install .`` and ``pip install -e .`` run it. Without a compiler (or Python's headers)
 the build goes on without the module, and ``acceptmon parse`` uses its pure-Python lane,
@@ -12,27 +12,38 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent
-SOURCE = ROOT / "acceptmon" / "parse" / "fast" / "cmatch.c"
-"""The module's one translation unit; it includes the ``cmatch*.h`` files beside it."""
+FAST = ROOT / "acceptmon" / "parse" / "fast"
+SOURCES = sorted(FAST.glob("cmatch*.c"))
+"""The module's translation units (``cmatch.c`` and the ``cmatch_*.c`` beside it), compiled together."""
+WARNINGS = ("-Wall", "-Wextra", "-Werror")
+"""Every warning is an error: a build that warns is no build (and ``parse`` uses its pure-Python lane)."""
+FLAGS = ("-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-std=c11", *WARNINGS)
+"""Only ``PyInit_cmatch`` is exported; the units share their ``cm_*`` functions inside the module."""
 
 
 def target() -> Path:
-    return SOURCE.with_name("cmatch" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    return FAST / ("cmatch" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
 
 
-def compile_scan() -> Path | None:
-    """Compile the module next to its source; None (and a note on stderr) if that fails."""
-    out = target()
-    sources = [SOURCE, *SOURCE.parent.glob("cmatch*.h")]
-    if out.exists() and out.stat().st_mtime >= max(p.stat().st_mtime for p in sources):
+def compiler() -> list[str]:
+    return shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+
+
+def compile_scan(out: Path | None = None, flags: Sequence[str] = FLAGS) -> Path | None:
+    """Compile the module (next to its sources, unless ``out``); None (and a note on stderr) if that fails.
+
+    A module newer than every source, header and this file is kept as it is."""
+    out = out or target()
+    inputs = [*SOURCES, *FAST.glob("cmatch*.h"), Path(__file__)]
+    if out.exists() and flags == FLAGS and out.stat().st_mtime >= max(p.stat().st_mtime for p in inputs):
         return out
-    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     include = sysconfig.get_paths()["include"]
-    cmd = [*cc, "-O2", "-shared", "-fPIC", "-Wall", f"-I{include}", str(SOURCE), "-o", str(out)]
+    cmd = [*compiler(), *flags, "-isystem", include, *map(str, SOURCES), "-o", str(out)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:

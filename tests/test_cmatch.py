@@ -31,10 +31,9 @@ def test_the_compiled_matcher_is_built_here():
     assert CMATCH is not None, "acceptmon/parse/fast/cmatch.c was not compiled: run `python hatch_build.py`"
 
 
-def _program(steps: list[tuple[int, int, tuple[bytes, ...]]]):
+def _program(steps: list[native.Step]):
     assert CMATCH is not None
-    parts = (SHAPE.prefix, SHAPE.suffix, [steps], [b"zq", b"Launch!", b"accept"], 1)
-    return CMATCH.Program(*parts, parts)
+    return CMATCH.Program(SHAPE.prefix, SHAPE.suffix, [native.codes(CMATCH, steps)], [b"zq", b"Launch!", b"accept"], 1)
 
 
 def _c_row(program, line: bytes, captured: bool) -> tuple[bytes, int] | None:
@@ -67,11 +66,11 @@ NUMBER = (
 @settings(max_examples=300, deadline=None)
 def test_a_value_is_read_as_its_expression_reads_it(kind, value, tail):
     line = STAMP + b"k: " + value + tail
-    strict = _program([(native.LIT, -1, (b"k: ",)), (native.STRICT[kind], 0, ())])
+    strict = _program([("LIT", -1, (b"k: ",)), (native.STRICT[kind], 0, ())])
     want = _re_row(b"k: " + VALUE[kind], line)
     rows, hits = _c_row(strict, line, captured=True)
     assert (rows or None, hits) == (want, int(want is not None))
-    loose = _program([(native.LIT, -1, (b"k: ",)), (native.LOOSE[kind], -1, ())])
+    loose = _program([("LIT", -1, (b"k: ",)), (native.LOOSE[kind], -1, ())])
     want_loose = re.compile(b"\\n" + re.escape(STAMP) + b"k: " + loosen(VALUE[kind]) + END).match(b"\n" + line + b"\n")
     assert _c_row(loose, line, captured=False) == (b"", int(want_loose is not None))
 
@@ -81,7 +80,7 @@ def test_a_value_is_read_as_its_expression_reads_it(kind, value, tail):
 def test_an_unknown_key_is_read_as_its_expression_reads_it(key, value, tail):
     known = (b"k", b"accept len")
     line = STAMP + b"k: 1, " + key + b": " + value + tail
-    steps = [(native.ALT, -1, (b"k: ",)), (native.INT, 0, ()), (native.LIT, -1, (b", ",)), (native.EXTRA, -1, known)]
+    steps = [("ALT", -1, (b"k: ",)), ("INT", 0, ()), ("LIT", -1, (b", ",)), ("EXTRA", -1, known)]
     avoid = b"|".join(re.escape(k) for k in known)
     pattern = b"k: " + VALUE["int"] + b", (?!(?:" + avoid + b"): )" + loosen(EXTRA_KEY + b": " + EXTRA_VALUE)
     want = _re_row(pattern, line)
@@ -108,12 +107,12 @@ RANK = st.lists(TOKEN, max_size=3).map(" ".join).flatmap(lambda r: st.sampled_fr
 def test_an_envelope_is_read_as_its_expression_reads_it(date, sep, time, rank):
     line = f"[{date}{sep}{time}{rank}] k: 7".encode()
     want = _re_row(b"k: " + VALUE["int"], line)
-    rows, hits = _c_row(_program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())]), line, captured=True)
+    rows, hits = _c_row(_program([("LIT", -1, (b"k: ",)), ("INT", 0, ())]), line, captured=True)
     assert (rows or None, hits) == (want, int(want is not None))
 
 
 def test_real_stamps_and_ranks_match():
-    program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
+    program = _program([("LIT", -1, (b"k: ",)), ("INT", 0, ())])
     for line, row in [
         (b"[2026-02-26 10:00:00 TP0] k: 7", b"2026-02-26|10:00:00||TP0|7\r\n"),
         (b"[2024-12-31T23:59:59.120 DP1 TP3 EP3] k: 0", b"2024-12-31|23:59:59|.120|DP1 TP3 EP3|0\r\n"),
@@ -126,7 +125,7 @@ def test_real_stamps_and_ranks_match():
 
 
 def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
-    program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
+    program = _program([("LIT", -1, (b"k: ",)), ("INT", 0, ())])
     block = b"\nzqzqzq accept accept\nzzq\n[2026-02-26 10:00:00] k: 3\naccept\n"
     got = program.scan(block, 1, len(block), 10, [((0, b"\r\n"), (), {})])
     assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4)
@@ -151,7 +150,7 @@ def test_a_greedy_reading_that_could_differ_is_refused():
 
 def test_a_recipe_that_names_an_uncaptured_group_is_refused():
     """The C side never reads a capture the template does not make (a ValueError, not a stray read)."""
-    program = _program([(native.LIT, -1, (b"k: ",)), (native.INT, 0, ())])
+    program = _program([("LIT", -1, (b"k: ",)), ("INT", 0, ())])
     buf = b"\n" + STAMP + b"k: 1\n"
     refused = [((SLOT + 1, b"\r\n"), ()), ((7, b"\r\n"), ()), ((0, b"\r\n"), (3,)), ((BOOL_SLOT + 1, b"\n"), ())]
     for recipe, deps in refused:
@@ -169,8 +168,8 @@ def test_anchor_counts_are_bytes_count(lines, needles):
     own line count give them, whatever the text (anchors that overlap themselves included)."""
     assert CMATCH is not None
     words = [n.encode() for n in needles]
-    parts = (SHAPE.prefix, SHAPE.suffix, [[(native.LIT, -1, (b"never",))]], [*words, b"Launch!", b"accept"], 1)
-    program = CMATCH.Program(*parts, parts)
+    steps = native.codes(CMATCH, [("LIT", -1, (b"never",))])
+    program = CMATCH.Program(SHAPE.prefix, SHAPE.suffix, [steps], [*words, b"Launch!", b"accept"], 1)
     block = b"".join(line.encode() + b"\n" for line in lines)
     got = program.scan(b"\n" + block, 1, len(block) + 1, 0, [None])
     assert got is not None
@@ -188,8 +187,8 @@ def test_anchor_counts_are_bytes_count(lines, needles):
 )
 def test_json_codes_write_a_rank_or_null_and_booleans(line, row):
     """JSONL recipes: the rank quoted (null for none), True/False as true/false, numbers as captured."""
-    program = _program([(native.LIT, -1, (b"k: ",)), (native.BOOL, 0, ()), (native.LIT, -1, (b", n: ",)),
-                        (native.INT, 1, ())])  # fmt: skip
+    program = _program([("LIT", -1, (b"k: ",)), ("BOOL", 0, ()), ("LIT", -1, (b", n: ",)),
+                        ("INT", 1, ())])  # fmt: skip
     recipe = (b'{"rank":', JSON_RANK, b',"k":', BOOL_SLOT, b',"n":', SLOT + 1, b"}\n")
     buf = b"\n" + line + b"\n"
     got = program.scan(buf, 1, len(buf), 0, [(recipe, (), {})])

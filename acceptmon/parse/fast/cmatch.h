@@ -1,4 +1,14 @@
-/* cmatch.h: the types of the fast lane's compiled matcher (see cmatch.c). */
+/* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
+ *
+ * The module is five translation units, built together into one extension (hatch_build.py):
+ *   cmatch.c          the Program type's scan (rows, counts) and the module itself
+ *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
+ *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
+ *   cmatch_match.c    one line against the envelope and a template's steps
+ *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
+ * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
+ * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
+ */
 #ifndef ACCEPTMON_CMATCH_H
 #define ACCEPTMON_CMATCH_H
 #define PY_SSIZE_T_CLEAN
@@ -6,21 +16,24 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 3
+#define CMATCH_VERSION 4
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
-#define BOOL_SLOT (SLOT + 256) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
+#define MAX_SLOTS 256 /* groups a template may capture */
+#define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
 #define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */
+#define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
+#define MAX_DEPS 8 /* capture groups a derived cell may depend on */
 
-enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA };
+enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_COUNT };
 
 typedef struct {
-    const uint8_t *s;
+    const uint8_t *s; /* in a Program: its own copy (cmatch_build.c frees it) */
     Py_ssize_t n;
 } Text;
 
 typedef struct {
     int code;
-    int slot; /* group index to capture into, or -1 */
+    int slot; /* group index to capture into, or -1; -1 on every step that does not capture */
     Text *texts; /* OP_LIT: one; OP_ALT: alternatives; OP_EXTRA: known keys */
     int ntexts;
 } Step;
@@ -38,7 +51,8 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *keep; /* the bytes objects that Text pointers point into */
+    int ready; /* set last by a successful __init__, cleared first by every __init__: scan refuses without it */
+    int scans; /* scans running (a memo callback or another thread may start one): __init__ refuses while any */
     Text prefix, suffix;
     Tmpl *tmpls;
     int ntmpls;
@@ -46,7 +60,8 @@ typedef struct {
     Text *needles; /* the counted anchors, then the launch anchors, then 'accept' last */
     int nneedles, nlaunch;
     int stride; /* the needle pass looks at every stride-th pair of bytes (stride < every needle's length) */
-    Probe probes[256]; /* each needle's pairs at offsets 0 .. stride-1, by first byte, then second, then offset down */
+    Probe probes[MAX_NEEDLES * 4]; /* each needle's pairs at offsets 0 .. stride-1 (stride <= 4), by first byte,
+                                      then second, then offset down */
     int nprobes;
     uint16_t by_first[257]; /* probes[by_first[b] .. by_first[b + 1]] begin with byte b */
     uint8_t bigram[8192]; /* the pairs of all probes */
@@ -56,5 +71,46 @@ typedef struct {
     const uint8_t *p;
     Py_ssize_t n;
 } Cap;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} Out;
+
+enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_DERIVED };
+
+typedef struct {
+    int kind; /* CELL_* */
+    int i; /* CELL_ENV: env index; CELL_SLOT, CELL_BOOL: group; CELL_DERIVED: index in the derived cells */
+    PyObject *text; /* CELL_TEXT: a bytes object of the recipe (the plan holds the recipe) */
+} Cell;
+
+typedef struct {
+    PyObject *recipe; /* a strong reference to the tuple of bytes | int, or NULL: the template is only counted */
+    PyObject *memo; /* a strong reference to the derived cells by dependency text */
+    Cell *cells; /* the recipe in C, checked against the template */
+    Py_ssize_t ncells;
+    int dep[MAX_DEPS];
+    int ndep;
+} Plan;
+
+/* cmatch_rows.c */
+int cm_out_put(Out *o, const void *s, size_t n);
+int cm_plans_of(const Program *pg, PyObject *plans, Plan *out);
+void cm_plans_free(Plan *plans, int n);
+int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
+
+/* cmatch_build.c */
+int cm_program_init(Program *pg, PyObject *args, PyObject *kw);
+void cm_program_dealloc(Program *pg);
+int cm_captures(int code);
+
+/* cmatch_match.c: env[0..3] = date, time, fraction, rank; caps[slot] for each capturing step */
+const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env);
+int cm_match(const Tmpl *t, const uint8_t *line, const uint8_t *p, const uint8_t *end, Cap *caps);
+
+/* cmatch_prescan.c */
+PyObject *cm_find_any(PyObject *mod, PyObject *args);
+PyObject *cm_newlines(PyObject *mod, PyObject *args);
 
 #endif

@@ -1,9 +1,25 @@
-"""Types of the compiled matcher (``cmatch.c``): see :mod:`acceptmon.parse.fast.native`."""
+"""Types of the compiled matcher (``cmatch*.c``): see :mod:`acceptmon.parse.fast.native`."""
 
 from collections.abc import Sequence
 from typing import Any
 
 VERSION: int
+SLOT: int
+BOOL_SLOT: int
+JSON_RANK: int
+MAX_SLOTS: int
+MAX_NEEDLES: int
+MAX_DEPS: int
+OP_LIT: int
+OP_ALT: int
+OP_INT: int
+OP_FLOAT: int
+OP_BOOL: int
+OP_STR: int
+OP_LINT: int
+OP_LFLOAT: int
+OP_LSTR: int
+OP_EXTRA: int
 
 class Program:
     def __init__(
@@ -13,7 +29,6 @@ class Program:
         templates: Sequence[Sequence[tuple[int, int, Sequence[bytes]]]],
         needles: Sequence[bytes],
         nlaunch: int,
-        keep: object,
     ) -> None: ...
     def scan(
         self, buf: bytes, s: int, e: int, base: int, plans: list[Any]

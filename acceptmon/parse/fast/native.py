@@ -1,6 +1,6 @@
-"""The fast lane's compiled matcher: the templates handed to C (``cmatch.c``), where one is built.
+"""The fast lane's compiled matcher: the templates handed to C (``cmatch*.c``), where one is built.
 
-``pip install`` compiles ``acceptmon/parse/fast/cmatch.c`` when a C compiler is there
+``pip install`` compiles ``acceptmon/parse/fast/cmatch*.c`` when a C compiler is there
 (``hatch_build.py``); without it, or with ``ACCEPTMON_PURE_PYTHON=1`` set, the lane runs
 on ``re`` as before. The C matcher reads each template as steps (:attr:`Template.ops`) and
 matches a step greedily, without backtracking; :func:`program` builds it only where greedy
@@ -8,6 +8,9 @@ reading accepts exactly what the template's regular expression accepts: a value 
 followed by a step that could start with a byte of the value, alternatives are never
 prefixes of each other, and the envelope's suffix cannot continue a timestamp or a rank.
 Anywhere else the lane stays on ``re``. Same bytes either way (``tests/test_fastlane.py``).
+
+The numbers of the protocol (step codes, recipe codes, limits) are the C module's: this module names
+steps and takes each code from the module it loads.
 """
 
 from __future__ import annotations
@@ -18,36 +21,39 @@ from types import ModuleType
 from typing import Any
 
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
-from acceptmon.parse.fast.rows import Plan
+from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 3
-"""The C module this code speaks to (``cmatch.VERSION``); another version is not used."""
-LIT, ALT, INT, FLOAT, BOOL, STR, LINT, LFLOAT, LSTR, EXTRA = range(10)
-STRICT = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
-LOOSE = {"int": LINT, "float": LFLOAT, "bool": BOOL, "str": LSTR}
-"""Value steps of a template whose rows are written (strict, captured) or only counted (loose)."""
+VERSION = 4
+"""The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
+STRICT = {"int": "INT", "float": "FLOAT", "bool": "BOOL", "str": "STR"}
+LOOSE = {"int": "LINT", "float": "LFLOAT", "bool": "BOOL", "str": "LSTR"}
+"""Value steps of a template whose rows are written (strict, captured) or only counted (loose), by name:
+a step's code is the module's ``OP_<name>`` (the numbers of the protocol are the C module's own)."""
+RECIPE_CODES = {"SLOT": SLOT, "BOOL_SLOT": BOOL_SLOT, "JSON_RANK": JSON_RANK}
+"""The recipe codes :mod:`rows` writes: a module that reads them otherwise is not used."""
 
 _DIGITS = frozenset(b"0123456789")
 _PRINTABLE = frozenset(range(0x20, 0x7F))
 _ANY = frozenset(range(256))
-CLASSES: dict[int, frozenset[int]] = {
-    INT: _DIGITS,
-    LINT: _DIGITS,
-    FLOAT: _DIGITS | {ord(".")},
-    LFLOAT: _DIGITS | {ord(".")},
-    BOOL: frozenset(),
-    STR: _PRINTABLE - frozenset(b'",\\'),
-    LSTR: _ANY - frozenset(b",\r\n\x1b"),
-    EXTRA: _ANY - frozenset(b",\r\n\t\x1b"),
+CLASSES: dict[str, frozenset[int]] = {
+    "INT": _DIGITS,
+    "LINT": _DIGITS,
+    "FLOAT": _DIGITS | {ord(".")},
+    "LFLOAT": _DIGITS | {ord(".")},
+    "BOOL": frozenset(),
+    "STR": _PRINTABLE - frozenset(b'",\\'),
+    "LSTR": _ANY - frozenset(b",\r\n\x1b"),
+    "EXTRA": _ANY - frozenset(b",\r\n\t\x1b"),
 }
 """Bytes a greedy step may go on reading: the next step must not start with one of them."""
 END = frozenset(b",\r\n")
 """First bytes of the end of a line: ``(?:, )?\\r*\\n``."""
 ENVELOPE_STOP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789 .")
 """Bytes that could continue a timestamp or rank: the envelope's suffix must not start with one."""
-Step = tuple[int, int, tuple[bytes, ...]]
+Step = tuple[str, int, tuple[bytes, ...]]
+"""(name, capture group or -1, texts): the module's ``OP_<name>`` is the step's code."""
 
 
 def load() -> ModuleType | None:
@@ -58,7 +64,14 @@ def load() -> ModuleType | None:
         from acceptmon.parse.fast import cmatch
     except ImportError:
         return None
-    return cmatch if getattr(cmatch, "VERSION", None) == VERSION else None
+    if getattr(cmatch, "VERSION", None) != VERSION:
+        return None
+    return cmatch if all(getattr(cmatch, k, None) == v for k, v in RECIPE_CODES.items()) else None
+
+
+def codes(module: Any, steps: Sequence[Step]) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """Steps as the module reads them: each name as its ``OP_<name>`` code."""
+    return [(getattr(module, f"OP_{name}"), slot, texts) for name, slot, texts in steps]
 
 
 class _Finder:
@@ -91,13 +104,13 @@ def program(
     """
     scan = load()
     needles = [*counted, *launch, ACCEPT]
-    if scan is None or not _envelope_ok(shape) or len(needles) > 64 or any(len(a) < 2 for a in needles):
+    if scan is None or not _envelope_ok(shape) or len(needles) > scan.MAX_NEEDLES or any(len(a) < 2 for a in needles):
         return None
     steps = [_steps(templates[i]) for i in order(templates)]
     if any(s is None for s in steps):
         return None
-    parts = (shape.prefix, shape.suffix, steps, needles, len(launch))
-    return scan.Program(*parts, parts)
+    compiled = [codes(scan, s) for s in steps if s is not None]
+    return scan.Program(shape.prefix, shape.suffix, compiled, needles, len(launch))
 
 
 def plans(plans: Sequence[Plan | bool | None], at: Sequence[int]) -> list[Any]:
@@ -125,23 +138,23 @@ def _steps(t: Template) -> list[Step] | None:
         step = _step(op, arg, table)
         if step is None:
             return None
-        if step[0] != LIT or step[2][0]:
+        if step[0] != "LIT" or step[2][0]:
             steps.append(step)
     for here, after in zip(steps, [*steps[1:], None], strict=True):
         if here[0] in CLASSES and _starts(after) & CLASSES[here[0]]:
             return None
-        if here[0] == ALT and any(a != b and b.startswith(a) for a in here[2] for b in here[2]):
+        if here[0] == "ALT" and any(a != b and b.startswith(a) for a in here[2] for b in here[2]):
             return None
     return steps
 
 
 def _step(op: str, arg: Any, table: bool) -> Step | None:
     if op == "lit":
-        return (LIT, -1, (arg,))
+        return ("LIT", -1, (arg,))
     if op == "alt":
-        return (ALT, -1, tuple(arg))
+        return ("ALT", -1, tuple(arg))
     if op == "extra":
-        return (EXTRA, -1, tuple(arg))
+        return ("EXTRA", -1, tuple(arg))
     code = (STRICT if table else LOOSE).get(op)
     if code is None:
         return None
@@ -153,6 +166,6 @@ def _starts(step: Step | None) -> frozenset[int]:
     if step is None:
         return END
     code, _, texts = step
-    if code in (LIT, ALT):
+    if code in ("LIT", "ALT"):
         return frozenset(t[0] for t in texts if t) | (END if any(not t for t in texts) else frozenset())
     return _ANY

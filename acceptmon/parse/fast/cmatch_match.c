@@ -1,10 +1,8 @@
-/* cmatch_match.h: one line against the envelope and a template's steps (included once, by cmatch.c).
+/* cmatch_match.c: one line against the envelope and a template's steps.
  *
  * Each function accepts exactly the text its regular expression in pieces.py accepts, read greedily;
  * native.py builds a Program only where greedy reading and the expression's backtracking agree.
  */
-#ifndef ACCEPTMON_CMATCH_MATCH_H
-#define ACCEPTMON_CMATCH_MATCH_H
 #include "cmatch.h"
 
 /* ---- byte classes ---------------------------------------------------------------------------- */
@@ -85,7 +83,7 @@ static const uint8_t *rank(const uint8_t *p, const uint8_t *end, Cap *env) {
     return q;
 }
 
-static const uint8_t *envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env) {
+const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env) {
     if (!starts(p, end, &pg->prefix)) return NULL;
     p = timestamp(p + pg->prefix.n, end, env);
     if (p == NULL) return NULL;
@@ -188,13 +186,12 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
     return q;
 }
 
-/* A template's steps, then (?<![ \t])(?:, )?\r*(?=\n): true if the whole line matches. */
-static int match(const Tmpl *t, const uint8_t *p, const uint8_t *end, Cap *caps) {
+/* A template's steps from p, then (?<![ \t])(?:, )?\r*(?=\n): true if the whole line [line, end) matches (the
+ * byte before the line is a newline, never a space). */
+int cm_match(const Tmpl *t, const uint8_t *line, const uint8_t *p, const uint8_t *end, Cap *caps) {
     for (int i = 0; i < t->nsteps && p != NULL; i++) p = step(&t->steps[i], p, end, caps);
-    if (p == NULL || p[-1] == ' ' || p[-1] == '\t') return 0;
+    if (p == NULL || (p > line && (p[-1] == ' ' || p[-1] == '\t'))) return 0;
     if (end - p >= 2 && p[0] == ',' && p[1] == ' ') p += 2;
     while (p < end && *p == '\r') p++;
     return p == end;
 }
-
-#endif

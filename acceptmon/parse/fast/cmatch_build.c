@@ -1,0 +1,194 @@
+/* cmatch_build.c: Program.__init__, a Program from the steps native.py gives.
+ *
+ * The program owns copies of every text it is given (nothing points into a Python object), checks
+ * every count and number it is given, and is usable only once the whole of __init__ succeeded.
+ */
+#include "cmatch.h"
+
+#include <limits.h>
+
+/* True for the steps that capture a group (the others take no slot). */
+int cm_captures(int code) {
+    return code == OP_INT || code == OP_LINT || code == OP_FLOAT || code == OP_BOOL || code == OP_STR ||
+           code == OP_LSTR;
+}
+
+static int text_copy(PyObject *obj, Text *out) {
+    char *s;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(obj, &s, &n) < 0) return -1;
+    uint8_t *copy = PyMem_Malloc((size_t)(n ? n : 1));
+    if (copy == NULL) return PyErr_NoMemory(), -1;
+    memcpy(copy, s, (size_t)n);
+    out->s = copy, out->n = n;
+    return 0;
+}
+
+static void text_free(Text *t) {
+    PyMem_Free((void *)t->s);
+    t->s = NULL, t->n = 0;
+}
+
+static void texts_free(Text *texts, int n) {
+    for (int i = 0; texts != NULL && i < n; i++) text_free(&texts[i]);
+    PyMem_Free(texts);
+}
+
+/* A sequence's length as an int no larger than most, or -1 (ValueError). */
+static int length_of(PyObject *fast, Py_ssize_t most, const char *what) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > most) return PyErr_Format(PyExc_ValueError, "more than %zd %s", most, what), -1;
+    return (int)n;
+}
+
+/* Copies of a sequence of bytes; *n counts the texts copied so far, so that a failure frees them. */
+static int texts_of(PyObject *seq, Text **out, int *n, Py_ssize_t most) {
+    *out = NULL, *n = 0;
+    PyObject *fast = PySequence_Fast(seq, "texts must be a sequence of bytes");
+    if (fast == NULL) return -1;
+    int len = length_of(fast, most, "texts");
+    int rc = len < 0 ? -1 : 0;
+    if (rc == 0 && (*out = PyMem_Calloc((size_t)(len ? len : 1), sizeof(Text))) == NULL) rc = -1, PyErr_NoMemory();
+    for (int i = 0; rc == 0 && i < len; i++) {
+        rc = text_copy(PySequence_Fast_GET_ITEM(fast, i), &(*out)[i]);
+        if (rc == 0) (*n)++;
+    }
+    Py_DECREF(fast);
+    return rc;
+}
+
+static int bad_step(const char *why) {
+    PyErr_Format(PyExc_ValueError, "bad step: %s", why);
+    return -1;
+}
+
+/* One step: (code, slot, texts). */
+static int step_of(PyObject *obj, Step *st, Tmpl *t) {
+    PyObject *texts;
+    if (!PyTuple_Check(obj)) return PyErr_SetString(PyExc_TypeError, "a step is a tuple (code, slot, texts)"), -1;
+    if (!PyArg_ParseTuple(obj, "iiO", &st->code, &st->slot, &texts)) return -1;
+    if (st->code < 0 || st->code >= OP_COUNT) return bad_step("no such code");
+    if (cm_captures(st->code) ? st->slot < -1 || st->slot >= MAX_SLOTS : st->slot != -1)
+        return bad_step(cm_captures(st->code) ? "slot out of range" : "a step that does not capture takes no slot");
+    int rc = texts_of(texts, &st->texts, &st->ntexts, INT_MAX);
+    if (rc == 0 && st->code == OP_LIT && st->ntexts != 1) return bad_step("a literal is one text");
+    if (rc == 0 && st->slot >= t->nslots) t->nslots = st->slot + 1;
+    return rc;
+}
+
+/* A template: a sequence of steps. */
+static int steps_of(PyObject *seq, Tmpl *t) {
+    PyObject *fast = PySequence_Fast(seq, "a template is a sequence of steps");
+    if (fast == NULL) return -1;
+    int len = length_of(fast, INT_MAX, "steps");
+    int rc = len < 0 ? -1 : 0;
+    if (rc == 0 && (t->steps = PyMem_Calloc((size_t)(len ? len : 1), sizeof(Step))) == NULL) rc = -1, PyErr_NoMemory();
+    for (int i = 0; rc == 0 && i < len; i++) {
+        t->nsteps = i + 1; /* freed with the rest, whatever step_of copied */
+        rc = step_of(PySequence_Fast_GET_ITEM(fast, i), &t->steps[i], t);
+    }
+    Py_DECREF(fast);
+    return rc;
+}
+
+static int probe_order(const void *a, const void *b) {
+    const Probe *x = a, *y = b;
+    int kx = (x->pair & 0xff) << 16 | (x->pair >> 8) << 8 | (255 - x->off);
+    int ky = (y->pair & 0xff) << 16 | (y->pair >> 8) << 8 | (255 - y->off);
+    return kx - ky;
+}
+
+/* The needle pass's probes: every needle's pairs at offsets 0 .. stride-1, so that a pass looking at
+ * every stride-th position still meets each occurrence at exactly one of its pairs. */
+static int probes_of(Program *pg) {
+    Py_ssize_t shortest = PY_SSIZE_T_MAX;
+    for (int i = 0; i < pg->nneedles; i++) {
+        if (pg->needles[i].n < 2) return PyErr_SetString(PyExc_ValueError, "a needle is under 2 bytes"), -1;
+        if (pg->needles[i].n < shortest) shortest = pg->needles[i].n;
+    }
+    pg->stride = shortest - 1 < 4 ? (int)shortest - 1 : 4;
+    pg->nprobes = 0;
+    memset(pg->bigram, 0, sizeof pg->bigram);
+    for (int i = 0; i < pg->nneedles; i++) {
+        for (int j = 0; j < pg->stride; j++) {
+            uint16_t pair = (uint16_t)(pg->needles[i].s[j] | pg->needles[i].s[j + 1] << 8);
+            pg->probes[pg->nprobes++] = (Probe){pair, (uint8_t)i, (uint8_t)j};
+            pg->bigram[pair >> 3] |= (uint8_t)(1 << (pair & 7));
+        }
+    }
+    qsort(pg->probes, (size_t)pg->nprobes, sizeof(Probe), probe_order);
+    for (int b = 0, k = 0; b <= 256; b++) {
+        while (k < pg->nprobes && (pg->probes[k].pair & 0xff) < b) k++;
+        pg->by_first[b] = (uint16_t)k;
+    }
+    return 0;
+}
+
+/* Everything the program holds freed, and every count and table zeroed: an empty, unusable program. */
+static void program_free(Program *pg) {
+    pg->ready = 0;
+    for (int i = 0; pg->tmpls != NULL && i < pg->ntmpls; i++) {
+        for (int j = 0; pg->tmpls[i].steps != NULL && j < pg->tmpls[i].nsteps; j++)
+            texts_free(pg->tmpls[i].steps[j].texts, pg->tmpls[i].steps[j].ntexts);
+        PyMem_Free(pg->tmpls[i].steps);
+    }
+    PyMem_Free(pg->tmpls);
+    texts_free(pg->needles, pg->nneedles);
+    text_free(&pg->prefix);
+    text_free(&pg->suffix);
+    pg->tmpls = NULL, pg->needles = NULL;
+    pg->ntmpls = pg->maxslots = pg->nneedles = pg->nlaunch = pg->stride = pg->nprobes = 0;
+    memset(pg->probes, 0, sizeof pg->probes);
+    memset(pg->by_first, 0, sizeof pg->by_first);
+    memset(pg->bigram, 0, sizeof pg->bigram);
+}
+
+void cm_program_dealloc(Program *pg) {
+    program_free(pg);
+    Py_TYPE(pg)->tp_free((PyObject *)pg);
+}
+
+static int templates_of(Program *pg, PyObject *templates) {
+    PyObject *fast = PySequence_Fast(templates, "templates must be a sequence");
+    if (fast == NULL) return -1;
+    int len = length_of(fast, INT_MAX, "templates");
+    int rc = len < 0 ? -1 : 0;
+    if (rc == 0 && (pg->tmpls = PyMem_Calloc((size_t)(len ? len : 1), sizeof(Tmpl))) == NULL) rc = -1, PyErr_NoMemory();
+    for (int i = 0; rc == 0 && i < len; i++) {
+        pg->ntmpls = i + 1; /* freed with the rest, whatever steps_of copied */
+        rc = steps_of(PySequence_Fast_GET_ITEM(fast, i), &pg->tmpls[i]);
+        if (rc == 0 && pg->tmpls[i].nslots > pg->maxslots) pg->maxslots = pg->tmpls[i].nslots;
+    }
+    Py_DECREF(fast);
+    return rc;
+}
+
+/* Program(prefix, suffix, templates, needles, nlaunch): needles are the counted anchors, then nlaunch
+ * launch anchors, then 'accept', each at least 2 bytes. A failed __init__ leaves an empty program that
+ * scan refuses; __init__ during a scan of the same program is refused. */
+int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
+    PyObject *prefix, *suffix, *templates, *needles;
+    int nlaunch;
+    if (pg->scans > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Program.__init__ while the program is scanning");
+        return -1;
+    }
+    program_free(pg);
+    if (kw != NULL && PyDict_GET_SIZE(kw) > 0) {
+        PyErr_SetString(PyExc_TypeError, "Program() takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "SSOOi", &prefix, &suffix, &templates, &needles, &nlaunch)) return -1;
+    int rc = text_copy(prefix, &pg->prefix) < 0 || text_copy(suffix, &pg->suffix) < 0 ? -1 : 0;
+    if (rc == 0) rc = templates_of(pg, templates);
+    if (rc == 0) rc = texts_of(needles, &pg->needles, &pg->nneedles, MAX_NEEDLES);
+    if (rc == 0 && (nlaunch < 0 || nlaunch >= pg->nneedles))
+        rc = -1, PyErr_SetString(PyExc_ValueError, "bad needles: the launch anchors and 'accept' come last");
+    if (rc == 0) pg->nlaunch = nlaunch, rc = probes_of(pg);
+    if (rc < 0) {
+        program_free(pg);
+        return -1;
+    }
+    pg->ready = 1;
+    return 0;
+}

@@ -1,0 +1,138 @@
+"""A bounded fuzz of the compiled lane: the same bytes and tallies as the general parser, whatever the bytes.
+
+Logs made from the sample logs' own lines, mutated (bytes flipped, inserted, dropped and repeated, numbers
+respelled, NULs, invalid UTF-8, stray CRs, commas and tabs, anchors), with random lines between them, cut
+into blocks at random line ends (so that every kind of line meets a block's edge), and a line of 10 MB. Each
+goes through the fast lane with the compiled matcher and through the general parser alone. Seeded, so a
+failure names the case that shows it. ``scripts/sanitize_cmatch.py`` runs this under ASan and UBSan.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.lane import FastLane, table_columns
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.parser import Parser
+from acceptmon.sinks.table import TableJob
+from tests.conftest import SAMPLES
+
+GRAMMARS = load_grammars()
+LOGS = sorted(p for p in SAMPLES.glob("*.log") if not p.name.startswith("vllm_"))
+"""SGLang logs: the lines the compiled lane has templates for (vLLM lines all go to the general parser)."""
+CASES_PER_LOG = 10
+ODD = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\r", b"\t", b",", b", ", b" ", b"\x1b[0m", b":"]
+WORDS = [b"accept", b"accept len: ", b"Decode batch", b"TP0", b"[2026-02-26 10:00:00] ", b"server_args=", b"True"]
+
+
+@pytest.fixture(autouse=True)
+def _compiled(monkeypatch):
+    monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
+    assert native.load() is not None, "the compiled matcher is not built"
+
+
+def _number(rng: random.Random) -> bytes:
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.choice([1, 1, 2, 5, 19, 31])))
+    if rng.random() < 0.5:
+        digits += "." + "".join(rng.choice("0000123456789") for _ in range(rng.choice([0, 1, 2, 4, 7])))
+    return digits.encode()
+
+
+def _mutate(line: bytes, rng: random.Random) -> bytes:
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        at = rng.randrange(len(line) + 1)
+        what = rng.randrange(7)
+        if what == 0 and line:
+            line = line[:at] + bytes([rng.randrange(256)]) + line[at + 1 :]
+        elif what == 1:
+            line = line[:at] + rng.choice(ODD) + line[at:]
+        elif what == 2:
+            line = line[:at] + line[at + rng.randrange(1, 8) :]
+        elif what == 3:
+            line = line[:at] + line[at : at + rng.randrange(1, 30)] + line[at:]
+        elif what == 4:
+            start = next((i for i in range(at, len(line)) if line[i : i + 1].isdigit()), None)
+            if start is not None:
+                end = start
+                while end < len(line) and (line[end : end + 1].isdigit() or line[end : end + 1] == b"."):
+                    end += 1
+                line = line[:start] + _number(rng) + line[end:]
+        elif what == 5:
+            line = line[:at]
+        else:
+            line = line[:at] + rng.choice(WORDS) + line[at:]
+    return line.replace(b"\n", b"")
+
+
+def _random_line(rng: random.Random) -> bytes:
+    alphabet = b"[]0123456789-:. ,TPDEacceptlnr#\r\t\x00\xff"
+    head = b"[2026-02-26 10:00:00 TP0] " if rng.random() < 0.5 else b""
+    return head + bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+
+
+def _log(source: bytes, rng: random.Random) -> bytes:
+    out = []
+    for line in source.split(b"\n")[:-1]:
+        roll = rng.random()
+        out.append(_mutate(line, rng) if roll < 0.4 else line)
+        if roll > 0.9:
+            out.append(_random_line(rng))
+    return b"".join(line + b"\n" for line in out)
+
+
+def _blocks(data: bytes, rng: random.Random) -> list[bytes]:
+    """``data`` cut after newlines, into blocks of a few lines to a few kB."""
+    out, pos = [], 0
+    while pos < len(data):
+        cut = data.find(b"\n", pos + rng.randrange(1, 4096))
+        cut = len(data) if cut < 0 else cut + 1
+        out.append(data[pos:cut])
+        pos = cut
+    return out
+
+
+def _lane_and_parser(data: bytes, blocks: list[bytes], fmt: str) -> tuple[tuple[bytes, tuple], tuple[bytes, tuple]]:
+    """(rows, tally) through the fast lane (compiled matcher) and through the general parser alone.
+
+    CSV: the lane's JSONL rows with unknown keys are written in Python, so JSONL would not reach C."""
+    lane = FastLane(GRAMMARS, fmt, table_columns())  # type: ignore[arg-type]
+    assert lane.native is not None
+    lane.learn(data[: 1 << 20])
+    runs = []
+    for fast in (True, False):
+        job = TableJob(fmt, io.BytesIO())  # type: ignore[arg-type]
+        parser = Parser(GRAMMARS, "fuzz.log", records=job.records_wanted)
+        rows = b""
+        for block in blocks:
+            parts = lane.feed(parser, block, job.chunk) if fast else [job.chunk(parser.feed(block))]
+            rows += b"".join(part[1] for part in parts)
+        t = parser.tally
+        runs.append((rows, (dict(t.kinds), t.accept_noise, t.unrecognized, parser.line)))
+    return runs[0], runs[1]
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+def test_mutated_sample_logs_give_the_general_parsers_bytes(log):
+    source = log.read_bytes()
+    for case in range(CASES_PER_LOG):
+        rng = random.Random(f"{log.name}:{case}")
+        data = _log(source, rng)
+        fast, general = _lane_and_parser(data, _blocks(data, rng), "csv")
+        assert fast == general, f"{log.name} case {case}"
+
+
+def test_a_10_mb_line_and_lines_at_the_edges_of_blocks():
+    """A decode line of 10 MB (a number, an unknown key's value, plain text) between lines that match."""
+    line = next(x for x in (SAMPLES / "old_0.4.4.log").read_bytes().split(b"\n") if b"accept len" in x)
+    head = line[: line.index(b"accept len")]
+    huge = [head + b"accept len: " + b"7" * 10_000_000, line + b", big: " + b"x" * 10_000_000, b"z" * 10_000_000]
+    for big in huge:
+        data = b"".join(x + b"\n" for x in [line, line, big, line])
+        cuts = [data[: len(line) + 1], data[len(line) + 1 :]]  # the long line in a block of its own lines
+        fast, general = _lane_and_parser(data, cuts, "csv")
+        assert fast == general
+        assert fast[1][3] == 4 and fast[0].count(b"\n") >= 3
