@@ -12,6 +12,7 @@ import sys
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
 from acceptmon.cli.wiring import say_left_out
 from acceptmon.diagnose.catalog import rules_json, rules_text
+from acceptmon.diagnose.depth import DepthInputs, recommend
 from acceptmon.diagnose.read import diagnose
 from acceptmon.diagnose.report import to_json, to_text
 from acceptmon.diagnose.rules import describe_signatures, load_rules
@@ -90,6 +91,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         check_path(path)
     rules = load_rules(args.rules)
     grammars = grammars_for(args)
+    depth = DepthInputs()
     doctor = diagnose(
         args.files,
         grammars,
@@ -97,8 +99,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         expected_accept_len=args.expected_accept_len,
         baseline=args.baseline,
         jobs=max(1, args.jobs),
+        depth=depth,
     )
-    findings, runs = doctor.findings(), doctor.reports()
+    findings, runs = doctor.findings(), recommend(doctor, depth, doctor.reports())
     figures = [s.figures for s in doctor.states()]
     say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))
     with stdout_writes():  # first: a closed stdout has no isatty()
