@@ -181,6 +181,7 @@ def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[t
             advice=result.advice,
             tied=result.tied,
             reference=label,
+            baseline=has_baseline,
             reference_tok_s=None if ref_tok_s is None else round(ref_tok_s, 2),
             sweep_runs=[p.run for p in points],
             left_out=left,

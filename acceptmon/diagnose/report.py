@@ -120,8 +120,13 @@ def _advice_text(rec: Recommendation) -> str:
     row = next(r for r in rec.depths if r.depth == rec.depth)
     where = f"measured, run {row.run}" if row.run is not None else rec.basis or ""
     text = f"{rec.advice} ({where}): accept len {row.predicted_accept_len:.2f}"
-    if row.predicted_tok_s is not None and row.predicted_speedup is not None:
+    if row.predicted_tok_s is not None and row.predicted_speedup is not None and rec.baseline:
         text += f", {row.predicted_tok_s:.1f} tok/s/rank, S = {row.predicted_speedup:.2f} against {rec.reference}"
+    elif row.predicted_tok_s is not None and row.predicted_speedup is not None:
+        text += (
+            f", {row.predicted_tok_s:.1f} tok/s/rank, {row.predicted_speedup:.2f} x {rec.reference}'s; "
+            "whether speculation pays at all needs a baseline"
+        )
     if rec.tied:
         text += f"; as fast within the 95 % CIs: {', '.join(str(d) for d in rec.tied)}"
     return text

@@ -416,6 +416,8 @@ class Recommendation(_Frozen):
     """Other depths run whose measured throughput CI overlaps the recommended depth's."""
     reference: str | None
     """What the speedups are against: the baseline, or the sweep's reference run."""
+    baseline: bool
+    """The reference is a run without speculation (else speedups are against a run of the sweep)."""
     reference_tok_s: float | None
     """The reference's mean steady throughput per rank: predicted tok/s = speedup x this."""
     sweep_runs: list[int]
