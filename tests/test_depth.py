@@ -252,7 +252,9 @@ def test_vllm_per_position_rates_are_the_runs_positions(capsys, monkeypatch):
     assert [p["reached"] for p in rec["positions"]] == pytest.approx(a, abs=1e-4)
     assert [p["conditional"] for p in rec["positions"]] == pytest.approx([a[0], a[1] / a[0], a[2] / a[1]], abs=1e-4)
     lengths = [d["predicted_accept_len"] for d in rec["depths"]]
-    assert lengths[:3] == pytest.approx([1 + a[0], 1 + a[0] + a[1], 1 + sum(a)], abs=1e-4)
+    assert lengths[:2] == pytest.approx([1 + a[0], 1 + a[0] + a[1]], abs=1e-4)
+    assert lengths[2] == runs[1]["accept_len_mean"]  # the depth run, as measured (1 + sum(a) by tokens is 2.7838)
+    assert 1 + sum(a) == pytest.approx(2.7838, abs=1e-4)
     assert [d["basis"] for d in rec["depths"]] == ["predicted", "predicted", "measured"] + ["extrapolated"] * 3
     assert rec["depth"] is None  # one depth and no baseline: nothing to weigh the step cost by
 
@@ -264,7 +266,7 @@ def test_vllm_sweep_pools_positions_and_checks_each_depth(capsys, monkeypatch):
     assert r1["sweep_runs"] == [1, 2] and r1["positions_from"] == "this run's per-position rates"
     assert [p["reached"] for p in r1["positions"]] == pytest.approx([0.822035, 0.657719, 0.498605], abs=1e-4)
     assert [p["reached"] for p in r2["positions"]] == pytest.approx([0.874226, 0.707376, 0.530296, 0.372224], abs=1e-4)
-    assert r1["reference"] == "run 1 of the sweep (no baseline)"
+    assert r1["reference"] == "run 1 of the sweep" and r1["baseline"] is False
     checks = {c["depth"]: c for c in r1["checks"]}
     assert checks[4]["basis"] == "extrapolated" and checks[3]["basis"] == "predicted"
     # depth 3 from run 2's rates alone: 1 + its first three positions

@@ -44,13 +44,11 @@ class _RunInputs:
     """SGLang's per-request histograms."""
 
     def side(self) -> Side:
-        nan = math.nan
+        """The run as compare's side (NaN: not logged), for its block-bootstrap CIs."""
         batches = [
-            Batch(None if a != a else a, None, None if t != t else t, None, False)
+            Batch(None if math.isnan(a) else a, None, None if math.isnan(t) else t, None, False)
             for a, t in zip(self.accept, self.batch_tok_s, strict=True)
         ]
-        if not batches:  # no acceptance lines (cannot be in a sweep), but keep the types simple
-            batches = [Batch(None, None, None if t != t else t, None, False) for t in self.loads or array("d", [nan])]
         return Side(label="", batches=batches, loads=None if self.own_loads else list(self.loads))
 
 
@@ -148,7 +146,7 @@ def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[t
     has_baseline = base is not None
     if base is None:
         ref = max(chosen, key=lambda s: sum(b.lines for b in s.buckets.values()))
-        base, label = ref.buckets, f"run {ref.run} of the sweep (no baseline)"
+        base, label = ref.buckets, f"run {ref.run} of the sweep"
     points = [_point(s, inputs.runs.get((s.file, s.run)), base) for s in chosen]
     server = next((inputs.runs[s.file, s.run].server for s in chosen if (s.file, s.run) in inputs.runs), "sglang")
     parameter = PARAMETER.get(server, "speculative_num_steps")

@@ -124,8 +124,8 @@ def _advice_text(rec: Recommendation) -> str:
         text += f", {row.predicted_tok_s:.1f} tok/s/rank, S = {row.predicted_speedup:.2f} against {rec.reference}"
     elif row.predicted_tok_s is not None and row.predicted_speedup is not None:
         text += (
-            f", {row.predicted_tok_s:.1f} tok/s/rank, {row.predicted_speedup:.2f} x {rec.reference}'s; "
-            "whether speculation pays at all needs a baseline"
+            f", {row.predicted_tok_s:.1f} tok/s/rank, {row.predicted_speedup:.2f} x the throughput of {rec.reference} "
+            "(no baseline: whether speculation pays at all needs one)"
         )
     if rec.tied:
         text += f"; as fast within the 95 % CIs: {', '.join(str(d) for d in rec.tied)}"

@@ -18,7 +18,8 @@ break-even speedup ``G_spec/G_ref`` over matched ``#running-req`` buckets (witho
 reference run of the sweep, so ``R`` is in its units); so a depth run is predicted at its measured
 ``S``. Between depths run ``R`` is interpolated linearly, beyond them extended with the least-squares
 slope of the runs; a speculative step has a fixed overhead a plain one lacks, so the baseline's
-``R(0) = 1`` gives the slope only where a single depth was run. Predicted speedup ``S(d) = L(d)/R(d)``,
+``R(0) = 1`` gives the slope only where a single depth was run. A depth that was run is given at its
+own mean accept length (``measured``); the curve predicts the others. Predicted speedup ``S(d) = L(d)/R(d)``,
 predicted throughput ``S(d) · G_ref``. The recommendation is the depth of the highest predicted
 throughput, or "do not speculate" when, against a baseline, no depth reaches ``loses_below``.
 """
@@ -276,15 +277,15 @@ def plan(
 ) -> Plan:
     """Predictions for depths 1 .. deepest known + ``extra``, the recommendation, and leave-one-out checks."""
     marginals, known = curve(points)
+    by_depth = {p.depth: p for p in points}
     deepest = max([known, *(p.depth for p in points)])
     marginals = extend(marginals, deepest + extra)
     costs = [(p.depth, p.step_cost) for p in points if p.step_cost is not None]
     if baseline and len(costs) == 1:
         costs.append((0, 1.0))  # one depth run: its step cost and the plain step give the slope
-    by_depth = {p.depth: p for p in points}
     rows = []
     for d in range(1, deepest + extra + 1):
-        length = accept_length(marginals, d)
+        length = by_depth[d].accept_len if d in by_depth else accept_length(marginals, d)  # a depth run: as measured
         cost = step_cost(costs, d)
         speedup = length / cost if cost else None
         tok_s = speedup * reference_tok_s if speedup is not None and reference_tok_s is not None else None
