@@ -12,7 +12,8 @@ import re
 import pytest
 
 from acceptmon.cli import doctor as doctor_cli
-from acceptmon.measure.depth import Point, Positions, conditionals, decay, from_lengths, plan, pooled, step_cost
+from acceptmon.measure.depth import Point, plan, step_cost
+from acceptmon.measure.positions import Positions, conditionals, decay, from_lengths, pooled
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.parser import Parser
 from tests.conftest import ROOT, SAMPLES

@@ -35,6 +35,11 @@ since the rank's previous batch) and the step-cost ratio R = L*G_base/G_spec, ve
 pays / marginal / loses; without one, the throughput a no-spec server must beat at the run's
 usual batch, and the verify efficiency L/N next to B*N.
 
+Each speculative chain-draft run also gets its draft positions' conditional acceptance (vLLM's
+per-position rates, SGLang's request histograms, or its sweep's accept lengths) and its sweep's
+predicted accept length and throughput per depth (measured, predicted or extrapolated), with a
+recommended speculative_num_steps / num_speculative_tokens, or "do not speculate" against a baseline.
+
 Each run reports the figures `runs` and `compare` give it (batches: stats lines with
 acceptance; accept_len_mean over them; gen_throughput_per_rank and _total). The accept-length
 rules judge a subset, reported apart as judged_batches and judged_accept_len_mean: a run's

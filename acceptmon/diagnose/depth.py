@@ -22,8 +22,9 @@ from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.state import RunState
 from acceptmon.measure.compare import RESAMPLES, Batch, Side, summarize
-from acceptmon.measure.depth import LeftOut, Point, Positions, Recommendation, from_lengths, plan, position_rows
+from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters
 from acceptmon.parse.records import Record
 
@@ -127,22 +128,9 @@ def recommend(doctor: Doctor, inputs: DepthInputs, reports: Sequence[RunReport])
 
 
 def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[tuple[str, int], Recommendation]:
-    best: dict[int, RunState] = {}
-    for s in sweep:
-        have = best.get(s.steps or 0)
-        if have is None or (s.figures.accept_len_mean or 0) > (have.figures.accept_len_mean or 0):
-            best[s.steps or 0] = s
+    best, left = _stand_ins(sweep)
     chosen = sorted(best.values(), key=lambda s: s.steps or 0)
-    left = [
-        LeftOut(
-            run=s.run,
-            reason=f"depth {s.steps} stands for run {best[s.steps or 0].run}, accept len "
-            f"{best[s.steps or 0].figures.accept_len_mean or 0:.2f} against {s.figures.accept_len_mean or 0:.2f} here",
-        )
-        for s in sweep
-        if best[s.steps or 0] is not s
-    ]
-    base, label = doctor._baseline(chosen[0])
+    base, label = doctor._baseline(chosen[0])  # the break-even's baseline: the same runs, the same buckets
     has_baseline = base is not None
     if base is None:
         ref = max(chosen, key=lambda s: sum(b.lines for b in s.buckets.values()))
@@ -152,44 +140,46 @@ def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[t
     parameter = PARAMETER.get(server, "speculative_num_steps")
     ref_tok_s = _steady_tok_s(base)
     result = plan(
-        points,
-        reference_tok_s=ref_tok_s,
-        baseline=has_baseline,
-        parameter=parameter,
-        loses_below=doctor.thresholds[0],
+        points, reference_tok_s=ref_tok_s, baseline=has_baseline, parameter=parameter, loses_below=doctor.thresholds[0]
     )
-    sources = _positions_from(points)
+    shared = result.model_dump(include={"depth", "predicted_accept_len", "predicted_tok_s", "predicted_speedup"})
+    shared |= {"basis": result.basis, "advice": result.advice, "tied": result.tied}
+    shared |= {"depths": result.depths, "checks": result.checks, "left_out": left, "ci": CI_TEXT}
+    shared |= {"parameter": parameter, "reference": label, "baseline": has_baseline}
+    shared |= {
+        "reference_tok_s": None if ref_tok_s is None else round(ref_tok_s, 2),
+        "sweep_runs": [p.run for p in points],
+    }
     out = {}
     for s in sweep:
         own = next((p.positions for p in points if p.run == s.run and p.positions is not None), None)
         if own is not None:
             marginals, source = own.marginals(), "this run's " + _own_source(inputs, s)
         elif best[s.steps or 0] is s:
-            marginals, source = result.marginals, sources
+            marginals, source = result.marginals, _positions_from(points)
         else:  # left out: its own accept length, one conditional acceptance over its positions
             marginals = from_lengths([(s.steps or 0, s.figures.accept_len_mean or 1.0)])
             source = "this run's accept length alone, one conditional acceptance over its positions"
-        out[s.file, s.run] = Recommendation(
-            parameter=parameter,
-            depth=result.depth,
-            predicted_accept_len=result.predicted_accept_len,
-            predicted_tok_s=result.predicted_tok_s,
-            predicted_speedup=result.predicted_speedup,
-            basis=result.basis,
-            advice=result.advice,
-            tied=result.tied,
-            reference=label,
-            baseline=has_baseline,
-            reference_tok_s=None if ref_tok_s is None else round(ref_tok_s, 2),
-            sweep_runs=[p.run for p in points],
-            left_out=left,
-            positions_from=source,
-            positions=position_rows(marginals, s.steps or 0),
-            depths=result.depths,
-            checks=result.checks,
-            ci=CI_TEXT,
-        )
+        positions = position_rows(marginals, s.steps or 0)
+        out[s.file, s.run] = Recommendation(**shared, positions_from=source, positions=positions)
     return out
+
+
+def _stand_ins(sweep: list[RunState]) -> tuple[dict[int, RunState], list[LeftOut]]:
+    """The run standing for each depth (the highest mean accept length), and the runs left out."""
+    best: dict[int, RunState] = {}
+    for s in sweep:
+        have = best.get(s.steps or 0)
+        if have is None or (s.figures.accept_len_mean or 0) > (have.figures.accept_len_mean or 0):
+            best[s.steps or 0] = s
+    left = []
+    for s in sweep:
+        stand = best[s.steps or 0]
+        if stand is not s:
+            there, here = stand.figures.accept_len_mean or 0, s.figures.accept_len_mean or 0
+            reason = f"depth {s.steps} stands for run {stand.run}, accept len {there:.2f} against {here:.2f} here"
+            left.append(LeftOut(run=s.run, reason=reason))
+    return best, left
 
 
 def _point(s: RunState, inputs: _RunInputs | None, base: Buckets) -> Point:
