@@ -220,7 +220,10 @@ def _tied(chosen: DepthRow | None, rows: Sequence[DepthRow]) -> list[int]:
 
 def _advice(best: DepthRow | None, baseline: bool, loses_below: float, parameter: str) -> tuple[int | None, str]:
     if best is None or best.predicted_speedup is None:
-        return None, "no depth to recommend: one depth run and no baseline, so no step cost to predict other depths by"
+        return None, (
+            "no depth to recommend: one depth run and no baseline, so no step cost for other depths "
+            "(give --baseline FILE, or run another depth)"
+        )
     if baseline and round(best.predicted_speedup, 6) < loses_below:
         return None, (
             f"do not speculate: no depth is predicted to beat the baseline "
