@@ -12,6 +12,7 @@ import sys
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
 from acceptmon.cli.wiring import say_left_out
 from acceptmon.diagnose.catalog import rules_json, rules_text
+from acceptmon.diagnose.depth import DepthInputs, recommend
 from acceptmon.diagnose.read import diagnose
 from acceptmon.diagnose.report import to_json, to_text
 from acceptmon.diagnose.rules import describe_signatures, load_rules
@@ -33,6 +34,11 @@ S = G_spec/G_base over matched #running-req buckets of steady batches (#queue-re
 since the rank's previous batch) and the step-cost ratio R = L*G_base/G_spec, verdict
 pays / marginal / loses; without one, the throughput a no-spec server must beat at the run's
 usual batch, and the verify efficiency L/N next to B*N.
+
+Each speculative chain-draft run also gets its draft positions' conditional acceptance (vLLM's
+per-position rates, SGLang's request histograms, or its sweep's accept lengths) and its sweep's
+predicted accept length and throughput per depth (measured, predicted or extrapolated), with a
+recommended speculative_num_steps / num_speculative_tokens, or "do not speculate" against a baseline.
 
 Each run reports the figures `runs` and `compare` give it (batches: stats lines with
 acceptance; accept_len_mean over them; gen_throughput_per_rank and _total). The accept-length
@@ -90,6 +96,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         check_path(path)
     rules = load_rules(args.rules)
     grammars = grammars_for(args)
+    depth = DepthInputs()
     doctor = diagnose(
         args.files,
         grammars,
@@ -97,8 +104,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         expected_accept_len=args.expected_accept_len,
         baseline=args.baseline,
         jobs=max(1, args.jobs),
+        depth=depth,
     )
-    findings, runs = doctor.findings(), doctor.reports()
+    findings, runs = doctor.findings(), recommend(doctor, depth, doctor.reports())
     figures = [s.figures for s in doctor.states()]
     say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))
     with stdout_writes():  # first: a closed stdout has no isatty()

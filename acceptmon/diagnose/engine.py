@@ -24,6 +24,7 @@ from acceptmon.diagnose.detector import Detector
 from acceptmon.diagnose.model import Finding, Hit, Rule
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
+from acceptmon.measure.depth import Recommendation
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.kinds import KINDS
@@ -76,6 +77,8 @@ class RunReport(BaseModel):
     judged_accept_len_mean: float | None
     findings: int
     break_even: BreakEven | None
+    recommendation: Recommendation | None = None
+    """Per-position acceptance and the sweep's recommended depth (:mod:`acceptmon.diagnose.depth`, batch only)."""
 
 
 @dataclass

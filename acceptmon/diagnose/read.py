@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from acceptmon.diagnose.depth import DepthInputs
 from acceptmon.diagnose.engine import Doctor
 from acceptmon.diagnose.model import Rule
 from acceptmon.diagnose.state import RunState
@@ -22,19 +23,29 @@ from acceptmon.pipeline.batch import run
 
 
 class DoctorJob:
-    """Parse in chunks (any process), feed the engine in file order (main process)."""
+    """Parse in chunks (any process), feed the engine in file order (main process); with ``depth``, also the
+    depth recommendation's inputs (the same facts, and the finished-request records the engine does not read)."""
 
-    def __init__(self, doctor: Doctor) -> None:
-        self.doctor = doctor
+    def __init__(self, doctor: Doctor, depth: DepthInputs | None = None) -> None:
+        self.doctor, self.depth = doctor, depth
         roles = ("starts_run", "acceptance", "load", "prefill", "warning")  # every server's stats lines, and more
         wanted = {k for role in roles for k in with_role(role)} | {kind for rule in doctor.rules for kind in rule.reads}
-        self.records_wanted = frozenset(k for k in wanted if k in KINDS)
+        self.requests = frozenset(with_role("request")) - wanted if depth is not None else frozenset()
+        self.records_wanted = frozenset(k for k in wanted | self.requests if k in KINDS)
 
     def chunk(self, records: list[Record]) -> list[Record]:
         return records
 
     def collect(self, part: list[Record]) -> None:
-        self.doctor.feed(part)
+        if self.depth is None:
+            self.doctor.feed(part)
+            return
+        if self.requests:
+            self.depth.requests(r for r in part if r.kind in self.requests)
+            part = [r for r in part if r.kind not in self.requests]
+        facts = self.doctor.normalizer.feed(part)  # what Doctor.feed does, with the facts kept for the depth inputs
+        self.doctor.take(facts)
+        self.depth.take(facts)
 
 
 def diagnose(
@@ -45,11 +56,13 @@ def diagnose(
     expected_accept_len: float | None = None,
     baseline: str | None = None,
     jobs: int = 1,
+    depth: DepthInputs | None = None,
 ) -> Doctor:
-    """Read every path (and the baseline, if any) and return the engine holding the findings."""
+    """Read every path (and the baseline, if any) and return the engine holding the findings; ``depth``, if
+    given, is filled with what :func:`acceptmon.diagnose.depth.recommend` reads."""
     base, label = read_baseline(baseline, grammars, jobs) if baseline else ([], None)
     doctor = Doctor(rules, expected_accept_len=expected_accept_len, baseline=base, baseline_label=label)
-    run(list(paths), grammars, DoctorJob(doctor), jobs=jobs)
+    run(list(paths), grammars, DoctorJob(doctor, depth), jobs=jobs)
     doctor.finish()
     return doctor
 

@@ -14,6 +14,7 @@ from typing import Any
 from acceptmon.diagnose.engine import Change, RunReport
 from acceptmon.diagnose.model import Finding, plural
 from acceptmon.display import strict_json
+from acceptmon.measure.depth import Recommendation
 
 WIDTH = 100
 COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
@@ -71,7 +72,81 @@ def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Fi
         lines.append("  no finding")
     if report is not None and report.break_even is not None:
         lines += _wrap("break-even: " + report.break_even.statement, "  ")
+    if report is not None and report.recommendation is not None:
+        lines += depth_lines(report.run, report.recommendation)
     return "\n".join(lines)
+
+
+MARK = {"measured": " ", "predicted": "~", "extrapolated": "+"}
+
+
+def depth_lines(run: int, rec: Recommendation) -> list[str]:
+    """This run's per-position acceptance and the sweep's recommendation; the sweep's first run also gets the
+    per-depth table and the leave-one-out check."""
+    cond = ", ".join(f"{p.conditional:.2f}" for p in rec.positions)
+    out = _wrap(f"depth: conditional acceptance by position {cond} (from {rec.positions_from})", "  ")
+    lead = min([*rec.sweep_runs, *(x.run for x in rec.left_out)])
+    first = run == lead
+    if first:
+        out += _depth_table(rec)
+    out += _wrap("recommended: " + _advice_text(rec) + ("" if first else f" (per-depth table under run {lead})"), "  ")
+    if first and rec.checks:
+        out += _wrap(_check_text(rec), "    ")
+    return out
+
+
+def _depth_table(rec: Recommendation) -> list[str]:
+    head = "steps" if rec.parameter == "speculative_num_steps" else "k"
+    rows = [f"    {head:<11}" + "".join(f"{r.depth:<7}" for r in rec.depths)]
+    rows.append(
+        "    accept len " + "".join(f"{r.predicted_accept_len:.2f}{MARK[r.basis]}".ljust(7) for r in rec.depths)
+    )
+    if any(r.predicted_tok_s is not None for r in rec.depths):
+        cells = ("-" if r.predicted_tok_s is None else f"{r.predicted_tok_s:.1f}{MARK[r.basis]}" for r in rec.depths)
+        rows.append("    tok/s/rank " + "".join(c.ljust(7) for c in cells))
+    rows = [r.rstrip() for r in rows]
+    against = (
+        f"; tok/s = S x {rec.reference_tok_s:.1f}, the steady tok/s/rank of {rec.reference}"
+        if rec.reference_tok_s
+        else ""
+    )
+    note = f"(unmarked: a depth run, at its accept len and break-even S; ~ predicted, + extrapolated{against})"
+    return rows + _wrap(note, "    ")
+
+
+def _advice_text(rec: Recommendation) -> str:
+    if rec.depth is None:
+        return rec.advice
+    row = next(r for r in rec.depths if r.depth == rec.depth)
+    where = f"measured, run {row.run}" if row.run is not None else rec.basis or ""
+    text = f"{rec.advice} ({where}): accept len {row.predicted_accept_len:.2f}"
+    if row.predicted_tok_s is not None and row.predicted_speedup is not None and rec.baseline:
+        text += f", {row.predicted_tok_s:.1f} tok/s/rank, S = {row.predicted_speedup:.2f} against {rec.reference}"
+    elif row.predicted_tok_s is not None and row.predicted_speedup is not None:
+        text += (
+            f", {row.predicted_tok_s:.1f} tok/s/rank, {row.predicted_speedup:.2f} x the throughput of {rec.reference} "
+            "(no baseline: whether speculation pays at all needs one)"
+        )
+    if rec.tied:
+        text += f"; as fast within the 95 % CIs: {', '.join(str(d) for d in rec.tied)}"
+    return text
+
+
+def _check_text(rec: Recommendation) -> str:
+    def signed(values: list[float | None], unit: str) -> str:
+        return ", ".join("-" if v is None else f"{v:+.3f}{unit}" if not unit else f"{v:+.1f}{unit}" for v in values)
+
+    c = rec.checks
+    inside = sum(bool(x.accept_len_within_ci) for x in c)
+    text = (
+        f"check, each depth run predicted from the other runs (depths {', '.join(str(x.depth) for x in c)}): "
+        f"accept len off by {signed([x.accept_len_error for x in c], '')} "
+        f"({inside} of {len(c)} within the run's 95 % CI)"
+    )
+    if any(x.tok_s_error_pct is not None for x in c):
+        inside = sum(bool(x.tok_s_within_ci) for x in c)
+        text += f", tok/s by {signed([x.tok_s_error_pct for x in c], ' %')} ({inside} of {len(c)} within)"
+    return text
 
 
 def _finding_lines(f: Finding, colour: bool) -> list[str]:

@@ -11,6 +11,7 @@ of other characters per step; each token regex is possessive, so a step never re
 text), keeps the path of keys to the current container, and reads the members of the
 one dict at ``out`` → ``meta_info``. Only those members' values are converted.
 
+A list is read only for a ``count_list`` key (the acceptance histogram).
 ``None``/``null`` leaves a field unset; ``nan`` and ``inf`` (``NaN``/``Infinity`` in
 JSON) leave a float field unset too, as a request's mean of nothing is no number. A
 nested dict's members are read as ``parent.child`` keys (``finish_reason.type``).
@@ -27,6 +28,7 @@ import regex
 
 from acceptmon.parse.grammar import Converter
 from acceptmon.parse.pairs import literal_eval
+from acceptmon.parse.values import to_count_list
 
 _TOKEN = regex.compile(r"""[^'"()\[\]{}]++|'(?:[^'\\]++|\\.)*+'|"(?:[^"\\]++|\\.)*+"|[()\[\]{}]""", regex.DOTALL)
 """One step: a run of plain characters, a whole quoted string, or one bracket."""
@@ -74,6 +76,9 @@ def _convert(conv: Converter, raw: str) -> Any:
         if len(raw) > STRING_MAX:
             raise ValueError(f"quoted value of {len(raw)} characters")
         raw = _unquote(raw)
+    elif raw[:1] == "[" and conv.convert is to_count_list:
+        if len(raw) > STRING_MAX:
+            raise ValueError(f"a list of {len(raw)} characters")
     elif raw[:1] in ("{", "[", "("):
         raise ValueError(f"a container where a {conv.field} value was expected")
     value = conv(raw)

@@ -284,6 +284,9 @@ class RequestStats(BaseRecord):
     """``spec_cap_length`` (0.5.20+)."""
     block_accept_len: float | None = None
     """``spec_block_accept_length`` (0.5.20+, ragged verify)."""
+    accept_histogram: list[int] | None = None
+    """``spec_correct_drafts_histogram`` (0.5.23; ``spec_accept_histogram`` 0.5.10+): entry n counts the
+    request's verify steps that accepted exactly n drafts (n = 0 .. steps)."""
     extra: dict[str, str] = Field(default_factory=dict)
     """Other short ``meta_info`` scalars, as logged."""
 

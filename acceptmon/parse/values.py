@@ -159,6 +159,19 @@ def _plain_floats(parts: list[str]) -> list[float] | None:
         return None  # some entry has a unit, a space or nothing: to_number, entry by entry
 
 
+def to_count_list(text: str) -> list[int]:
+    """``[2, 3, 5, 10]`` (or without brackets) as a list of counts: a histogram's bins, in order."""
+    inner = text.strip()
+    if inner[:1] == "[" and inner[-1:] == "]":
+        inner = inner[1:-1]
+    if not inner.strip():
+        return []
+    values = [int(part) for part in inner.split(",")]
+    if any(v < 0 for v in values):
+        raise ValueError(f"a negative count in a list: {text[:40]!r}")
+    return values
+
+
 def to_engine(text: str) -> str:
     """An engine index as logged (``000``), or ``all`` for an aggregated line (``2 Engines Aggregated``)."""
     text = text.strip()
@@ -244,6 +257,7 @@ VALUE_KINDS: dict[str, Convert] = {
     "count": to_count,
     "percent": to_percent,
     "float_list": to_float_list,
+    "count_list": to_count_list,
     "engine": to_engine,
     "speculative_config": to_speculative_config,
     "draft_model": to_draft_model,

@@ -286,6 +286,7 @@ def where(name: str, directory: Path) -> str:
 
 def render(name: str, directory: Path) -> str:
     """The doctor's JSON for a scenario, with file paths shown as the scenario names them."""
+    from acceptmon.diagnose.depth import DepthInputs, recommend
     from acceptmon.diagnose.read import diagnose
     from acceptmon.diagnose.report import to_json
     from acceptmon.diagnose.rules import load_rules
@@ -293,9 +294,10 @@ def render(name: str, directory: Path) -> str:
 
     sc = SCENARIOS[name]
     baseline = where(sc.baseline, directory) if sc.baseline else None
+    depth = DepthInputs()
     doctor = diagnose([where(f, directory) for f in sc.files], load_grammars(), load_rules(),
-                      expected_accept_len=sc.expected, baseline=baseline)  # fmt: skip
-    text = to_json(doctor.findings(), doctor.reports())
+                      expected_accept_len=sc.expected, baseline=baseline, depth=depth)  # fmt: skip
+    text = to_json(doctor.findings(), recommend(doctor, depth, doctor.reports()))
     return text.replace(str(directory) + "/", "").replace(str(ROOT) + "/", "")
 
 

@@ -1,0 +1,215 @@
+"""The doctor's depth recommendation: what the runs of a sweep give :mod:`acceptmon.measure.depth`.
+
+A sweep is the speculative chain-draft runs (topk 1) of one file with the same model, method and
+draft model; at a depth run more than once, the run with the highest mean accept length stands for
+it (the others are listed as left out: same settings, less accepted, something the logs do not show
+differed). Per run, :class:`DepthInputs` keeps what the engine does not: each batch's accept length
+and throughput (for compare's block-bootstrap CIs), vLLM's per-position rates weighted by drafts, and
+SGLang's per-request acceptance histograms. Step costs are the break-even's (``R`` over matched
+``#running-req`` buckets, :mod:`acceptmon.diagnose.breakeven`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acceptmon.diagnose.breakeven import Buckets, matched
+from acceptmon.diagnose.engine import Doctor, RunReport
+from acceptmon.diagnose.state import RunState
+from acceptmon.measure.compare import RESAMPLES, Batch, Side, summarize
+from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
+from acceptmon.measure.normalize import Fact
+from acceptmon.measure.positions import Positions, from_lengths
+from acceptmon.measure.tokens import counters
+from acceptmon.parse.records import Record
+
+CI_TEXT = "95 % circular block bootstrap over the run's batches, as compare gives its side A (seed 0)"
+PARAMETER = {"sglang": "speculative_num_steps", "vllm": "num_speculative_tokens"}
+
+
+@dataclass
+class _RunInputs:
+    server: str = "sglang"
+    accept: array[float] = field(default_factory=lambda: array("d"))
+    batch_tok_s: array[float] = field(default_factory=lambda: array("d"))
+    loads: array[float] = field(default_factory=lambda: array("d"))
+    own_loads: bool = True
+    rates: Positions = field(default_factory=Positions)
+    """vLLM's per-position rates, weighted by each line's drafts."""
+    histograms: Positions = field(default_factory=Positions)
+    """SGLang's per-request histograms."""
+
+    def side(self) -> Side:
+        """The run as compare's side (NaN: not logged), for its block-bootstrap CIs."""
+        batches = [
+            Batch(None if math.isnan(a) else a, None, None if math.isnan(t) else t, None, False)
+            for a, t in zip(self.accept, self.batch_tok_s, strict=True)
+        ]
+        return Side(label="", batches=batches, loads=None if self.own_loads else list(self.loads))
+
+
+class DepthInputs:
+    """Per run, what the depth prediction reads and the engine does not keep."""
+
+    def __init__(self) -> None:
+        self.runs: dict[tuple[str, int], _RunInputs] = {}
+
+    def _of(self, r: Record) -> _RunInputs:
+        key = (r.file, getattr(r, "run", 0))
+        got = self.runs.get(key)
+        if got is None:
+            got = self.runs[key] = _RunInputs(server=r.server)
+        return got
+
+    def take(self, facts: Iterable[Fact]) -> None:
+        """Normalized facts, as the engine takes them."""
+        for fact in facts:
+            b, load = fact.batch, fact.load
+            if b is None and load is None:
+                continue
+            inputs = self._of(fact.record)
+            if b is not None:
+                inputs.accept.append(math.nan if b.accept_len is None else b.accept_len)
+                inputs.batch_tok_s.append(math.nan if b.gen_throughput is None else b.gen_throughput)
+                rates = getattr(fact.record, "position_accept_rates", None)
+                if rates and not getattr(fact.record, "cumulative", None):
+                    _, drafted, _, k = counters(fact.record)  # type: ignore[arg-type]  # a spec line: it has rates
+                    if k:
+                        inputs.rates.add_rates(rates, drafted / k)
+            if load is not None:
+                inputs.own_loads = inputs.own_loads and b is not None
+                if load.gen_throughput is not None:
+                    inputs.loads.append(load.gen_throughput)
+
+    def requests(self, records: Iterable[Record]) -> None:
+        """Finished-request records: their acceptance histograms."""
+        for r in records:
+            histogram = getattr(r, "accept_histogram", None)
+            if histogram and len(histogram) > 1 and sum(histogram) > 0:
+                self._of(r).histograms.add_histogram(histogram)
+
+
+def _steady_tok_s(buckets: Buckets) -> float | None:
+    lines = sum(b.lines for b in buckets.values())
+    return sum(b.throughput for b in buckets.values()) / lines if lines else None
+
+
+def _sweeps(doctor: Doctor) -> list[list[RunState]]:
+    groups: dict[tuple[Any, ...], list[RunState]] = {}
+    for s in doctor.states():
+        c = s.launch
+        if c is None or not s.speculative or not s.spec_lines or not s.steps or (c.spec_eagle_topk or 1) > 1:
+            continue
+        groups.setdefault((s.file, c.model_path, s.algorithm, c.spec_draft_model_path), []).append(s)
+    return list(groups.values())
+
+
+def _summary(inputs: _RunInputs | None) -> tuple[tuple[float | None, float | None], tuple[float | None, float | None]]:
+    if inputs is None:
+        return (None, None), (None, None)
+    result, _ = summarize(inputs.side(), random.Random(0), RESAMPLES)
+    return (result.accept_len.ci_low, result.accept_len.ci_high), (
+        result.gen_throughput.ci_low,
+        result.gen_throughput.ci_high,
+    )
+
+
+def recommend(doctor: Doctor, inputs: DepthInputs, reports: Sequence[RunReport]) -> list[RunReport]:
+    """Each speculative chain run's report with its :class:`Recommendation` (the rest as they are)."""
+    found: dict[tuple[str, int], Recommendation] = {}
+    for sweep in _sweeps(doctor):
+        found.update(_sweep(doctor, inputs, sweep))
+    return [r.model_copy(update={"recommendation": found.get((r.file, r.run))}) for r in reports]
+
+
+def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[tuple[str, int], Recommendation]:
+    best, left = _stand_ins(sweep)
+    chosen = sorted(best.values(), key=lambda s: s.steps or 0)
+    base, label = doctor._baseline(chosen[0])  # the break-even's baseline: the same runs, the same buckets
+    has_baseline = base is not None
+    if base is None:
+        ref = max(chosen, key=lambda s: sum(b.lines for b in s.buckets.values()))
+        base, label = ref.buckets, f"run {ref.run} of the sweep"
+    points = [_point(s, inputs.runs.get((s.file, s.run)), base) for s in chosen]
+    server = next((inputs.runs[s.file, s.run].server for s in chosen if (s.file, s.run) in inputs.runs), "sglang")
+    parameter = PARAMETER.get(server, "speculative_num_steps")
+    ref_tok_s = _steady_tok_s(base)
+    result = plan(
+        points, reference_tok_s=ref_tok_s, baseline=has_baseline, parameter=parameter, loses_below=doctor.thresholds[0]
+    )
+    shared = result.model_dump(include={"depth", "predicted_accept_len", "predicted_tok_s", "predicted_speedup"})
+    shared |= {"basis": result.basis, "advice": result.advice, "tied": result.tied}
+    shared |= {"depths": result.depths, "checks": result.checks, "left_out": left, "ci": CI_TEXT}
+    shared |= {"parameter": parameter, "reference": label, "baseline": has_baseline}
+    shared |= {
+        "reference_tok_s": None if ref_tok_s is None else round(ref_tok_s, 2),
+        "sweep_runs": [p.run for p in points],
+    }
+    out = {}
+    for s in sweep:
+        own = next((p.positions for p in points if p.run == s.run and p.positions is not None), None)
+        if own is not None:
+            marginals, source = own.marginals(), "this run's " + _own_source(inputs, s)
+        elif best[s.steps or 0] is s:
+            marginals, source = result.marginals, _positions_from(points)
+        else:  # left out: its own accept length, one conditional acceptance over its positions
+            marginals = from_lengths([(s.steps or 0, s.figures.accept_len_mean or 1.0)])
+            source = "this run's accept length alone, one conditional acceptance over its positions"
+        positions = position_rows(marginals, s.steps or 0)
+        out[s.file, s.run] = Recommendation(**shared, positions_from=source, positions=positions)
+    return out
+
+
+def _stand_ins(sweep: list[RunState]) -> tuple[dict[int, RunState], list[LeftOut]]:
+    """The run standing for each depth (the highest mean accept length), and the runs left out."""
+    best: dict[int, RunState] = {}
+    for s in sweep:
+        have = best.get(s.steps or 0)
+        if have is None or (s.figures.accept_len_mean or 0) > (have.figures.accept_len_mean or 0):
+            best[s.steps or 0] = s
+    left = []
+    for s in sweep:
+        stand = best[s.steps or 0]
+        if stand is not s:
+            there, here = stand.figures.accept_len_mean or 0, s.figures.accept_len_mean or 0
+            reason = f"depth {s.steps} stands for run {stand.run}, accept len {there:.2f} against {here:.2f} here"
+            left.append(LeftOut(run=s.run, reason=reason))
+    return best, left
+
+
+def _point(s: RunState, inputs: _RunInputs | None, base: Buckets) -> Point:
+    _, speedup, _ = matched(s.buckets, base)  # the break-even's S: a depth run is predicted at it
+    length = s.figures.accept_len_mean
+    cost = length / speedup if speedup and length else None
+    accept_ci, tok_ci = _summary(inputs)
+    positions = None
+    if inputs is not None:
+        positions = inputs.rates if inputs.rates.depth else inputs.histograms if inputs.histograms.depth else None
+    return Point(
+        run=s.run,
+        depth=s.steps or 0,
+        accept_len=s.figures.accept_len_mean or 1.0,
+        accept_len_ci=accept_ci,
+        tok_s=s.figures.gen_throughput_per_rank,
+        tok_s_ci=tok_ci,
+        step_cost=cost,
+        positions=positions,
+    )
+
+
+def _own_source(inputs: DepthInputs, s: RunState) -> str:
+    got = inputs.runs.get((s.file, s.run))
+    return "per-position rates" if got is not None and got.rates.depth else "request acceptance histograms"
+
+
+def _positions_from(points: Sequence[Point]) -> str:
+    if any(p.positions is not None for p in points):
+        runs = ", ".join(str(p.run) for p in points if p.positions is not None)
+        return f"per-position figures of run {runs}"
+    depths = ", ".join(f"{p.depth} (run {p.run})" for p in points)
+    return f"the sweep's accept lengths at depths {depths}"
