@@ -5,7 +5,10 @@ Deterministic (seeded). Every message below is a format string of the llama.cpp 
 (``--log-prefix --log-timestamps``: ``M.SS.mmm.uuu L ``) and the server's macros (``slot %12.*s: id
 %2d | task %d | ``, ``srv  %12.*s: ``, ``spec %12.*s: ``). Speculation is simulated per verify step
 (a draft of k tokens, accepted as a prefix), so each request's line and the statistics rows' counters
-(since the implementation was made: cumulative) keep llama.cpp's semantics.
+(since the implementation was made: cumulative) keep llama.cpp's semantics. Run 1 has the wording of
+tools/server/server.cpp (no mean length, the statistics row at info level), run 2 that of
+tools/server/server-context.cpp (mean length, the trace statistics row, ``-v`` verify steps); the build
+numbers on the ``build:`` lines are illustrative, not the releases where the wording changed.
 
     python scripts/make_llamacpp_sample_logs.py   # rewrite sample_logs/llamacpp_*.log
 """
@@ -191,6 +194,6 @@ def make() -> str:
 
 
 if __name__ == "__main__":
-    path = OUT / "llamacpp_b6780_b7412.log"
+    path = OUT / "llamacpp_draft_mtp.log"
     path.write_text(make())
     print("wrote", path.name)

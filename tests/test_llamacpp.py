@@ -16,7 +16,7 @@ from acceptmon.parse.values import to_ratio, to_step_tokens
 from tests.conftest import ROOT, SAMPLES
 from tests.serving import Serve, value, wait_for
 
-LOG = SAMPLES / "llamacpp_b6780_b7412.log"
+LOG = SAMPLES / "llamacpp_draft_mtp.log"
 STATS = re.compile(
     r"statistics\s+([\w-]+): #calls\(b,g,a\) = +\d+ +\d+ +(\d+), .*#gen tokens = +(\d+), #acc tokens = +(\d+)"
 )
