@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -132,6 +134,33 @@ def test_doctor_and_compare_read_the_runs():
     compare = _cli("compare", f"{LOG}#1", f"{LOG}#2")
     assert compare.returncode == 0, compare.stderr
     assert "draft steps 8; 14 batches" in compare.stdout
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_llamacpp", ROOT / "scripts" / "make_llamacpp_sample_logs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_llamacpp"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_doctor_warns_of_a_draft_model_whose_tokens_are_rarely_accepted(tmp_path):
+    make = _generator()
+    log = make.Log(random.Random(1), pid=None)
+    make.launch(log, 6780, "1a2b3c4d", "-m /m/a.gguf -md /m/b.gguf --draft-max 8", "/m/a.gguf", "/m/b.gguf")
+    impl = make.Impl("draft")
+    for _ in range(40):
+        make.request(log, impl, 8, 0.15, era="server", rounds=False)
+    path = tmp_path / "weak.log"
+    path.write_text("\n".join(log.lines) + "\n")
+    out = _cli("doctor", "--format", "json", str(path))
+    assert out.returncode == 0, out.stderr
+    findings = json.loads(out.stdout)["findings"]
+    assert [(f["rule"], f["severity"]) for f in findings] == [("P2", "warning")]
+    stats = [STATS.search(x) for x in path.read_text().splitlines()]
+    _, calls, _, accepted = [m.groups() for m in stats if m][-1]
+    assert 1 + int(accepted) / int(calls) < 1.5  # what the log says: under the rule's threshold
 
 
 def test_serve_counts_the_statistics_rows_tokens_and_the_requests():
