@@ -34,7 +34,7 @@ def counters(path: Path) -> tuple[dict[tuple[str, int], list[float]], dict[tuple
     launches: dict[tuple[str, str, int], object] = {}
     sums: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
     requests: dict[tuple[str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    raw: dict[tuple[str, str, int, str], tuple[float, ...]] = {}
+    raw: dict[tuple[str, str, int, str], dict[str, float]] = {}
     for fact in normalizer.feed(parser.feed(path.read_bytes())):
         r = fact.record
         kind = KINDS[r.kind]
@@ -48,10 +48,10 @@ def counters(path: Path) -> tuple[dict[tuple[str, int], list[float]], dict[tuple
             increase = None
             if getattr(r, "cumulative", False):  # vLLM v0: the increase since the engine's previous line
                 unit = (*run_key(r), getattr(r, "engine", "") or "")
-                now = tuple(float(getattr(r, name) or 0) for name in COUNTED)
-                before = raw.get(unit, (0.0,) * len(COUNTED))
-                raw[unit] = now
-                increase = {name: a - b for name, a, b in zip(COUNTED, now, before, strict=True)}
+                now = {name: float(v) for name in COUNTED if (v := getattr(r, name)) is not None}
+                before = raw.get(unit, {})
+                raw[unit] = now  # a counter the line does not log (llama.cpp: emitted tokens) stays out
+                increase = {name: v - before.get(name, 0.0) for name, v in now.items()}
             w = window(r, launches.get(run_key(r)), increase)  # type: ignore[arg-type]
             if w is not None:
                 sums[where][0] += w.steps

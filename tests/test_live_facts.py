@@ -108,7 +108,8 @@ def test_a_toy_acceptance_kind_shows_on_the_dashboard_and_in_the_live_state(toy_
 
 # -- tail --plain and serve as processes ---------------------------------------------------------------------
 
-PLAIN = re.compile(r"^(?P<file>\S+) \S+ \S+ (?P<unit>.*?) run=(?P<run>\d+) (?P<pairs>.*)$")
+PLAIN = re.compile(r"^(?P<file>\S+) (?:\S+ \S+|-) (?P<unit>.*?) run=(?P<run>\d+) (?P<pairs>.*)$")
+"""A ``tail --plain`` line of several files: the file, the log time (``-`` for none: llama.cpp), the unit."""
 
 
 def acceptmon(*args: str) -> list[str]:

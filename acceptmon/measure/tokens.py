@@ -34,7 +34,8 @@ class SpecTotals:
     drafts: float = 0.0
     positions: list[float] = field(default_factory=list)
     first: tuple[int, int, int, int] | None = None
-    """First and last cumulative counters (accepted, drafted, emitted, k): their increase is the run's."""
+    """First and last cumulative counters (accepted, drafted, emitted, k): their increase is the run's
+    (emitted -1 where a line counts none: llama.cpp's statistics rows)."""
     last: tuple[int, int, int, int] | None = None
     since_start: bool = False
     """The run's launch was seen: cumulative counters count from zero at its start."""
@@ -42,7 +43,7 @@ class SpecTotals:
     def add(self, r: SpecStats) -> None:
         acc, drafted, emitted, k = counters(r)
         if r.cumulative:
-            self.last = (acc, drafted, emitted or 0, k or 0)
+            self.last = (acc, drafted, emitted if emitted is not None else -1, k or 0)
             self.first = self.first or self.last
             return
         drafts = drafted / k if k else 0.0
@@ -60,12 +61,13 @@ class SpecTotals:
         acc, drafted, emitted, drafts = self.accepted, self.drafted, self.emitted, self.drafts
         if self.last is not None and self.first is not None:
             base = (0, 0, 0) if self.since_start else self.first[:3]
-            acc, drafted, emitted = (
-                acc + self.last[0] - base[0],
-                drafted + self.last[1] - base[1],
-                emitted + self.last[2] - base[2],
-            )
-            drafts += (self.last[1] - base[1]) / self.last[3] if self.last[3] else 0.0
+            more = (self.last[1] - base[1]) / self.last[3] if self.last[3] else 0.0
+            if self.last[2] < 0 or base[2] < 0:  # counters without emitted tokens: each draft's accepted + 1
+                emitted += round(self.last[0] - base[0] + more)
+            else:
+                emitted += self.last[2] - base[2]
+            acc, drafted = acc + self.last[0] - base[0], drafted + self.last[1] - base[1]
+            drafts += more
         return acc, drafted, emitted, drafts
 
     def fill(self, out: dict[str, object]) -> None:

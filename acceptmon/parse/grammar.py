@@ -33,7 +33,7 @@ from acceptmon.parse.records import BaseRecord
 from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS, Convert, Yearless, year_not_after
 
-BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict", "meta_info"]
+BodyStyle: TypeAlias = Literal["none", "pairs", "kwargs", "dict", "meta_info", "argv"]
 ANY_SERVER = "any"
 """An envelope with this ``server`` goes in front of every server's records."""
 ENVELOPE_FIELDS = frozenset(
@@ -126,8 +126,9 @@ class GrammarFile(BaseModel):
     pattern: str
     """Regex (``regex`` syntax) for the envelope, or for the message after the envelope."""
     body: BodyStyle = "none"
-    """How the named group ``body`` is read: ``key: value`` pairs, ``key=value`` kwargs, a dict repr, or a
-    finished-request line's ``out`` ``meta_info`` (:mod:`acceptmon.parse.meta_info`)."""
+    """How the named group ``body`` is read: ``key: value`` pairs, ``key=value`` kwargs, a dict repr, a
+    finished-request line's ``out`` ``meta_info`` (:mod:`acceptmon.parse.meta_info`), or a command line's
+    options (``argv``: ``-m a.gguf --draft-max 16``, launch grammars)."""
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     """Named groups of ``pattern`` and their types."""
     keys: dict[str, FieldSpec] = Field(default_factory=dict)

@@ -99,7 +99,8 @@ class RecordKind:
     prefill: bool = False
     """Role: a prefill batch; a unit's next batch after one is not steady."""
     ends_launch_group: bool = False
-    """Role: a stats line; a launch line after it starts a new run even where launch lines merge."""
+    """Role: a stats (or finished-request) line; a launch line after it starts a new run even where launch
+    lines merge."""
     request: bool = False
     """Role: one finished request's acceptance (never a batch)."""
     warning: bool = False
@@ -258,6 +259,7 @@ REQUEST = register(
         "request",
         RequestStats,
         request=True,
+        ends_launch_group=True,
         derive=request_from_launch,
         series=SeriesMetrics(
             counter=Gauge("acceptmon_requests", "", "Finished-request lines with speculative fields read."),

@@ -180,6 +180,37 @@ def split_top_level(body: str, sep: str) -> dict[str, str]:
     return out
 
 
+def split_argv(body: str) -> dict[str, str]:
+    """A command line's options as raw values: ``-m a.gguf --draft-max 16 --flag`` gives ``{'-m': 'a.gguf',
+    '--draft-max': '16', '--flag': 'true'}``; ``--key=value`` is split; the first word that is not an option
+    and follows no option ends the options (a redirection, a second command). A later option wins."""
+    out: dict[str, str] = {}
+    words = body.split()
+    i, n = 0, len(words)
+    while i < n:
+        word = words[i]
+        if not word.startswith("-") or word in ("-", "--"):
+            break
+        key, eq, value = word.partition("=")
+        if not eq:
+            nxt = words[i + 1] if i + 1 < n else ""
+            if nxt and (not nxt.startswith("-") or _is_number(nxt)):
+                value, i = nxt, i + 1
+            else:
+                value = "true"
+        out[key] = value.strip("'\"")
+        i += 1
+    return out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
 def literal_eval(text: str) -> Any:
     """``ast.literal_eval`` that lets no Python warning out (a logged value is data, not the user's code).
 

@@ -30,7 +30,15 @@ import regex
 from acceptmon.parse.grammar import Grammar, GrammarSet, bounded
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.meta_info import read_meta_info
-from acceptmon.parse.pairs import JOURNAL_HEAD, docker_json, journal_entry, literal, read_pairs, split_top_level
+from acceptmon.parse.pairs import (
+    JOURNAL_HEAD,
+    docker_json,
+    journal_entry,
+    literal,
+    read_pairs,
+    split_argv,
+    split_top_level,
+)
 from acceptmon.parse.records import LaunchConfig, LineKind, Record, build
 from acceptmon.parse.state import UNRECOGNIZED_KEPT, ParseState, StreamState, Tally, continued, launch_config
 from acceptmon.parse.streams import NONE, Origin, path_origin, split
@@ -357,7 +365,10 @@ class Parser:
         return plan
 
     def _launch(self, g: Grammar, body: str, values: dict[str, Any]) -> Record:
-        raw = split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
+        if g.spec.body == "argv":
+            raw = split_argv(body)
+        else:
+            raw = split_top_level(body, "=" if g.spec.body == "kwargs" else ":")
         config: dict[str, Any] = {k: values.pop(k) for k in list(values) if k in _CONFIG_FIELDS}
         extra: dict[str, Any] = {}
         for key, text in raw.items():

@@ -239,6 +239,26 @@ def to_num_spec_tokens(text: str) -> Fields:
     return Fields(spec_num_steps=k, spec_num_draft_tokens=k + 1)
 
 
+def to_ratio(text: str) -> float | None:
+    """``a/b`` (``3/4``, ``3/ 4``) as a / b to six places; empty when b is 0 (a server that logged no
+    denominator: counted, never divided by)."""
+    num, sep, den = text.partition("/")
+    if not sep:
+        raise ValueError(f"not a ratio: {text!r}")
+    a, b = int(num), int(den)
+    if a < 0 or b < 0:
+        raise ValueError(f"a ratio of counts cannot be negative: {text!r}")
+    return round(a / b, 6) if b else None
+
+
+def to_step_tokens(text: str) -> float:
+    """The accepted draft tokens of one verify step as the tokens that step emitted: n + 1 (the bonus token)."""
+    n = int(text)
+    if n < 0:
+        raise ValueError(f"a count cannot be negative: {text!r}")
+    return float(n + 1)
+
+
 def to_float(text: str) -> float | None:
     """A number; ``nan`` and ``inf`` are empty (a server's 0/0), never a value that spoils every mean."""
     value = float(text)
@@ -262,6 +282,8 @@ VALUE_KINDS: dict[str, Convert] = {
     "speculative_config": to_speculative_config,
     "draft_model": to_draft_model,
     "num_spec_tokens": to_num_spec_tokens,
+    "ratio": to_ratio,
+    "step_tokens": to_step_tokens,
 }
 """Every value kind a grammar may name, with its converter."""
 

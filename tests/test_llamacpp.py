@@ -1,0 +1,200 @@
+"""llama.cpp's llama-server: the bundled sample log through every command, against oracles read off its text."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from acceptmon.parse.pairs import split_argv
+from acceptmon.parse.parser import Parser
+from acceptmon.parse.values import to_ratio, to_step_tokens
+from tests.conftest import ROOT, SAMPLES
+from tests.serving import Serve, value, wait_for
+
+LOG = SAMPLES / "llamacpp_draft_mtp.log"
+STATS = re.compile(
+    r"statistics\s+([\w-]+): #calls\(b,g,a\) = +\d+ +\d+ +(\d+), .*#gen tokens = +(\d+), #acc tokens = +(\d+)"
+)
+REQUEST = re.compile(r"draft acceptance = ([\d.]+) \( *(\d+) accepted / *(\d+) generated\)(?:, mean len = +([\d.]+))?")
+ROUND = re.compile(r"accepted (\d+)/(\d+) draft tokens")
+
+
+def _runs_of_text() -> list[dict[str, list[tuple[str, ...]]]]:
+    """The log cut at each `build:` line, with its statistics rows, request lines and round lines."""
+    runs: list[dict[str, list[tuple[str, ...]]]] = []
+    for line in LOG.read_text().splitlines():
+        if " build: " in line:
+            runs.append({"stats": [], "requests": [], "rounds": []})
+        for name, pattern in (("stats", STATS), ("requests", REQUEST), ("rounds", ROUND)):
+            m = pattern.search(line)
+            if m:
+                runs[-1][name].append(m.groups())
+    return runs
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "acceptmon", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def _nearest_rank(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(q * len(ordered) - 1e-9)) - 1]
+
+
+def test_records_of_every_line_family(grammars):
+    parser = Parser(grammars, "x.log")
+    records = parser.feed(LOG.read_bytes())
+    text = _runs_of_text()
+    spec = [r for r in records if r.kind == "spec"]
+    stats = [r for r in spec if r.engine != "steps"]
+    rounds = [r for r in spec if r.engine == "steps"]
+    requests = [r for r in records if r.kind == "request"]
+    assert len(stats) == sum(len(t["stats"]) for t in text) == 24
+    assert len(rounds) == sum(len(t["rounds"]) for t in text) > 500
+    assert len(requests) == sum(len(t["requests"]) for t in text) == 24
+    assert parser.tally.kinds["launch"] == 4 + 3  # the command line, build, model lines; run 1 a draft model too
+    assert not parser.tally.unrecognized
+    # A statistics row: the implementation, its cumulative counters, their ratio.
+    engine, _, drafted, accepted = text[0]["stats"][-1]
+    last = stats[13]
+    assert (last.engine, last.drafted_tokens, last.accepted_tokens, last.cumulative) == (
+        engine,
+        int(drafted),
+        int(accepted),
+        True,
+    )
+    assert last.accept_rate == round(int(accepted) / int(drafted), 6)
+    # A request line: accepted / generated as logged, the mean length where the release logs it.
+    first_old, first_new = requests[0], requests[14]
+    rate, acc, gen, mean = text[0]["requests"][0]
+    assert (first_old.accept_rate, first_old.correct_drafts, first_old.proposed_drafts) == (
+        float(rate),
+        int(acc),
+        int(gen),
+    )
+    assert first_old.accept_len is None and mean is None
+    assert first_new.accept_len == float(text[1]["requests"][0][3])
+    assert first_new.rank is not None and first_new.spec_algorithm == "draft-mtp"
+    # A round: accepted + the bonus token; a 0 denominator is counted and never divided by.
+    zero = [r for r in rounds if r.num_spec_tokens == 0]
+    assert zero and all(r.accept_rate is None and r.accept_len == 1.0 for r in zero)
+    full = next(r for r in rounds if r.num_spec_tokens == 3 and r.accept_len == 4.0)
+    assert full.accept_rate == 1.0
+
+
+def test_runs_give_each_server_start_its_model_method_tokens_and_request_quantiles():
+    out = _cli("runs", "--format", "json", str(LOG))
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(out.stdout)
+    text = _runs_of_text()
+    assert [(r["run"], r["spec_algorithm"], r["spec_num_steps"], r["version"]) for r in runs] == [
+        (1, "draft", 8, "6780"),
+        (2, "draft-mtp", 3, "7412"),
+    ]
+    assert runs[0]["spec_draft_model"] == "/models/Qwen3-0.6B-Q8_0.gguf"
+    assert {r["model"] for r in runs} == {"/models/Qwen3-8B-Q4_K_M.gguf"}
+    for got, want in zip(runs, text, strict=True):
+        _, calls, drafted, accepted = want["stats"][-1]  # counters since start: the run's last row is its total
+        assert (got["accepted_tokens"], got["drafted_tokens"]) == (int(accepted), int(drafted))
+        assert got["accept_len_by_tokens"] == round(1 + int(accepted) / int(calls), 6)
+        assert got["requests"] == len(want["requests"])
+    assert runs[0]["request_accept_len_p50"] is None  # that release logs no mean length
+    means = [float(m[3]) for m in text[1]["requests"]]
+    assert [runs[1][f"request_accept_len_p{q}"] for q in (10, 50, 90)] == [
+        _nearest_rank(means, q / 100) for q in (10, 50, 90)
+    ]
+
+
+def test_a_log_of_request_lines_alone_still_has_a_run_per_server_start(tmp_path):
+    """The default log level of the newest releases prints no statistics rows and no verify steps."""
+    log = tmp_path / "info.log"
+    log.write_text("".join(x for x in LOG.read_text().splitlines(True) if not STATS.search(x) and not ROUND.search(x)))
+    out = _cli("runs", "--format", "json", str(log))
+    assert out.returncode == 0, out.stderr
+    runs = json.loads(out.stdout)
+    assert [(r["run"], r["spec_algorithm"], r["requests"], r["batches"]) for r in runs] == [
+        (1, "draft", 14, 0),
+        (2, "draft-mtp", 10, 0),
+    ]
+    assert runs[1]["request_accept_len_p50"] is not None
+
+
+def test_doctor_and_compare_read_the_runs():
+    doctor = _cli("doctor", str(LOG))
+    assert doctor.returncode == 0, doctor.stderr
+    assert "run 1: /models/Qwen3-8B-Q4_K_M.gguf, draft steps 8, 14 batches" in doctor.stdout
+    assert "2 runs: 0 errors" in doctor.stdout
+    compare = _cli("compare", f"{LOG}#1", f"{LOG}#2")
+    assert compare.returncode == 0, compare.stderr
+    assert "draft steps 8; 14 batches" in compare.stdout
+
+
+def _generator():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("make_llamacpp", ROOT / "scripts" / "make_llamacpp_sample_logs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_llamacpp"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_doctor_warns_of_a_draft_model_whose_tokens_are_rarely_accepted(tmp_path):
+    make = _generator()
+    log = make.Log(random.Random(1), pid=None)
+    make.launch(log, 6780, "1a2b3c4d", "-m /m/a.gguf -md /m/b.gguf --draft-max 8", "/m/a.gguf", "/m/b.gguf")
+    impl = make.Impl("draft")
+    for _ in range(40):
+        make.request(log, impl, 8, 0.15, era="server", rounds=False)
+    path = tmp_path / "weak.log"
+    path.write_text("\n".join(log.lines) + "\n")
+    out = _cli("doctor", "--format", "json", str(path))
+    assert out.returncode == 0, out.stderr
+    findings = json.loads(out.stdout)["findings"]
+    assert [(f["rule"], f["severity"]) for f in findings] == [("P2", "warning")]
+    stats = [STATS.search(x) for x in path.read_text().splitlines()]
+    _, calls, _, accepted = [m.groups() for m in stats if m][-1]
+    assert 1 + int(accepted) / int(calls) < 1.5  # what the log says: under the rule's threshold
+
+
+def test_serve_counts_the_statistics_rows_tokens_and_the_requests():
+    text = _runs_of_text()
+    serve = Serve("--from-start", str(LOG))
+    try:
+        serve.wait_listening()
+        metrics = wait_for(lambda: (m := serve.metrics()) and value(m, "acceptmon_requests_total", rank="0") and m)
+        for run in text:
+            engine, calls, drafted, accepted = run["stats"][-1]
+            assert value(metrics, "acceptmon_accepted_tokens_total", engine=engine) == int(accepted)
+            assert value(metrics, "acceptmon_drafted_tokens_total", engine=engine) == int(drafted)
+            assert value(metrics, "acceptmon_verify_steps_total", rank=engine) == int(calls)
+        requests = sum(v for k, v in metrics["acceptmon_requests_total"].items())
+        assert requests == sum(len(t["requests"]) for t in text)
+        assert "steps" not in {dict(k).get("engine") for k in metrics["acceptmon_accepted_tokens_total"]}
+    finally:
+        serve.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("3/4", 0.75), ("3/ 4", 0.75), ("0/0", None), ("5/0", None)],
+)
+def test_ratio_never_divides_by_zero(text, want):
+    assert to_ratio(text) == want
+
+
+def test_step_tokens_and_command_lines():
+    assert to_step_tokens("0") == 1.0
+    assert split_argv("-m a.gguf --draft-max=16 -c -1 --flash-attn --spec-type ngram-mod > out.log") == {
+        "-m": "a.gguf",
+        "--draft-max": "16",
+        "-c": "-1",
+        "--flash-attn": "true",
+        "--spec-type": "ngram-mod",
+    }
