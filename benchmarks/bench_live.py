@@ -3,7 +3,8 @@
 1. Append-to-visible latency: a decode line is appended; how long until /metrics shows it
    (p50/p99 over N appends), with inotify and with --poll; and a line written to ``serve -``'s
    standard input (a pipe, as ``kubectl logs -f POD | acceptmon serve -``): goal p99 <= 100 ms.
-2. CPU while following 1,000 lines/s for a while: process CPU time / wall time.
+2. CPU while following 1,000 lines/s for a while: process CPU time / wall time; one file, and 30 files
+   (1,000 lines/s in total) beside ``tail -F | mawk`` over the same files, with serve's RSS.
 3. RSS while following 10 M lines (rotated every 1 M lines to keep the disk small):
    sampled after each million, to see that it stays flat.
 
@@ -136,6 +137,69 @@ def cpu_at_rate(tmp: Path, seconds: float, rate: int = 1000) -> tuple[float, int
     return 100 * busy / wall, written
 
 
+def many_files(tmp: Path, seconds: float, files: int = 30, rate: int = 1000) -> dict[str, float]:
+    """``serve 'dir/*.log'`` over ``files`` logs written at ``rate`` lines/s in total (round robin, every
+    10 ms), beside ``tail -F | mawk`` following the same files: CPU % of one core of each, serve's RSS at
+    the start and end of the window, and whether every line was counted."""
+    d = tmp / "many"
+    d.mkdir()
+    logs = [d / f"pod{i:02d}.log" for i in range(files)]
+    for log in logs:
+        log.write_text(launch_line() + "\n")
+    serve = Serve(str(d / "*.log"), "--max-series", "4096")
+    serve.wait_listening()
+    awk = subprocess.Popen(
+        f"tail -q -n 0 -F {d}/*.log | mawk '/accept len/ {{n++}} END {{print n}}'",
+        shell=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    written = 0
+    handles = [log.open("a") for log in logs]
+    try:
+        time.sleep(1.5)
+        pids = [
+            int(p) for p in subprocess.run(["pgrep", "-s", str(awk.pid)], capture_output=True, text=True).stdout.split()
+        ]
+        r0, c0, a0, t0 = (
+            rss_mib(serve.proc.pid),
+            cpu_seconds(serve.proc.pid),
+            sum(map(cpu_seconds, pids)),
+            time.monotonic(),
+        )
+        batch = max(1, rate // 100)
+        next_at = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            for k in range(batch):
+                f = handles[(written + k) % files]
+                f.write(decode_line(written + k, running=1 + (written + k) % 7) + "\n")
+            for f in handles:
+                f.flush()
+            written += batch
+            next_at += 0.01
+            time.sleep(max(0.0, next_at - time.monotonic()))
+        wall = time.monotonic() - t0
+        busy, ref = cpu_seconds(serve.proc.pid) - c0, sum(map(cpu_seconds, pids)) - a0
+        r1 = rss_mib(serve.proc.pid)
+        deadline = time.monotonic() + 10
+        counted = 0.0
+        while time.monotonic() < deadline:
+            m = parse_metrics(serve.get())
+            counted = sum(m.get("acceptmon_decode_batches_total", {}).values())
+            if counted >= written:
+                break
+            time.sleep(0.2)
+    finally:
+        for f in handles:
+            f.close()
+        serve.stop()
+        os.killpg(awk.pid, 15)
+        awk.wait(timeout=10)
+    return {"cpu": 100 * busy / wall, "awk_cpu": 100 * ref / wall, "rss_start": r0, "rss_end": r1,
+            "written": written, "counted": counted}  # fmt: skip
+
+
 def rss_over_lines(tmp: Path, total: int, per_file: int = 1_000_000) -> list[tuple[int, float]]:
     log = tmp / "rss.log"
     log.write_text(launch_line() + "\n")
@@ -174,7 +238,7 @@ def main() -> None:
     ap.add_argument("--appends", type=int, default=200)
     ap.add_argument("--cpu-seconds", type=float, default=30)
     ap.add_argument("--lines", type=int, default=10_000_000)
-    ap.add_argument("--only", default="files,stdin,cpu,rss", help="cases to run, comma-separated")
+    ap.add_argument("--only", default="files,stdin,cpu,files30,rss", help="cases to run, comma-separated")
     a = ap.parse_args()
     cases = set(a.only.split(","))
     with tempfile.TemporaryDirectory() as d:
@@ -188,6 +252,12 @@ def main() -> None:
             pct, n = cpu_at_rate(tmp, a.cpu_seconds)
             print(f"CPU following 1,000 lines/s for {a.cpu_seconds:.0f} s ({n:,} lines): {pct:.1f} % of one core "
                   "(goal <= 5 %)", flush=True)  # fmt: skip
+        if "files30" in cases:
+            r = many_files(tmp, a.cpu_seconds)
+            print(f"30 files, 1,000 lines/s in total for {a.cpu_seconds:.0f} s ({r['written']:,} lines, "
+                  f"{r['counted']:,.0f} counted): serve {r['cpu']:.1f} % of one core (goal <= 5 %), "
+                  f"tail -F | mawk {r['awk_cpu']:.1f} %; serve RSS {r['rss_start']:.1f} -> {r['rss_end']:.1f} MiB "
+                  "(goal flat)", flush=True)  # fmt: skip
         if "rss" in cases:
             print(f"RSS while following {a.lines:,} lines:")
             samples = rss_over_lines(tmp, a.lines)

@@ -33,8 +33,8 @@ from tests.test_cli import acceptmon
         ),
         (
             ["parse", "x.log", "--format", "jsn"],
-            "acceptmon parse: error: argument --format: invalid choice: 'jsn'; did you mean 'jsonl'? "
-            "(choose from 'csv', 'jsonl') (see acceptmon parse --help)",
+            "acceptmon parse: error: argument --format: invalid choice: 'jsn'; did you mean 'json'? "
+            "(choose from 'csv', 'jsonl', 'json', 'parquet') (see acceptmon parse --help)",
         ),
         (
             ["grammars", "chek"],

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from acceptmon import __version__
 from acceptmon.errors import AcceptmonError
+from acceptmon.version import __version__
 
 _MODULES = {"parse": "batch", "runs": "batch", "grammars": "batch", "compare": "compare"}
 _MODULES.update(serve="live", tail="live", demo="live", doctor="doctor")

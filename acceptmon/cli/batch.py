@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
 from acceptmon.display import line_counts, plural
@@ -17,12 +17,14 @@ from acceptmon.inputs.refs import unique_paths
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
-from acceptmon.pipeline.batch import Progress, default_jobs, run
+from acceptmon.pipeline.batch import Job, Progress, default_jobs, run
 from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
-from acceptmon.sinks.table import FORMATS, TableJob, columns, infer_format, row_format
+from acceptmon.sinks.table import FORMATS, TableJob, Writer, check_parquet, columns, infer_format, row_format
 
 if TYPE_CHECKING:
     from acceptmon.measure.summary import RunSummary
+    from acceptmon.parse.kinds import RecordKind
+    from acceptmon.sinks.parquet import ParquetJob
 
 PARSE_HELP = """\
 One row per decode-batch line (SGLang) and per spec and throughput line (vLLM); other record kinds
@@ -101,6 +103,13 @@ def add_parsers(sub: Subcommands) -> None:
     )
     runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
+    runs.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the runs to FILE instead of stdout, in the format of its suffix: .csv, .json or .parquet "
+        "(Parquet: typed columns; pyarrow, pip install 'acceptmon[parquet]')",
+    )
     grammar_option(runs)
     year_option(runs)
     runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
@@ -130,15 +139,28 @@ def cmd_parse(args: argparse.Namespace) -> int:
     check_output(args.output, args.files)
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
+    kinds = (KINDS[args.kind],) if args.kind else None
+    if fmt == "parquet":
+        check_parquet(args.output)
+        from acceptmon.sinks.parquet import pyarrow_module
+
+        pyarrow_module()  # installed, or one line saying how, before anything is read
     started = time.monotonic()
     try:
         streams = any(map(is_stream, args.files))  # read as they come: a row is written when its line is
         with atomic_output(args.output, flush=streams) as out:
-            job = TableJob(fmt, out, (KINDS[args.kind],) if args.kind else None)
-            fast = None if args.kind else row_format(fmt)  # the fast lane writes the default table's rows
+            job: TableJob | ParquetJob = TableJob(fmt, out, kinds) if fmt != "parquet" else _parquet_job(out, kinds)
+            # the fast lane writes the default table's rows as text; Parquet's are typed values
+            fast = None if args.kind or fmt == "parquet" else row_format(fmt)
             jobs = max(1, args.jobs)
             result = run(
-                args.files, grammars, job, jobs=jobs, on_progress=_progress_printer(), fast=fast, as_read=streams
+                args.files,
+                grammars,
+                cast("Job[Any]", job),
+                jobs=jobs,
+                on_progress=_progress_printer(),
+                fast=fast,
+                as_read=streams,
             )
             job.finish()
     except KeyboardInterrupt:
@@ -152,6 +174,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parquet_job(out: Writer, kinds: tuple[RecordKind, ...] | None) -> ParquetJob:
+    from acceptmon.sinks.parquet import ParquetJob
+
+    return ParquetJob(out, kinds)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from acceptmon.cli.wiring import say_left_out, say_unrecognized
     from acceptmon.measure.summary import with_unrecognized
@@ -160,6 +188,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
+    args.output = output_path(args.output)
+    check_output(args.output, args.files)
+    fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
     job = StatsJob()
     result = run(
@@ -172,27 +203,66 @@ def cmd_runs(args: argparse.Namespace) -> int:
     say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
     if not job.records:
         _no_rows_hint(args.files)
-    _print_runs(summaries, args.format)
+    _print_runs(summaries, fmt, args.output)
     return 0
 
 
-def _print_runs(summaries: list[RunSummary], fmt: str) -> None:
+RUNS_SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet"}
+"""What ``runs -o FILE`` writes, by the file's suffix."""
+
+
+def runs_output(output: str | None, given: str) -> str:
+    """The format of ``runs``' output: ``--format`` on stdout, else ``-o``'s suffix (checked before reading)."""
+    if output is None:
+        return given
+    fmt = RUNS_SUFFIXES.get(Path(output).suffix.lower())
+    if fmt is None:
+        raise InputError(output, f"runs -o writes {', '.join(RUNS_SUFFIXES)}: name the file with one of them")
+    if given not in ("table", fmt):
+        raise InputError(output, f"--format {given}, but the suffix means {fmt}: leave out --format")
+    if fmt == "parquet":
+        from acceptmon.sinks.parquet import pyarrow_module
+
+        pyarrow_module()
+    return fmt
+
+
+def _runs_text(summaries: list[RunSummary], fmt: str) -> str:
     import csv
+    import io
 
     from acceptmon.display import strict_json
     from acceptmon.measure.summary import RunSummary
-    from acceptmon.sinks.runs_table import render_runs_table, tree_notes
+    from acceptmon.sinks.runs_table import render_runs_table
 
+    if fmt == "json":
+        return strict_json([s.model_dump(mode="json") for s in summaries], indent=2) + "\n"
+    if fmt == "csv":
+        text = io.StringIO()
+        w = csv.writer(text)
+        w.writerow(RunSummary.model_fields)
+        for s in summaries:
+            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
+        return text.getvalue()
+    return render_runs_table(summaries) + "\n"
+
+
+def _print_runs(summaries: list[RunSummary], fmt: str, output: str | None = None) -> None:
+    from acceptmon.measure.summary import RunSummary
+    from acceptmon.sinks.runs_table import tree_notes
+
+    if output is not None:
+        with atomic_output(output) as out:
+            if fmt == "parquet":
+                from acceptmon.sinks.parquet import write_models
+
+                write_models(out, summaries, RunSummary)
+            else:
+                out.write(_runs_text(summaries, fmt).encode())
+        print(f"acceptmon: {plural(len(summaries), 'run')} -> {output}", file=sys.stderr)
+        return
     with stdout_writes():
-        if fmt == "json":
-            print(strict_json([s.model_dump(mode="json") for s in summaries], indent=2))
-        elif fmt == "csv":
-            w = csv.writer(sys.stdout)
-            w.writerow(RunSummary.model_fields)
-            for s in summaries:
-                w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
-        else:
-            print(render_runs_table(summaries))
+        sys.stdout.write(_runs_text(summaries, fmt))
     if fmt == "table":  # under the table, on stderr: the table stays one row per line for awk
         for note in tree_notes(summaries):
             print(f"acceptmon: {note}", file=sys.stderr)

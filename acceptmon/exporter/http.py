@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from acceptmon import __version__
 from acceptmon.errors import InputError
 from acceptmon.exporter.webconfig import BasicAuth, HTTPServerConfig, TLSServerConfig, WebConfig, load_web_config
+from acceptmon.version import __version__
 
 __all__ = [
     "CONTENT_TYPE",

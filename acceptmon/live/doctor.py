@@ -52,16 +52,16 @@ class LiveDoctor:
         self._changes: list[Any] = []
         self._judged = -math.inf
         self._unjudged = False
-        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     def feed(self, facts: list[Fact]) -> None:
-        """Queue facts for the next judgement (constant time: the judging happens elsewhere)."""
+        """Queue facts for the next judgement (constant time: the judging happens elsewhere). The doctor's
+        thread takes them at its next tick: waking it for every batch of lines cost a followed log more
+        CPU than parsing them (a thread switch per read, 30 files at 1,000 lines/s)."""
         if not facts:
             return
         with self._lock:
             self._pending.append(facts)
-        self._wake.set()
 
     def judge(self) -> None:
         """One step: hand the queued facts to the doctor, and judge again if the interval has passed."""
@@ -99,9 +99,7 @@ class LiveDoctor:
             return
 
         def run() -> None:
-            while not stop.is_set():
-                self._wake.wait(DOCTOR_SECONDS)
-                self._wake.clear()
+            while not stop.wait(DOCTOR_SECONDS):
                 self.judge()
 
         self._thread = threading.Thread(target=run, name="acceptmon-doctor", daemon=True)

@@ -12,7 +12,7 @@ numbers, same run index and launch config, hence byte-identical output.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -143,6 +143,17 @@ def _run_sequential(
         if on_progress:
             on_progress(progress)
     return parser.tally
+
+
+def records(path: str, grammars: GrammarSet, wanted: frozenset[str] | None = None) -> Iterator[Record]:
+    """Every record of ``path`` (a file, ``.gz``, ``-``) in file order, a block at a time: the reader of
+    :func:`run` on one process, for a caller that iterates (the library's :func:`acceptmon.read`)."""
+    parser = Parser(grammars, path, records=wanted)
+    if path != "-":
+        check_path(path)
+    for _, parts in inplace.blocks(parser, path, (0, None), lambda block: [parser.feed(block)], (None, False, 0)):
+        for part in parts:
+            yield from part
 
 
 def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> list[T]:

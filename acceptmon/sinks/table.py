@@ -25,10 +25,11 @@ from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
 from acceptmon.parse.records import Record
 from acceptmon.parse.streams import STREAM_FIELDS
 
-TableFormat: TypeAlias = Literal["csv", "jsonl", "json"]
+TableFormat: TypeAlias = Literal["csv", "jsonl", "json", "parquet"]
 RowFormat: TypeAlias = Literal["csv", "jsonl"]
 """How one chunk's rows are formatted: a JSON array's rows are JSON Lines, joined when written."""
-FORMATS: tuple[TableFormat, ...] = ("csv", "jsonl", "json")
+FORMATS: tuple[TableFormat, ...] = ("csv", "jsonl", "json", "parquet")
+"""Parquet is written by :mod:`acceptmon.sinks.parquet` (pyarrow, an optional extra), to a file only."""
 
 
 class Writer(Protocol):
@@ -44,7 +45,13 @@ def columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
     return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in (kinds or table_kinds()))))
 
 
-SUFFIXES: dict[str, TableFormat] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+SUFFIXES: dict[str, TableFormat] = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+}
 """Output suffixes and their formats; each may be followed by ``.gz`` (compressed)."""
 
 
@@ -74,8 +81,8 @@ def infer_format(output: str | None, given: str | None) -> TableFormat:
     return fmt
 
 
-_MEANS: dict[TableFormat, str] = {"csv": "CSV", "jsonl": "JSON Lines", "json": "one JSON array"}
-_EXTENSION: dict[TableFormat, str] = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json"}
+_MEANS: dict[TableFormat, str] = {"csv": "CSV", "jsonl": "JSON Lines", "json": "one JSON array", "parquet": "Parquet"}
+_EXTENSION: dict[TableFormat, str] = {"csv": ".csv", "jsonl": ".jsonl", "json": ".json", "parquet": ".parquet"}
 
 
 def _suffix(output: str) -> str:
@@ -93,6 +100,14 @@ def _renamed(output: str, fmt: TableFormat) -> str:
     gz = ".gz" if output.endswith(".gz") else ""
     name = output.removesuffix(".gz")
     return name[: len(name) - len(_suffix(output))] + _EXTENSION[fmt] + gz
+
+
+def check_parquet(output: str | None) -> None:
+    """A Parquet table goes to a file (it is written with a footer at the end, not as a stream) without ``.gz``."""
+    if output is None:
+        raise InputError("-o", "Parquet is written to a file: -o rows.parquet")
+    if output.endswith(".gz"):
+        raise InputError(output, "Parquet compresses its own columns: name the file without .gz")
 
 
 def row_format(fmt: TableFormat) -> RowFormat:

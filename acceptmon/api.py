@@ -1,0 +1,85 @@
+"""The library API: what the commands read and report, as Python objects (``import acceptmon``).
+
+Thin over the code the commands run, never a second implementation: :func:`read` is the reader of
+``acceptmon parse``, :func:`runs` the aggregate of ``acceptmon runs`` (objects whose
+``model_dump(mode="json")`` is the command's JSON), :func:`to_arrow` the ``parse`` table as a typed
+``pyarrow.Table`` (the optional extra ``acceptmon[parquet]``). Paths are files, ``.gz`` files or
+``"-"`` for standard input.
+
+>>> import acceptmon
+>>> rows = [r for r in acceptmon.read("sample_logs/seed_eagle3_moe.log", kinds=["decode"])]
+>>> len(rows), rows[0].kind, rows[0].accept_len
+(384, 'decode', 1.17)
+>>> [round(r.accept_len_mean, 2) for r in acceptmon.runs("sample_logs/seed_eagle3_moe.log")]
+[1.13, 2.84, 1.81, 2.41, 3.27]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Union
+
+from acceptmon.errors import InputError
+from acceptmon.measure.summary import RunSummary, with_unrecognized
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS, table_kinds
+from acceptmon.parse.load import load_grammars
+from acceptmon.parse.records import Record
+from acceptmon.pipeline.batch import records, run
+from acceptmon.sinks.parquet import pyarrow_module, table_schema
+from acceptmon.sinks.runs_table import StatsJob
+
+if TYPE_CHECKING:
+    import pyarrow
+
+__all__ = ["read", "runs", "to_arrow"]
+
+Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
+"""One path or several: files, ``.gz`` files, ``"-"`` for standard input."""
+
+
+def _paths(paths: Paths) -> list[str]:
+    if isinstance(paths, str | os.PathLike):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def _kinds(kinds: Iterable[str] | None) -> frozenset[str] | None:
+    if kinds is None:
+        return None
+    wanted = frozenset(kinds)
+    unknown = sorted(wanted - set(KINDS))
+    if unknown:
+        raise InputError("kinds", f"unknown record kind(s) {unknown}; known: {sorted(KINDS)}")
+    return wanted
+
+
+def read(paths: Paths, kinds: Iterable[str] | None = None, *, grammars: GrammarSet | None = None) -> Iterator[Record]:
+    """Every record of ``paths`` in file order (typed, frozen: :mod:`acceptmon.parse.records`), as
+    ``acceptmon parse`` reads them; ``kinds`` keeps those kinds (``"decode"``, ``"spec"``, ``"launch"``...)."""
+    wanted = _kinds(kinds)
+    gset = grammars or load_grammars()
+    for path in _paths(paths):
+        for r in records(path, gset, wanted):
+            if wanted is None or r.kind in wanted:
+                yield r
+
+
+def runs(paths: Paths, *, grammars: GrammarSet | None = None, jobs: int = 1) -> list[RunSummary]:
+    """One summary per server launch, as ``acceptmon runs`` prints them (same fields as its JSON)."""
+    job = StatsJob()
+    result = run(_paths(paths), grammars or load_grammars(), job, jobs=max(1, jobs))
+    return with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
+
+
+def to_arrow(paths: Paths, kinds: Iterable[str] | None = None, *, grammars: GrammarSet | None = None) -> pyarrow.Table:
+    """The rows ``acceptmon parse`` writes, as a ``pyarrow.Table`` with typed columns (pyarrow is the
+    optional extra ``acceptmon[parquet]``): ``pip install 'acceptmon[parquet]'``)."""
+    pa = pyarrow_module()
+    table = {k.name for k in table_kinds()}
+    wanted = _kinds(kinds) or frozenset(table)
+    schema = table_schema()
+    cols = tuple(schema.names)
+    rows = [{c: getattr(r, c, None) for c in cols} for r in read(paths, wanted & table, grammars=grammars)]
+    return pa.Table.from_pylist(rows, schema=schema)

@@ -1,0 +1,123 @@
+"""The ``parse`` table and the ``runs`` summaries as Parquet (pyarrow: the optional extra ``acceptmon[parquet]``).
+
+Columns and rows are the CSV's (:mod:`acceptmon.sinks.table`), typed from the record models: timestamps
+as timestamps, counts as integers, per-position rates as lists. pyarrow is imported only here, when a
+``.parquet`` output is asked for; without it, one line says how to install it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, get_args, get_origin
+
+from pydantic import BaseModel
+
+from acceptmon.errors import InputError
+from acceptmon.parse.kinds import RecordKind, table_kinds
+from acceptmon.parse.records import Record
+from acceptmon.sinks.table import Writer, columns
+
+if TYPE_CHECKING:
+    import pyarrow
+
+__all__ = ["INSTALL", "ParquetJob", "model_schema", "pyarrow_module", "table_schema", "write_models"]
+
+INSTALL = "pip install 'acceptmon[parquet]'"
+
+
+def pyarrow_module() -> Any:
+    """``pyarrow``, or one clear error naming the extra to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError("pyarrow", f"Parquet needs pyarrow, which is not installed: {INSTALL}") from None
+    return pyarrow
+
+
+def arrow_type(annotation: Any) -> Any:
+    """The arrow type of a model field's annotation (its optional part: every column may be empty)."""
+    pa = pyarrow_module()
+    origin, args = get_origin(annotation), [a for a in get_args(annotation) if a is not type(None)]
+    if origin is list:
+        return pa.list_(arrow_type(args[0]) if args else pa.string())
+    if origin is not None and args:  # X | None, Literal[...] (text)
+        return arrow_type(args[0]) if isinstance(args[0], type) or get_origin(args[0]) else pa.string()
+    types = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), datetime: pa.timestamp("ms")}
+    return types.get(annotation, pa.string())
+
+
+def table_schema(kinds: Sequence[RecordKind] | None = None) -> pyarrow.Schema:
+    """The ``parse`` table's columns (of ``kinds``, default the table kinds) with their types."""
+    pa = pyarrow_module()
+    fields: dict[str, Any] = {}
+    for kind in kinds or table_kinds():
+        for name, info in kind.model.model_fields.items():
+            fields.setdefault(name, info.annotation)
+    return pa.schema([(c, arrow_type(fields.get(c, str))) for c in columns(kinds)])
+
+
+def model_schema(model: type[BaseModel]) -> pyarrow.Schema:
+    pa = pyarrow_module()
+    return pa.schema([(n, arrow_type(f.annotation)) for n, f in model.model_fields.items()])
+
+
+class _Out:
+    """A forward-only binary stream over acceptmon's output writer, as pyarrow writes to one."""
+
+    def __init__(self, out: Writer) -> None:
+        self.out, self.pos, self.closed = out, 0, False
+
+    def write(self, data: Any) -> int:
+        self.out.write(bytes(data))
+        self.pos += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class ParquetJob:
+    """The table kinds' rows (built in workers too) written as Parquet row groups, in order."""
+
+    def __init__(self, out: Writer, kinds: Sequence[RecordKind] | None = None) -> None:
+        pa = pyarrow_module()
+        self.kinds = tuple(kinds or table_kinds())
+        self.records_wanted = frozenset(k.name for k in self.kinds)
+        self.schema = table_schema(self.kinds)
+        self.columns = tuple(self.schema.names)
+        self.records = 0
+        self._writer = pa.parquet.ParquetWriter(pa.PythonFile(_Out(out), mode="w"), self.schema)
+
+    def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
+        cols = self.columns
+        return [tuple(getattr(r, c, None) for c in cols) for r in records if r.kind in self.records_wanted]
+
+    def collect(self, part: list[tuple[Any, ...]]) -> None:
+        if not part:
+            return
+        pa = pyarrow_module()
+        self.records += len(part)
+        arrays = [pa.array(list(col), type=f.type) for col, f in zip(zip(*part, strict=True), self.schema, strict=True)]
+        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def finish(self) -> None:
+        self._writer.close()
+
+
+def write_models(out: Writer, rows: Sequence[BaseModel], model: type[BaseModel]) -> None:
+    """Pydantic objects (``runs``' summaries) as one Parquet table, a column per field."""
+    pa = pyarrow_module()
+    schema = model_schema(model)
+    table = pa.Table.from_pylist([r.model_dump() for r in rows], schema=schema)
+    pa.parquet.write_table(table, pa.PythonFile(_Out(out), mode="w"))
