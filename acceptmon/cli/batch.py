@@ -14,6 +14,7 @@ from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path, is_stream, open_log
 from acceptmon.inputs.refs import unique_paths
+from acceptmon.inputs.remote import local_names
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
@@ -136,7 +137,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
-    check_output(args.output, args.files)
+    check_output(args.output, local_names(args.files))
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     kinds = (KINDS[args.kind],) if args.kind else None
@@ -189,7 +190,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
-    check_output(args.output, args.files)
+    check_output(args.output, local_names(args.files))
     fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
     job = StatsJob()
