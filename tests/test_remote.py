@@ -307,6 +307,14 @@ def test_without_fsspec_a_url_says_how_to_install():
     )
 
 
+def test_output_to_a_url_is_refused_before_reading(capfd):
+    for command in ("parse", "runs"):
+        code, err = run(command, SAMPLES / LOGS[0], "-o", "s3://b/out.csv", capfd=capfd)[::2]
+        assert one_error(code, err, "s3://b/out.csv") == (
+            "-o writes a local file; URLs are read, not written (copy the file up afterwards)"
+        )
+
+
 def test_schemes_not_read_and_packages_missing(capfd):
     assert one_error(*run("parse", "ftp://h/x.log", capfd=capfd)[::2], "ftp://h/x.log") == (
         "URL scheme ftp:// is not read; acceptmon reads s3://, gs://, http://, https:// and file:// URLs"

@@ -14,7 +14,7 @@ from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path, is_stream, open_log
 from acceptmon.inputs.refs import unique_paths
-from acceptmon.inputs.remote import local_names
+from acceptmon.inputs.remote import is_url, local_names
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
@@ -137,6 +137,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
+    _local_output(args.output)
     check_output(args.output, local_names(args.files))
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
@@ -175,6 +176,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _local_output(output: str | None) -> None:
+    """``-o`` names a local file: a URL is read, never written."""
+    if output is not None and is_url(output):
+        raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
+
+
 def _parquet_job(out: Writer, kinds: tuple[RecordKind, ...] | None) -> ParquetJob:
     from acceptmon.sinks.parquet import ParquetJob
 
@@ -190,6 +197,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
+    _local_output(args.output)
     check_output(args.output, local_names(args.files))
     fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
