@@ -130,6 +130,15 @@ def test_file_urls_read_as_the_files(logs, capfd):
     local = run("runs", *sorted(p for p in logs.iterdir() if p.is_file()), "--format", "json", capfd=capfd)[1]
     assert code == 0 and out == local.replace(f'"{logs}/', f'"{url}/')
     assert '"file": "file://' in out and out.count('"run":') == 7
+    for url, why in (
+        ("file:///proc/self/status", "is under /proc: a kernel interface, not a log file"),
+        (
+            "file:///dev/null",
+            "not a regular file (a character device); acceptmon reads regular files, FIFOs or - for stdin",
+        ),
+        ("file:///nope.log", "no such file"),
+    ):
+        assert one_error(*run("parse", url, capfd=capfd)[::2], url) == why
 
 
 # -- HTTP: fsspec's HTTP filesystem against python's http.server ----------------------------------------------
@@ -141,6 +150,11 @@ def test_http_parse_plain_and_gz_is_the_local_table(logs, http_base, capfd):
         assert code == 0, err
         assert out == local_parse(logs / name, http_base, capfd)
     assert out.count("\n") == 51  # old_0.4.4.log's 50 decode rows and the header, from the .gz
+    signed = f"{http_base}/{LOGS[0]}?X-Amz-Signature=ab%2Fc&X-Amz-Expires=60"  # a presigned URL: one object
+    code, out, err = run("parse", signed, capfd=capfd)
+    assert code == 0 and out == local_parse(logs / LOGS[0], http_base, capfd).replace(
+        f"{LOGS[0]},", f"{signed[len(http_base) + 1 :]},"
+    )
 
 
 def test_http_runs_by_names_and_by_glob_of_the_listing(logs, http_base, capfd):
@@ -326,5 +340,5 @@ def test_schemes_not_read_and_packages_missing(capfd):
             "reading gs:// URLs needs gcsfs: pip install 'acceptmon[gcs]'"
         )
     assert one_error(*run("compare", "file:///nope.log#1", "x", capfd=capfd)[::2], "file:///nope.log") == (
-        "no such object"
+        "no such file"
     )

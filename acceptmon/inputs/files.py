@@ -23,7 +23,7 @@ from typing import BinaryIO, Final, cast
 from acceptmon.errors import InputError
 from acceptmon.inputs.container import Joiner
 from acceptmon.inputs.journal import wrap
-from acceptmon.inputs.remote import check_url, is_url, open_url
+from acceptmon.inputs.remote import check_url, file_path, is_url, open_url
 
 BLOCK_SIZE: Final = 1 << 22
 """Bytes read at a time (4 MiB)."""
@@ -83,6 +83,12 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
                 "a URL is not followed live: tail and serve read local files and streams "
                 "(parse, runs, compare and doctor read URLs)",
             )
+        local = file_path(path)
+        if local is not None:  # a file:// URL: a device or a kernel file is refused as by its path
+            try:
+                check_path(local)
+            except InputError as exc:
+                raise InputError(path, exc.reason) from None
         check_url(path)
         return
     try:

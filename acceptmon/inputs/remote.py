@@ -42,6 +42,15 @@ def scheme(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
+def is_pattern(url: str) -> bool:
+    """Whether a URL is a glob: ``*``, ``?`` or ``[`` after the scheme; for HTTP only ``*`` before the query
+    (``?`` starts one: a presigned URL is one object)."""
+    rest = url.split("://", 1)[1]
+    if scheme(url) in ("http", "https"):
+        return "*" in rest.split("?", 1)[0]
+    return _GLOB.search(rest) is not None
+
+
 def _filesystem(url: str) -> tuple[Any, str]:
     """(fsspec filesystem, its path) for ``url``; the extra missing or a scheme not read: InputError."""
     name = scheme(url)
@@ -101,7 +110,7 @@ def check_url(url: str) -> None:
     """Raise InputError with a one-line reason if ``url`` is no object that can be read as a log."""
     if url in _info:
         return
-    if _GLOB.search(url.split("://", 1)[1]):
+    if is_pattern(url):
         raise InputError(url, "is a pattern: name one object here")
     fs, path = _filesystem(url)
     try:
@@ -121,7 +130,7 @@ def expand(paths: Iterable[str]) -> list[str]:
     """``paths`` with each URL glob replaced by the objects it matches, sorted; none matching is an error."""
     out: list[str] = []
     for path in paths:
-        if not is_url(path) or not _GLOB.search(path.split("://", 1)[1]):
+        if not is_url(path) or not is_pattern(path):
             out.append(path)
             continue
         fs, pattern = _filesystem(path)
@@ -169,13 +178,14 @@ def modified(url: str) -> datetime | None:
     return None
 
 
+def file_path(url: str) -> str | None:
+    """The local file a ``file://`` URL names, else None."""
+    return str(_filesystem(url)[1]) if is_url(url) and scheme(url) == "file" else None
+
+
 def local_names(paths: Iterable[str]) -> list[str]:
     """The local files among ``paths``: every path but URLs, and the file a ``file://`` URL names."""
-    return [
-        str(_filesystem(p)[1]) if is_url(p) and scheme(p) == "file" else p
-        for p in paths
-        if not is_url(p) or scheme(p) == "file"
-    ]
+    return [p if not is_url(p) else str(file_path(p)) for p in paths if not is_url(p) or scheme(p) == "file"]
 
 
 def open_url(url: str) -> BinaryIO:
