@@ -71,7 +71,12 @@ def add_parsers(sub: Subcommands) -> None:
         description=PARSE_HELP.format(columns=", ".join(columns())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    parse.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
+    )
     parse.add_argument(
         "-o",
         "--output",
@@ -102,7 +107,12 @@ def add_parsers(sub: Subcommands) -> None:
         description=RUNS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    runs.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
+    )
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     runs.add_argument(
         "-o",
