@@ -3,8 +3,8 @@
 Thin over the code the commands run, never a second implementation: :func:`read` is the reader of
 ``acceptmon parse``, :func:`runs` the aggregate of ``acceptmon runs`` (objects whose
 ``model_dump(mode="json")`` is the command's JSON), :func:`to_arrow` the ``parse`` table as a typed
-``pyarrow.Table`` (the optional extra ``acceptmon[parquet]``). Paths are files, ``.gz`` files or
-``"-"`` for standard input.
+``pyarrow.Table`` (the optional extra ``acceptmon[parquet]``). Paths are files, ``.gz`` files, ``"-"`` for
+standard input, or URLs (``s3://``, ``gs://``, ``https://``, globs in them; the extra ``acceptmon[remote]``).
 
 >>> import acceptmon
 >>> rows = [r for r in acceptmon.read("sample_logs/seed_eagle3_moe.log", kinds=["decode"])]
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Union
 
 from acceptmon.errors import InputError
+from acceptmon.inputs.remote import expand
 from acceptmon.measure.summary import RunSummary, with_unrecognized
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, table_kinds
@@ -36,13 +37,14 @@ if TYPE_CHECKING:
 __all__ = ["read", "runs", "to_arrow"]
 
 Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
-"""One path or several: files, ``.gz`` files, ``"-"`` for standard input."""
+"""One path or several: files, ``.gz`` files, ``"-"`` for standard input, URLs (globs in them too)."""
 
 
 def _paths(paths: Paths) -> list[str]:
+    """The paths as strings, each URL glob replaced by the objects it matches (sorted)."""
     if isinstance(paths, str | os.PathLike):
-        return [os.fspath(paths)]
-    return [os.fspath(p) for p in paths]
+        return expand([os.fspath(paths)])
+    return expand(os.fspath(p) for p in paths)
 
 
 def _kinds(kinds: Iterable[str] | None) -> frozenset[str] | None:

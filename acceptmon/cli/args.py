@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, TypeAlias
 
+from acceptmon.inputs.remote import is_url, modified
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.parser import Parser, ParseState, Tally
@@ -130,6 +131,8 @@ class YearSource:
         return year
 
     def reference(self, file: str) -> datetime:
+        if is_url(file):  # the object's modification time, as the store gives it
+            return modified(file) or datetime.now()
         try:
             return datetime.fromtimestamp(os.path.getmtime(file)) if file != "-" else datetime.now()
         except OSError:

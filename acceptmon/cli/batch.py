@@ -14,6 +14,7 @@ from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path, is_stream, open_log
 from acceptmon.inputs.refs import unique_paths
+from acceptmon.inputs.remote import is_url, local_names
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
@@ -70,7 +71,12 @@ def add_parsers(sub: Subcommands) -> None:
         description=PARSE_HELP.format(columns=", ".join(columns())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parse.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    parse.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
+    )
     parse.add_argument(
         "-o",
         "--output",
@@ -101,7 +107,12 @@ def add_parsers(sub: Subcommands) -> None:
         description=RUNS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    runs.add_argument("files", nargs="+", metavar="FILE", help="log files, .gz files, or - for stdin")
+    runs.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
+    )
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     runs.add_argument(
         "-o",
@@ -136,7 +147,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
-    check_output(args.output, args.files)
+    _local_output(args.output)
+    check_output(args.output, local_names(args.files))
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     kinds = (KINDS[args.kind],) if args.kind else None
@@ -174,6 +186,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _local_output(output: str | None) -> None:
+    """``-o`` names a local file: a URL is read, never written."""
+    if output is not None and is_url(output):
+        raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
+
+
 def _parquet_job(out: Writer, kinds: tuple[RecordKind, ...] | None) -> ParquetJob:
     from acceptmon.sinks.parquet import ParquetJob
 
@@ -189,7 +207,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
-    check_output(args.output, args.files)
+    _local_output(args.output)
+    check_output(args.output, local_names(args.files))
     fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
     job = StatsJob()

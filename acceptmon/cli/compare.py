@@ -54,8 +54,8 @@ def add_parsers(sub: Subcommands) -> None:
         description=HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("a", metavar="A", help="the reference: FILE or FILE#RUN")
-    p.add_argument("b", metavar="B", help="the candidate: FILE or FILE#RUN")
+    p.add_argument("a", metavar="A", help="the reference: FILE or FILE#RUN (a URL too)")
+    p.add_argument("b", metavar="B", help="the candidate: FILE or FILE#RUN (a URL too)")
     p.add_argument("--format", choices=("table", "json"), default="table", help="default: table")
     p.add_argument(
         "--metric",

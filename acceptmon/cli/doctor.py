@@ -63,7 +63,9 @@ def add_parsers(sub: Subcommands) -> None:
         description=HELP + describe_signatures(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="*", metavar="FILE", help="server logs ('-' for stdin)")
+    p.add_argument(
+        "files", nargs="*", metavar="FILE", help="server logs ('-' for stdin; URLs too: s3://, gs://, https://)"
+    )
     p.add_argument(
         "--list-rules",
         action="store_true",

@@ -23,6 +23,7 @@ from acceptmon.cli import args as cli_args
 from acceptmon.cli.args import Subcommands, duration, grammar_option, live_options, positive, tail_options
 from acceptmon.cli.wiring import Before, ignore, make_doctor, say, wire
 from acceptmon.inputs.files import check_path, reads_stdin
+from acceptmon.inputs.remote import is_url
 from acceptmon.inputs.replay import sample_names
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.load import load_grammars
@@ -142,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def check_live_paths(patterns: Sequence[str]) -> None:
     """One-line error now for a path that can never be followed (a directory, unreadable)."""
     for pattern in patterns:
-        if not glob.has_magic(pattern):
+        if is_url(pattern) or not glob.has_magic(pattern):  # a URL, glob or not, is refused there
             check_path(pattern, may_be_missing=True)
 
 

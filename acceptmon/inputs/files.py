@@ -1,4 +1,4 @@
-"""Reading logs: files, ``.gz`` files and stdin, as blocks of complete lines.
+"""Reading logs: files, ``.gz`` files, stdin and objects by URL, as blocks of complete lines.
 
 The reader never holds more than one block plus one line: a line longer than
 ``max_line`` is skipped (and reported as :data:`OVERSIZED`) instead of buffered.
@@ -23,6 +23,7 @@ from typing import BinaryIO, Final, cast
 from acceptmon.errors import InputError
 from acceptmon.inputs.container import Joiner
 from acceptmon.inputs.journal import wrap
+from acceptmon.inputs.remote import check_url, file_path, is_url, open_url
 
 BLOCK_SIZE: Final = 1 << 22
 """Bytes read at a time (4 MiB)."""
@@ -71,8 +72,24 @@ def check_path(path: str, *, may_be_missing: bool = False) -> None:
     ``may_be_missing``: a live log that does not exist yet is fine (it is waited for).
     Only ``os.stat`` looks at the path: opening a FIFO would block until a writer comes.
     A stream (:func:`is_stream`: ``-``, a FIFO, this process's standard input by a name) is fine.
+    A URL (:mod:`acceptmon.inputs.remote`) must name an object that is there; it is never followed live.
     """
     if path == "-":
+        return
+    if is_url(path):
+        if may_be_missing:
+            raise InputError(
+                path,
+                "a URL is not followed live: tail and serve read local files and streams "
+                "(parse, runs, compare and doctor read URLs)",
+            )
+        local = file_path(path)
+        if local is not None:  # a file:// URL: a device or a kernel file is refused as by its path
+            try:
+                check_path(local)
+            except InputError as exc:
+                raise InputError(path, exc.reason) from None
+        check_url(path)
         return
     try:
         st = os.stat(path)
@@ -171,6 +188,10 @@ def open_log(path: str, *, as_read: bool = False) -> Iterator[BinaryIO]:
     if reads_stdin(path):
         yield wrap(cast(BinaryIO, Pipe(sys.stdin.buffer)) if as_read else sys.stdin.buffer)
         return
+    if is_url(path):
+        with _open_url(path) as stream:
+            yield stream
+        return
     try:
         raw = open(path, "rb")
     except OSError as exc:
@@ -193,6 +214,20 @@ def open_log(path: str, *, as_read: bool = False) -> Iterator[BinaryIO]:
                 yield wrap(gz)  # type: ignore[arg-type]
             except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
                 raise InputError(path, f"corrupt gzip data ({_gzip_reason(exc)})") from None
+
+
+@contextmanager
+def _open_url(url: str) -> Iterator[BinaryIO]:
+    """An object by URL, from its start: gzip told by its first bytes (``peek``), as for a local file."""
+    with open_url(url) as raw:
+        if raw.peek(2)[:2] != GZIP_MAGIC:  # type: ignore[attr-defined]
+            yield wrap(raw)
+            return
+        with gzip.GzipFile(fileobj=raw) as gz:
+            try:
+                yield wrap(gz)  # type: ignore[arg-type]
+            except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
+                raise InputError(url, f"corrupt gzip data ({_gzip_reason(exc)})") from None
 
 
 class Pipe:

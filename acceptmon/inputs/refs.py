@@ -1,4 +1,5 @@
-"""File references on the command line: ``FILE#N`` (the N-th server launch in it), and files named twice."""
+"""File references on the command line: ``FILE#N`` (the N-th server launch in it; ``URL#N`` too), and files
+named twice."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path
+from acceptmon.inputs.remote import expand, is_url
 
 _RUN = re.compile(r"#([^#/]*)\Z")
 
@@ -18,7 +20,7 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
     A file whose own name ends in ``#...`` and exists is that file.
     """
     m = _RUN.search(ref)
-    if m is None or (ref != "-" and Path(ref).is_file()):
+    if m is None or (ref != "-" and not is_url(ref) and Path(ref).is_file()):
         check_path(ref)
         return ref, None
     path, number = ref[: m.start()], m.group(1)
@@ -29,11 +31,12 @@ def parse_ref(ref: str) -> tuple[str, int | None]:
 
 
 def unique_paths(paths: list[str]) -> list[str]:
-    """``paths`` without repeats of the same file (named twice, or by another name): read once, counted once."""
+    """``paths`` without repeats of the same file (named twice, or by another name): read once, counted once.
+    A glob in a URL is first replaced by the objects it matches (:func:`acceptmon.inputs.remote.expand`)."""
     seen: set[str] = set()
     out = []
-    for p in paths:
-        key = p if p == "-" else os.path.realpath(p)
+    for p in expand(paths):
+        key = p if p == "-" or is_url(p) else os.path.realpath(p)
         if key not in seen:
             seen.add(key)
             out.append(p)

@@ -21,6 +21,8 @@ from acceptmon.inputs.container import is_container_file
 from acceptmon.inputs.files import GZIP_MAGIC, check_path, is_stream
 from acceptmon.inputs.journal import is_journal
 from acceptmon.inputs.ranges import split_ranges
+from acceptmon.inputs.remote import is_url
+from acceptmon.inputs.remote import size as url_size
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, Tally
 from acceptmon.parse.records import Record
@@ -211,17 +213,17 @@ def _collect(
 
 def _size(path: str, limit: int | None = None) -> int:
     try:
-        size = os.path.getsize(path) if path != "-" else 0
+        size = url_size(path) if is_url(path) else os.path.getsize(path) if path != "-" else 0
     except OSError:
         return 0
     return size if limit is None else min(size, limit)
 
 
 def _whole(path: str) -> bool:
-    """A file read from its start through :func:`open_log` only: gzip, journalctl output (whose
-    entries become lines there: no byte range of the file is a range of lines), or a container log
-    (whose split lines are joined in the reader: a range must not start inside one)."""
-    return _is_gzip(path) or is_journal(path) or is_container_file(path)
+    """A file read from its start through :func:`open_log` only: an object by URL (one stream), gzip,
+    journalctl output (whose entries become lines there: no byte range of the file is a range of lines),
+    or a container log (whose split lines are joined in the reader: a range must not start inside one)."""
+    return is_url(path) or _is_gzip(path) or is_journal(path) or is_container_file(path)
 
 
 def _is_gzip(path: str) -> bool:
