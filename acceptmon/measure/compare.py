@@ -31,7 +31,6 @@ from acceptmon.measure.normalize import Fact
 __all__ = ["Batch", "Batches", "Comparison", "Sample", "Side", "bootstrap_means", "compare", "matched_load"]
 
 Verdict: TypeAlias = Literal["better", "worse", "no difference"]
-_Tables: TypeAlias = tuple["array[float]", "array[float]", "array[int] | None", "array[int]"]
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
@@ -202,7 +201,9 @@ def bootstrap_means(
     """Circular block bootstrap of each column's mean; all columns share the drawn blocks.
 
     Columns have one value per batch (None, or NaN in an ``array('d')``: not logged). Returns, per
-    column, one mean per replicate (None when a replicate drew no value of that column).
+    column, one mean per replicate (None when a replicate drew no value of that column). A replicate's
+    last block (cut short) is added once all are drawn: only the prefix sums at its start are needed,
+    so no table of every start's tail is kept.
     """
     n = len(columns[0]) if columns else 0
     if n == 0:
@@ -210,16 +211,27 @@ def bootstrap_means(
     length = block_length(n)
     blocks = -(-n // length)
     tail = n - (blocks - 1) * length
-    tables = [_block_sums(_floats(col), length, tail) for col in columns]
-    out: list[list[float | None]] = [[] for _ in columns]
+    floats = [_floats(col) for col in columns]
+    tables = [_block_sums(col, length) for col in floats]
+    lasts: list[int] = []
+    parts: list[list[tuple[float, int]]] = [[] for _ in columns]
     for _ in range(resamples):
         starts = draw_starts(rng, n, blocks)
-        last = starts.pop()
+        lasts.append(starts.pop())
         full = itemgetter(n, n, *starts)  # index n is a 0 pad: always >= 2 items, so a tuple comes back
-        for (sums, tails, counts, tail_counts), means in zip(tables, out, strict=True):
-            total = sum(full(sums)) + tails[last]
-            count = n if counts is None else sum(full(counts)) + tail_counts[last]
+        for (sums, counts), part in zip(tables, parts, strict=True):
+            part.append((sum(full(sums)), n if counts is None else sum(full(counts))))
+    del tables
+    out: list[list[float | None]] = []
+    for col, part in zip(floats, parts, strict=True):
+        prefix, cprefix = _prefixes(col, n - 1 + tail)
+        means: list[float | None] = []
+        for (total, count), last in zip(part, lasts, strict=True):
+            total += prefix[last + tail] - prefix[last]
+            if cprefix is not None:
+                count += cprefix[last + tail] - cprefix[last]
             means.append(total / count if count else None)
+        out.append(means)
     return out
 
 
@@ -238,26 +250,34 @@ def _floats(column: Sequence[float | None]) -> array[float]:
     return array("d", (math.nan if v is None else v for v in column))
 
 
-def _block_sums(column: array[float], length: int, tail: int) -> _Tables:
-    """Sum (and count, if values are missing) of the block of ``length`` and of ``tail`` from each start.
-
-    Arrays of machine numbers (8 bytes a start), from a prefix sum over the column and its first
-    ``length`` values again (a block wraps around the end): the same additions, in the same order, as
-    over the column twice."""
-    n = len(column)
+def _prefixes(column: array[float], upto: int) -> tuple[array[float], array[int] | None]:
+    """Prefix sums of the column wrapped around (a block may run past its end), to index ``upto``; and of
+    its count of logged values, where some are missing (None where none is)."""
     gaps = missing(column)
     values = array("d", (0.0 if v != v else v for v in column)) if gaps else column
-    prefix = array("d", accumulate(islice(chain(values, values), n + length), initial=0.0))
-    sums, tails = _spans(prefix, n, length), _spans(prefix, n, tail)
-    sums.append(0.0)
+    prefix = array("d", accumulate(islice(chain(values, values), upto), initial=0.0))
     if not gaps:
-        return sums, tails, None, array("q")
-    del prefix
+        return prefix, None
+    del values
     marks = bytes(v == v for v in column)
-    cprefix = array("q", accumulate(islice(chain(marks, marks), n + length), initial=0))
+    return prefix, array("q", accumulate(islice(chain(marks, marks), upto), initial=0))
+
+
+def _block_sums(column: array[float], length: int) -> tuple[array[float], array[int] | None]:
+    """Sum (and count, if values are missing) of the block of ``length`` from each start, and a 0 pad.
+
+    Arrays of machine numbers (8 bytes a start), from prefix sums over the column and its first
+    ``length`` values again: the same additions, in the same order, as over the column twice."""
+    n = len(column)
+    prefix, cprefix = _prefixes(column, n + length)
+    sums = _spans(prefix, n, length)
+    sums.append(0.0)
+    del prefix
+    if cprefix is None:
+        return sums, None
     counts = _spans(cprefix, n, length)
     counts.append(0)
-    return sums, tails, counts, _spans(cprefix, n, tail)
+    return sums, counts
 
 
 def _spans(prefix: array[Any], n: int, width: int) -> array[Any]:
