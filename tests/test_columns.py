@@ -63,19 +63,22 @@ def old_bootstrap_means(columns, rng, resamples):
     return out
 
 
-def old_batches(grammars, path, run_no):
-    """compare's batches of a side as the objects it kept before: one Batch per fact with a batch (a side
-    without any: per load line)."""
-    batches, loads = [], []
+def old_side(grammars, path, run_no):
+    """compare's batches of a side as the objects it kept before (one Batch per fact with a batch; a side
+    without any: per load line), and its load lines' rates where some load line is not a batch (else None)."""
+    batches, load_batches, rates, own = [], [], [], True
     for fact in Normalizer().feed(records_of(grammars, path)):
         b, load = fact.batch, fact.load
         if run_no is not None and fact.record.run != run_no:
             continue
         if b is not None:
             batches.append(Batch(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady))
-        elif load is not None:
-            loads.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
-    return batches or loads
+        if load is not None:
+            own = own and b is not None
+            rates += [load.gen_throughput] if load.gen_throughput is not None else []
+            if b is None:
+                load_batches.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
+    return batches or load_batches, None if own else rates
 
 
 NAMES = ("accept_len", "accept_rate", "gen_throughput")
@@ -83,16 +86,17 @@ NAMES = ("accept_len", "accept_rate", "gen_throughput")
 
 @pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])
 def test_compares_columns_hold_every_batch_of_every_sample_log_as_before(grammars, path):
-    """Each side (the whole file, and its first runs) reads back as the Batch objects compare kept, and the
-    bootstrap over its columns gives exactly (==) the means the list-based bootstrap gave."""
+    """Each side (the whole file, and its first runs) reads back as the Batch objects and load rates compare
+    kept, and the bootstrap over its columns gives exactly (==) the means the list-based bootstrap gave."""
     runs = sorted({r.run for r in records_of(grammars, path) if r.kind == "launch"})
     checked = 0
     for run_no in [None, *runs[:3]]:
-        want = old_batches(grammars, path, run_no)
+        want, rates = old_side(grammars, path, run_no)
         if not want:
             continue
         side = compare_cmd.read_side(str(path), run_no, grammars)
         assert list(side.batches) == want and len(side.batches) == len(want)
+        assert (None if side.loads is None else list(side.loads)) == rates
         lists = {n: [getattr(b, n) for b in want] for n in NAMES}
         names = [n for n in NAMES if any(v is not None for v in lists[n])]
         got = bootstrap_means([side.columns.column(n) for n in names], random.Random(4), 60)
@@ -136,7 +140,8 @@ def _fact(i: int) -> Fact:
 
 def test_a_compare_side_keeps_under_100_bytes_a_batch():
     """A side kept ~160 bytes a batch as objects (a Batch with three float objects, the load's rate in a
-    deque); as columns 42: 8 bytes for each of four numbers, one for steady, 8 for the load line's rate."""
+    deque); as columns 34: 8 bytes for each of four numbers, one for steady, one marking the load line's
+    rate as the batch's own."""
     n = 10_000
     tracemalloc.start()
     try:

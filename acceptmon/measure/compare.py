@@ -17,7 +17,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain, compress, islice
 from operator import itemgetter, sub
 from typing import Any, Literal, TypeAlias
 
@@ -76,23 +76,39 @@ class Sample:
         self.batches = Batches(keep)
         self.load_batches = Batches(keep)
         """Load lines as batches of their own, for a side with no batch."""
-        self.loads = Floats(keep)
+        self._loads = Floats(keep)
+        self._marks: bytearray | None = bytearray() if keep is None else None
+        """While every load line is also a batch (SGLang) and all are kept: a byte per batch, 1 where its
+        throughput is a load line's rate. The rates are read from the batches when they are wanted
+        (a load line without a batch: vLLM), instead of being kept twice."""
         self.own_loads = True
         """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+
+    @property
+    def loads(self) -> Floats:
+        """The logged rate of every load line, in order."""
+        if self._marks is None:
+            return self._loads
+        return Floats(None, compress(self.batches.gen_throughput, self._marks))
 
     def add(self, fact: Fact) -> None:
         b, load = fact.batch, fact.load
         if b is None and load is None:
             return
         self.figures.add(fact)
+        tput = load.gen_throughput if load is not None else None
+        if self._marks is not None and load is not None and (b is None or tput != b.gen_throughput):
+            self._loads, self._marks = self.loads, None  # from here on, load lines are kept as they come
         if b is not None:
             self.batches.add(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady)
+            if self._marks is not None:
+                self._marks.append(tput is not None)
         if load is not None:
             self.own_loads = self.own_loads and b is not None
-            if load.gen_throughput is not None:
-                self.loads.append(load.gen_throughput)
+            if tput is not None and self._marks is None:
+                self._loads.append(tput)
             if b is None:
-                self.load_batches.add(None, None, load.gen_throughput, load.running_req, load.steady)
+                self.load_batches.add(None, None, tput, load.running_req, load.steady)
 
     def __len__(self) -> int:
         """Batches to compare: the batches, else the load lines."""
