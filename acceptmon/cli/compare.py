@@ -19,8 +19,9 @@ from acceptmon.cli.wiring import say_left_out
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
+from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, Sample, Side, SideResult, compare
-from acceptmon.measure.normalize import Normalizer, Slim, slim, unslim
+from acceptmon.measure.normalize import READS, Normalizer
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
@@ -129,18 +130,19 @@ class _SideJob:
         self.invalid_values = self.refused_configs = 0
         """Impossible values and refused launch configs the normalize step left out."""
 
-    def chunk(self, records: list[Record]) -> tuple[list[Slim], set[int]]:
-        """The side's records as what the normalizer reads, and the numbers of the other runs with stats lines."""
+    def chunk(self, records: list[Record]) -> tuple[Packed, set[int]]:
+        """The side's records as what the normalizer reads (packed: :func:`~acceptmon.measure.columns.pack`),
+        and the numbers of the other runs with stats lines."""
         if self.run_no is None:
-            return slim(records), set()
+            return pack(records, READS), set()
         mine = [r for r in records if r.run == self.run_no or KINDS[r.kind].starts_run]
-        return slim(mine), {r.run for r in records if r.run != self.run_no}
+        return pack(mine, READS), {r.run for r in records if r.run != self.run_no}
 
-    def collect(self, part: tuple[list[Slim], set[int]]) -> None:
+    def collect(self, part: tuple[Packed, set[int]]) -> None:
         mine, others = part
         for number in others:
             self.runs.setdefault(number, None)
-        for fact in self.normalizer.feed(unslim(mine)):
+        for fact in map(self.normalizer.fact, unpack(mine, READS)):
             r = fact.record
             if self.run_no is None or r.run == self.run_no:
                 self.invalid_values += fact.invalid
@@ -197,7 +199,7 @@ def _read_side(
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     say_left_out(job.invalid_values, job.refused_configs, f"{label}: ")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    return job.sample.side(label, _spec(wanted), job.source_of()), wanted
+    return job.sample.side(label, _spec(wanted), job.source_of(), copy=False), wanted
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -131,8 +131,8 @@ class Doctor:
         return self.expected
 
     def feed(self, records: Iterable[Record]) -> None:
-        """Take records in file order (files may interleave)."""
-        self.take(self.normalizer.feed(records))
+        """Take records in file order (files may interleave), one at a time: none is kept."""
+        self.take(map(self.normalizer.fact, records))
 
     def take(self, facts: Iterable[Fact]) -> None:
         """Take records already normalized (the live state's facts: one normalizer for every live consumer)."""

@@ -10,53 +10,54 @@ are resampled independently; the throughput-change CI is the 2.5/97.5 percentile
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from array import array
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
-from operator import itemgetter
+from itertools import accumulate, chain, compress, islice
+from operator import itemgetter, sub
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.measure.aggregate import Series
+from acceptmon.measure.columns import Batch, Batches, Floats, missing, present
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Fact
 
+__all__ = ["Batch", "Batches", "Comparison", "Sample", "Side", "bootstrap_means", "compare", "matched_load"]
+
 Verdict: TypeAlias = Literal["better", "worse", "no difference"]
-_Tables: TypeAlias = tuple[list[float], list[float], list[int] | None, list[int]]
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
 MIN_MATCHED_BATCHES = 10  # matched load needs this many steady batches per side in shared buckets
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """One decode line, reduced to what a comparison uses."""
-
-    accept_len: float | None
-    accept_rate: float | None
-    """The normalized (draft) accept rate."""
-    gen_throughput: float | None
-    running_req: int | None
-    steady: bool
-    """``#queue-req`` 0 and no prefill line since this rank's previous decode line."""
-
-
 @dataclass(frozen=True)
 class Side:
     label: str
     batches: Sequence[Batch]
+    """Kept as :class:`~acceptmon.measure.columns.Batches` (columns; a sequence of batches is turned into them)."""
     spec: str = ""  # the speculative config, for people: "EAGLE3 steps 3, topk 1, draft 4"
     loads: Sequence[float] | None = None
     """The logged rate of each load line, where load lines are not the batches (vLLM's throughput lines):
     the throughput estimate is their mean, bootstrapped on its own. None: the batches' own throughput."""
     figures: dict[str, Any] = field(default_factory=dict)
     """The figures every command reports for a run (:mod:`acceptmon.measure.figures`), and the side's source."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batches", Batches.of(self.batches))
+        if self.loads is not None and not isinstance(self.loads, array):
+            object.__setattr__(self, "loads", array("d", self.loads))
+
+    @property
+    def columns(self) -> Batches:
+        assert isinstance(self.batches, Batches)
+        return self.batches
 
 
 class Sample:
@@ -66,45 +67,64 @@ class Sample:
     A batch is a fact with a :class:`~acceptmon.measure.normalize.Batch` (its unit's load, its ``steady``
     mark). Where the load lines are not the batches (vLLM's throughput lines), their rates are the
     throughput estimate; a side without batches (vLLM without speculation) compares its load lines.
-    ``keep``: only the latest this many of each are kept (None: all).
+    ``keep``: only the latest this many of each are kept (None: all). Batches are kept as columns
+    (:mod:`acceptmon.measure.columns`): a few machine numbers a batch, not objects.
     """
 
     def __init__(self, keep: int | None = None) -> None:
         self.figures = RunFigures()
-        self.batches: deque[Batch] = deque(maxlen=keep)
-        self.load_batches: deque[Batch] = deque(maxlen=keep)
+        self.batches = Batches(keep)
+        self.load_batches = Batches(keep)
         """Load lines as batches of their own, for a side with no batch."""
-        self.loads: deque[float] = deque(maxlen=keep)
+        self._loads = Floats(keep)
+        self._marks: bytearray | None = bytearray() if keep is None else None
+        """While every load line is also a batch (SGLang) and all are kept: a byte per batch, 1 where its
+        throughput is a load line's rate. The rates are read from the batches when they are wanted
+        (a load line without a batch: vLLM), instead of being kept twice."""
         self.own_loads = True
         """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+
+    @property
+    def loads(self) -> Floats:
+        """The logged rate of every load line, in order."""
+        if self._marks is None:
+            return self._loads
+        return Floats(None, compress(self.batches.gen_throughput, self._marks))
 
     def add(self, fact: Fact) -> None:
         b, load = fact.batch, fact.load
         if b is None and load is None:
             return
         self.figures.add(fact)
+        tput = load.gen_throughput if load is not None else None
+        if self._marks is not None and load is not None and (b is None or tput != b.gen_throughput):
+            self._loads, self._marks = self.loads, None  # from here on, load lines are kept as they come
         if b is not None:
-            self.batches.append(Batch(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady))
+            self.batches.add(b.accept_len, b.accept_rate, b.gen_throughput, b.running_req, b.steady)
+            if self._marks is not None:
+                self._marks.append(tput is not None)
         if load is not None:
             self.own_loads = self.own_loads and b is not None
-            if load.gen_throughput is not None:
-                self.loads.append(load.gen_throughput)
+            if tput is not None and self._marks is None:
+                self._loads.append(tput)
             if b is None:
-                self.load_batches.append(Batch(None, None, load.gen_throughput, load.running_req, load.steady))
+                self.load_batches.add(None, None, tput, load.running_req, load.steady)
 
     def __len__(self) -> int:
         """Batches to compare: the batches, else the load lines."""
         return len(self.batches) or len(self.load_batches)
 
-    def side(self, label: str, spec: str = "", extra: dict[str, Any] | None = None) -> Side:
-        """The side to :func:`compare`, with the shared figures (less the batch count) and ``extra``."""
+    def side(self, label: str, spec: str = "", extra: dict[str, Any] | None = None, *, copy: bool = True) -> Side:
+        """The side to :func:`compare`, with the shared figures (less the batch count) and ``extra``.
+        ``copy=False``: the side takes this sample's columns (no batch may be added after)."""
         figures: dict[str, Any] = self.figures.as_dict()
         figures.pop("batches")
+        batches = self.batches if len(self.batches) else self.load_batches
         return Side(
             label=label,
-            batches=list(self.batches or self.load_batches),
+            batches=batches.copy() if copy else batches,
             spec=spec,
-            loads=None if self.own_loads else list(self.loads),
+            loads=None if self.own_loads else self.loads.array(),
             figures={**figures, **(extra or {})},
         )
 
@@ -196,8 +216,10 @@ def bootstrap_means(
 ) -> list[list[float | None]]:
     """Circular block bootstrap of each column's mean; all columns share the drawn blocks.
 
-    Columns have one value per batch (None: not logged). Returns, per column, one mean
-    per replicate (None when a replicate drew no value of that column).
+    Columns have one value per batch (None, or NaN in an ``array('d')``: not logged). Returns, per
+    column, one mean per replicate (None when a replicate drew no value of that column). A replicate's
+    last block (cut short) is added once all are drawn: only the prefix sums at its start are needed,
+    so no table of every start's tail is kept.
     """
     n = len(columns[0]) if columns else 0
     if n == 0:
@@ -205,16 +227,27 @@ def bootstrap_means(
     length = block_length(n)
     blocks = -(-n // length)
     tail = n - (blocks - 1) * length
-    tables = [_block_sums(col, length, tail) for col in columns]
-    out: list[list[float | None]] = [[] for _ in columns]
+    floats = [_floats(col) for col in columns]
+    tables = [_block_sums(col, length) for col in floats]
+    lasts: list[int] = []
+    parts: list[list[tuple[float, int]]] = [[] for _ in columns]
     for _ in range(resamples):
         starts = draw_starts(rng, n, blocks)
-        last = starts.pop()
+        lasts.append(starts.pop())
         full = itemgetter(n, n, *starts)  # index n is a 0 pad: always >= 2 items, so a tuple comes back
-        for (sums, tails, counts, tail_counts), means in zip(tables, out, strict=True):
-            total = sum(full(sums)) + tails[last]
-            count = n if counts is None else sum(full(counts)) + tail_counts[last]
+        for (sums, counts), part in zip(tables, parts, strict=True):
+            part.append((sum(full(sums)), n if counts is None else sum(full(counts))))
+    del tables
+    out: list[list[float | None]] = []
+    for col, part in zip(floats, parts, strict=True):
+        prefix, cprefix = _prefixes(col, n - 1 + tail)
+        means: list[float | None] = []
+        for (total, count), last in zip(part, lasts, strict=True):
+            total += prefix[last + tail] - prefix[last]
+            if cprefix is not None:
+                count += cprefix[last + tail] - cprefix[last]
             means.append(total / count if count else None)
+        out.append(means)
     return out
 
 
@@ -226,19 +259,47 @@ def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:
     return list(map(n.__rmod__, draws))
 
 
-def _block_sums(column: Sequence[float | None], length: int, tail: int) -> _Tables:
-    """Sum (and count, if values are missing) of the block of ``length`` and of ``tail`` from each start."""
+def _floats(column: Sequence[float | None]) -> array[float]:
+    """A column as an ``array('d')`` with NaN for a value not logged (an array of floats as it is)."""
+    if isinstance(column, array) and column.typecode == "d":
+        return column
+    return array("d", (math.nan if v is None else v for v in column))
+
+
+def _prefixes(column: array[float], upto: int) -> tuple[array[float], array[int] | None]:
+    """Prefix sums of the column wrapped around (a block may run past its end), to index ``upto``; and of
+    its count of logged values, where some are missing (None where none is)."""
+    gaps = missing(column)
+    values = array("d", (0.0 if v != v else v for v in column)) if gaps else column
+    prefix = array("d", accumulate(islice(chain(values, values), upto), initial=0.0))
+    if not gaps:
+        return prefix, None
+    del values
+    marks = bytes(v == v for v in column)
+    return prefix, array("q", accumulate(islice(chain(marks, marks), upto), initial=0))
+
+
+def _block_sums(column: array[float], length: int) -> tuple[array[float], array[int] | None]:
+    """Sum (and count, if values are missing) of the block of ``length`` from each start, and a 0 pad.
+
+    Arrays of machine numbers (8 bytes a start), from prefix sums over the column and its first
+    ``length`` values again: the same additions, in the same order, as over the column twice."""
     n = len(column)
-    values = [0.0 if v is None else v for v in column]
-    prefix = list(accumulate(values + values, initial=0.0))
-    sums = [prefix[i + length] - prefix[i] for i in range(n)] + [0.0]
-    tails = [prefix[i + tail] - prefix[i] for i in range(n)]
-    if all(v is not None for v in column):
-        return sums, tails, None, []
-    present = [0 if v is None else 1 for v in column]
-    cprefix = list(accumulate(present + present, initial=0))
-    counts = [cprefix[i + length] - cprefix[i] for i in range(n)] + [0]
-    return sums, tails, counts, [cprefix[i + tail] - cprefix[i] for i in range(n)]
+    prefix, cprefix = _prefixes(column, n + length)
+    sums = _spans(prefix, n, length)
+    sums.append(0.0)
+    del prefix
+    if cprefix is None:
+        return sums, None
+    counts = _spans(cprefix, n, length)
+    counts.append(0)
+    return sums, counts
+
+
+def _spans(prefix: array[Any], n: int, width: int) -> array[Any]:
+    """``prefix[i + width] - prefix[i]`` for each start ``i`` in ``range(n)``."""
+    view = memoryview(prefix)
+    return array(prefix.typecode, map(sub, view[width : width + n], view[:n]))
 
 
 def interval(replicates: Sequence[float | None], confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
@@ -257,21 +318,21 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 
 def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResult, list[list[float | None]]]:
     """Means, CIs and accept-length percentiles of one side, and its bootstrap replicates."""
-    b = side.batches
-    own: list[float | None] = [x.gen_throughput for x in b] if side.loads is None else [None] * len(b)
-    cols = [[x.accept_len for x in b], [x.accept_rate for x in b], own]
-    has = [any(v is not None for v in c) for c in cols]  # a column of None costs no resampling
-    reps = iter(bootstrap_means([c for c, h in zip(cols, has, strict=True) if h], rng, resamples))
+    b = side.columns
+    own = b.column("gen_throughput") if side.loads is None else None
+    cols: list[Sequence[float] | None] = [b.column("accept_len"), b.column("accept_rate"), own]
+    has = [c is not None and missing(c) < len(c) for c in cols]  # a column of None costs no resampling
+    drawn = [c for c, h in zip(cols, has, strict=True) if h and c is not None]
+    reps = iter(bootstrap_means(drawn, rng, resamples))
     replicates: list[list[float | None]] = [next(reps) if h else [None] * resamples for h in has]
     if side.loads:  # load lines of their own (vLLM): their mean, resampled in blocks of their own
-        cols[2] = list(side.loads)
-        replicates[2] = bootstrap_means([cols[2]], rng, resamples)[0]
+        cols[2] = side.loads
+        replicates[2] = bootstrap_means([side.loads], rng, resamples)[0]
     est = []
     for col, rep in zip(cols, replicates, strict=True):
         lo, hi = interval(rep)
-        have = [v for v in col if v is not None]
-        est.append({"mean": _r(sum(have) / len(have) if have else None), "ci_low": _r(lo), "ci_high": _r(hi)})
-    series = Series(keep_values=True, values=Counter(v for v in cols[0] if v is not None))
+        est.append({"mean": _r(_mean(col)), "ci_low": _r(lo), "ci_high": _r(hi)})
+    series = Series(keep_values=True, values=Counter(present(cols[0] or ())))
     q = {f"p{p}": series.quantile(p / 100) for p in (10, 50, 90)}
     result = SideResult(
         label=side.label,
@@ -286,6 +347,14 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
     return result, replicates
 
 
+def _mean(column: Sequence[float] | None) -> float | None:
+    """The mean of the logged values (the sum in column order, as over a list of them)."""
+    if column is None:
+        return None
+    count = len(column) - missing(column)
+    return sum(present(column)) / count if count else None
+
+
 def bucket_of(running_req: int) -> tuple[int, int]:
     """Exact up to 16, then ranges a quarter of the power of two below (16-19, 20-23, ..., 32-39)."""
     if running_req <= 16:
@@ -297,11 +366,10 @@ def bucket_of(running_req: int) -> tuple[int, int]:
 
 def matched_load(a: Sequence[Batch], b: Sequence[Batch]) -> Matched:
     """Throughput ratio B/A within shared ``#running-req`` buckets of steady batches."""
-    sides: list[dict[tuple[int, int], list[float]]] = [defaultdict(list), defaultdict(list)]
+    sides: list[dict[tuple[int, int], array[float]]] = [defaultdict(_no_floats), defaultdict(_no_floats)]
     for batches, buckets in zip((a, b), sides, strict=True):
-        for x in batches:
-            if x.steady and x.running_req and x.gen_throughput is not None:
-                buckets[bucket_of(x.running_req)].append(x.gen_throughput)
+        for running, tput in Batches.of(batches).steady_loads():
+            buckets[bucket_of(running)].append(tput)
     shared = sorted(k for k in sides[0].keys() & sides[1].keys() if min(len(s[k]) for s in sides) >= MIN_BUCKET_BATCHES)
     rows = [_bucket(lo, hi, sides[0][lo, hi], sides[1][lo, hi]) for lo, hi in shared]
     na, nb = sum(r.a_batches for r in rows), sum(r.b_batches for r in rows)
@@ -317,7 +385,11 @@ def matched_load(a: Sequence[Batch], b: Sequence[Batch]) -> Matched:
     return Matched.model_validate({"comparable": True, "gen_throughput_pct": pct, "note": note, **counts})
 
 
-def _bucket(lo: int, hi: int, a: list[float], b: list[float]) -> Bucket:
+def _no_floats() -> array[float]:
+    return array("d")
+
+
+def _bucket(lo: int, hi: int, a: Sequence[float], b: Sequence[float]) -> Bucket:
     return Bucket(
         running_req=str(lo) if lo == hi else f"{lo}-{hi}",
         a_batches=len(a),
