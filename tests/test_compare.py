@@ -20,6 +20,7 @@ from acceptmon.cli import compare as compare_cmd
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import (
+    MIN_VERDICT_BATCHES,
     Batch,
     Side,
     block_length,
@@ -282,7 +283,7 @@ batches = st.lists(
 def test_a_run_compared_with_itself_has_no_change(side_batches, seed):
     result = compare(Side("x", side_batches), Side("x", side_batches), resamples=200, seed=seed)
     c = result.change
-    assert result.verdict == "no difference"
+    assert result.verdict == ("no difference" if len(side_batches) >= MIN_VERDICT_BATCHES else "too few batches")
     assert c.gen_throughput_diff in (0.0, None) and c.gen_throughput_pct in (0.0, None)
     assert c.accept_len_diff in (0.0, None) and c.accept_rate_diff in (0.0, None)
     assert c.matched.gen_throughput_pct in (0.0, None)
@@ -318,3 +319,14 @@ def test_a_run_of_stdin_is_a_side_not_an_option(order):
     labels = [out["a"]["label"], out["b"]["label"]]
     assert labels == (["stdin#1", "seed_eagle3_moe.log#2"] if order == "stdin first"
                       else ["seed_eagle3_moe.log#1", "stdin#2"])  # fmt: skip
+
+
+def test_fewer_than_ten_batches_a_side_get_no_verdict():
+    """Two batches a side once gave "better +1241.4 % (CI +1241.4 … +1241.4 %)": a zero-width interval."""
+    slow = [Batch(2.0, 0.5, 10.0, 4, True)] * 2
+    fast = [Batch(2.0, 0.5, 134.1, 4, True)] * 2
+    result = compare(Side("a", slow), Side("b", fast * 10), resamples=200)
+    assert result.verdict == "too few batches"
+    assert result.reason.startswith("too few batches to judge (A has 2, B 20; a verdict needs 10 a side)")
+    enough = compare(Side("a", slow * 5), Side("b", fast * 5), resamples=200)
+    assert enough.verdict == "better"

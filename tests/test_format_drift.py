@@ -57,3 +57,17 @@ def test_parallel_ranges_count_each_runs_drift_as_one_reader(tmp_path, monkeypat
     a = batch.run([str(path)], grammars, one, jobs=1)
     b = batch.run([str(path)], grammars, many, jobs=2)
     assert a.tally.unrecognized_runs == b.tally.unrecognized_runs == {(str(path), "", 1): 400, (str(path), "", 2): 400}
+
+
+def test_doctor_and_compare_say_the_drift_and_count_it_per_run(tmp_path):
+    path, first = _log(tmp_path)
+    shown = f"acceptmon: unrecognized {path}:{first}: {DRIFT}"
+    d = acceptmon("doctor", path, "--format", "json")
+    assert [(r["run"], r["unrecognized"]) for r in json.loads(d.stdout)["runs"]] == [(1, 0), (2, 3)]
+    assert shown in d.stderr.decode().splitlines()
+    c = acceptmon("compare", f"{path}#1", f"{path}#2", "--format", "json")
+    sides = json.loads(c.stdout)
+    assert (sides["a"]["unrecognized"], sides["b"]["unrecognized"]) == (0, 3)
+    assert c.stderr.decode().splitlines().count(shown) == 1  # one file: said once
+    whole = json.loads(acceptmon("compare", path, f"{path}#1", "--format", "json").stdout)
+    assert whole["a"]["unrecognized"] == 3

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
-from acceptmon.cli.wiring import say_left_out
+from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
@@ -25,6 +25,7 @@ from acceptmon.measure.normalize import READS, Normalizer
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
+from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.pipeline.batch import default_jobs, run
 from acceptmon.sinks.atomic import stdout_writes
@@ -97,8 +98,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if refs[0][0] == refs[1][0] == "-":
         raise InputError("-", "stdin can be one side of a comparison, not both")
     grammars = grammars_for(args)
-    (a, a_runs), (b, b_runs) = (_read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs)
+    (a, a_runs, a_tally), (b, b_runs, b_tally) = (
+        _read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs
+    )
     say_year(grammars)
+    for tally in [a_tally] if refs[0][0] == refs[1][0] else [a_tally, b_tally]:  # one file: said once
+        say_unrecognized(tally)
     result = compare(a, b, resamples=args.resamples, seed=args.seed)
     if args.format == "json":
         text = strict_json(result.model_dump(mode="json"), indent=2)
@@ -171,6 +176,11 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     return _read_side(path, run_no, grammars, jobs)[0]
 
 
+def _unrecognized(tally: Tally, run_no: int | None) -> int:
+    """The side's lines no grammar reads: the file's, or its run's."""
+    return sum(n for (_, _, number), n in tally.unrecognized_runs.items() if run_no is None or number == run_no)
+
+
 def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | None]) -> list[str]:
     """Why a tree draft's (topk > 1) accept rate (draft) is low, once per side and config."""
     notes = []
@@ -186,10 +196,10 @@ def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | Non
 
 def _read_side(
     path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
-) -> tuple[Side, list[LaunchConfig | None]]:
-    """The side, and the launch configs of the runs it holds."""
+) -> tuple[Side, list[LaunchConfig | None], Tally]:
+    """The side, the launch configs of the runs it holds, and the file's tally."""
     job = _SideJob(run_no)
-    run([path], grammars, job, jobs=jobs)
+    tally = run([path], grammars, job, jobs=jobs).tally
     name = Path(path).name if path != "-" else "stdin"
     label = name if run_no is None else f"{name}#{run_no}"
     if run_no is not None and run_no not in job.runs:
@@ -199,7 +209,8 @@ def _read_side(
         raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
     say_left_out(job.invalid_values, job.refused_configs, f"{label}: ")
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    return job.sample.side(label, _spec(wanted), job.source_of(), copy=False), wanted
+    extra = {**job.source_of(), "unrecognized": _unrecognized(tally, run_no)}
+    return job.sample.side(label, _spec(wanted), extra, copy=False), wanted, tally
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
-from acceptmon.cli.wiring import say_left_out
+from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.diagnose.catalog import rules_json, rules_text
 from acceptmon.diagnose.depth import DepthInputs, recommend
 from acceptmon.diagnose.read import diagnose
@@ -109,6 +109,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         depth=depth,
     )
     findings, runs = doctor.findings(), recommend(doctor, depth, doctor.reports())
+    counts = doctor.tally.unrecognized_runs
+    runs = [r.model_copy(update={"unrecognized": counts.get((r.file, r.source, r.run), 0)}) for r in runs]
+    say_unrecognized(doctor.tally)
     figures = [s.figures for s in doctor.states()]
     say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))
     with stdout_writes():  # first: a closed stdout has no isatty()

@@ -28,6 +28,7 @@ from acceptmon.measure.depth import Recommendation
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import Record, WarningRecord
 
 
@@ -79,6 +80,8 @@ class RunReport(BaseModel):
     break_even: BreakEven | None
     recommendation: Recommendation | None = None
     """Per-position acceptance and the sweep's recommended depth (:mod:`acceptmon.diagnose.depth`, batch only)."""
+    unrecognized: int = 0
+    """Lines of the run that start like a stats line but that no grammar reads (a format change)."""
 
 
 @dataclass
@@ -113,6 +116,8 @@ class Doctor:
         warmup: int = WARMUP_BATCHES,
     ) -> None:
         self.rules = list(rules)
+        self.tally = Tally()
+        """What the reading of the files counted (:func:`acceptmon.diagnose.read.diagnose` sets it)."""
         self.expected = expected_accept_len
         self.baseline, self.baseline_label = list(baseline), baseline_label
         self.warmup = warmup

@@ -77,7 +77,7 @@ def diagnose(
     given, is filled with what :func:`acceptmon.diagnose.depth.recommend` reads."""
     base, label = read_baseline(baseline, grammars, jobs) if baseline else ([], None)
     doctor = Doctor(rules, expected_accept_len=expected_accept_len, baseline=base, baseline_label=label)
-    run(list(paths), grammars, DoctorJob(doctor, depth), jobs=jobs)
+    doctor.tally = run(list(paths), grammars, DoctorJob(doctor, depth), jobs=jobs).tally
     doctor.finish()
     return doctor
 

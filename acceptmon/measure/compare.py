@@ -30,7 +30,10 @@ from acceptmon.measure.normalize import Fact
 
 __all__ = ["Batch", "Batches", "Comparison", "Sample", "Side", "bootstrap_means", "compare", "matched_load"]
 
-Verdict: TypeAlias = Literal["better", "worse", "no difference"]
+Verdict: TypeAlias = Literal["better", "worse", "no difference", "too few batches"]
+MIN_VERDICT_BATCHES = 10
+"""Batches each side needs for a verdict: below it the bootstrap has too few blocks (ceil(n^(1/3)) batches
+each) to give a confidence interval that means anything (2 batches gave a zero-width one)."""
 RESAMPLES = 2000
 CONFIDENCE = 0.95
 MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
@@ -162,6 +165,8 @@ class SideResult(_Frozen):
     source: str = ""
     pod: str = ""
     container: str = ""
+    unrecognized: int = 0
+    """Lines of the side that start like a stats line but that no grammar reads (a format change)."""
 
 
 class Bucket(_Frozen):
@@ -430,6 +435,9 @@ def _verdict(a: SideResult, b: SideResult, c: Change) -> tuple[Verdict, str]:
         "none" if s.accept_len.mean is None else f"{s.accept_len.mean:.2f}" for s in (b, a)
     )
     pct, lo, hi = c.gen_throughput_pct, c.gen_throughput_pct_ci_low, c.gen_throughput_pct_ci_high
+    if min(a.batches, b.batches) < MIN_VERDICT_BATCHES:
+        counts = f"A has {a.batches}, B {b.batches}; a verdict needs {MIN_VERDICT_BATCHES} a side"
+        return "too few batches", f"too few batches to judge ({counts}); {lengths}"
     if pct is None or lo is None or hi is None:
         missing = "A" if not a.gen_throughput.mean else "B"
         return "no difference", f"no throughput change to measure: {missing} has no gen throughput above 0; {lengths}"
