@@ -1,7 +1,8 @@
 """acceptmon: live, exact speculative-decoding acceptance monitoring for SGLang, vLLM and llama.cpp logs.
 
 The library API (``docs/api.md``): :func:`read` (typed records), :func:`runs` (the summaries of
-``acceptmon runs``), :func:`to_arrow` (the ``parse`` table as a ``pyarrow.Table``). They are bound
+``acceptmon runs``), :func:`compare` and :func:`doctor` (what those commands report), :func:`to_arrow`
+(the ``parse`` table as a ``pyarrow.Table``). They are bound
 on first use, so ``import acceptmon`` stays light for the command line.
 """
 
@@ -12,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from acceptmon.version import __version__
 
 if TYPE_CHECKING:
-    from acceptmon.api import read, runs, to_arrow
+    from acceptmon.api import compare, doctor, read, runs, to_arrow
 
-__all__ = ["__version__", "read", "runs", "to_arrow"]
+__all__ = ["__version__", "compare", "doctor", "read", "runs", "to_arrow"]
 _API = frozenset(__all__) - {"__version__"}
 
 

@@ -18,23 +18,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
+from acceptmon.diagnose.read import DoctorResult, examine
+from acceptmon.diagnose.rules import load_rules
 from acceptmon.errors import InputError
+from acceptmon.inputs.refs import parse_ref
 from acceptmon.inputs.remote import expand
+from acceptmon.measure.compare import RESAMPLES, Comparison
+from acceptmon.measure.compare import compare as compare_sides
 from acceptmon.measure.summary import RunSummary, with_unrecognized
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, table_kinds
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.records import Record
 from acceptmon.pipeline.batch import records, run
+from acceptmon.pipeline.sides import read_side
 from acceptmon.sinks.parquet import pyarrow_module, table_schema
 from acceptmon.sinks.runs_table import StatsJob
 
 if TYPE_CHECKING:
     import pyarrow
 
-__all__ = ["read", "runs", "to_arrow"]
+__all__ = ["compare", "doctor", "read", "runs", "to_arrow"]
 
 Paths = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 """One path or several: files, ``.gz`` files, ``"-"`` for standard input, URLs (globs in them too)."""
@@ -73,6 +80,47 @@ def runs(paths: Paths, *, grammars: GrammarSet | None = None, jobs: int = 1) -> 
     job = StatsJob()
     result = run(_paths(paths), grammars or load_grammars(), job, jobs=max(1, jobs))
     return with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
+
+
+def compare(
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    grammars: GrammarSet | None = None,
+    jobs: int = 1,
+) -> Comparison:
+    """B against A as ``acceptmon compare A B`` compares them (``model_dump(mode="json")`` is its JSON);
+    each side a file (all its batches) or a run of one: ``"server.log#2"``."""
+    refs = [parse_ref(os.fspath(x)) for x in (a, b)]
+    if refs[0][0] == refs[1][0] == "-":
+        raise InputError("-", "stdin can be one side of a comparison, not both")
+    gset = grammars or load_grammars()
+    sa, sb = (read_side(path, number, gset, max(1, jobs)).side for path, number in refs)
+    return compare_sides(sa, sb, resamples=resamples, seed=seed)
+
+
+def doctor(
+    paths: Paths,
+    *,
+    baseline: str | None = None,
+    expected_accept_len: float | None = None,
+    rules: Iterable[str | os.PathLike[str]] = (),
+    grammars: GrammarSet | None = None,
+    jobs: int = 1,
+) -> DoctorResult:
+    """The findings and runs ``acceptmon doctor`` reports (``model_dump(mode="json")`` is its JSON);
+    ``baseline``: a log or run without speculation (``"base.log#1"``); ``rules``: extra rule files."""
+    result, _ = examine(
+        _paths(paths),
+        grammars or load_grammars(),
+        load_rules([Path(r) for r in rules]),
+        expected_accept_len=expected_accept_len,
+        baseline=baseline,
+        jobs=max(1, jobs),
+    )
+    return result
 
 
 def to_arrow(paths: Paths, kinds: Iterable[str] | None = None, *, grammars: GrammarSet | None = None) -> pyarrow.Table:

@@ -31,13 +31,16 @@ def test_the_documented_examples_run():
 
 
 def test_the_functions_survive_every_submodule_being_imported():
-    """A submodule binds its name on the package: none may be called read, runs or to_arrow."""
+    """A submodule binds its name on the package: none may be called read, runs, compare, doctor or to_arrow."""
     for info in pkgutil.walk_packages(acceptmon.__path__, "acceptmon."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
     assert len(list(acceptmon.read(SAMPLES / "seed_eagle3_moe.log", kinds=["launch"]))) == 5
     assert [r.run for r in acceptmon.runs(SAMPLES / "seed_eagle3_moe.log")] == [1, 2, 3, 4, 5]
     assert acceptmon.to_arrow(SAMPLES / "seed_eagle3_moe.log").num_rows == 384
+    seed = SAMPLES / "seed_eagle3_moe.log"
+    assert acceptmon.compare(f"{seed}#1", f"{seed}#2").verdict == "better"
+    assert len(acceptmon.doctor(seed).runs) == 5
     with pytest.raises(AttributeError):
         acceptmon.nothing_of_the_kind  # noqa: B018
 
@@ -78,3 +81,13 @@ def test_read_reads_gzip_and_refuses_unknown_kinds(tmp_path):
     assert [{**r, "file": ""} for r in packed] == [{**r, "file": ""} for r in plain] and len(plain) == 384
     with pytest.raises(acceptmon.errors.InputError, match="unknown record kind"):
         list(acceptmon.read(gz, kinds=["decod"]))
+
+
+def test_compare_and_doctor_are_the_commands_json():
+    seed, base = SAMPLES / "seed_eagle3_moe.log", SAMPLES / "baseline_nospec.log"
+    want = json.loads(cli("compare", f"{seed}#1", f"{seed}#2", "--format", "json").stdout)
+    assert acceptmon.compare(f"{seed}#1", f"{seed}#2").model_dump(mode="json") == want
+    want = json.loads(cli("doctor", seed, "--baseline", base, "--format", "json").stdout)
+    got = acceptmon.doctor(seed, baseline=str(base))
+    assert got.model_dump(mode="json") == want
+    assert {f.rule for f in got.findings} >= {"P2"} and [r.run for r in got.runs] == [1, 2, 3, 4, 5]

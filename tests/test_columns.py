@@ -13,7 +13,6 @@ from operator import itemgetter
 
 import pytest
 
-from acceptmon.cli import compare as compare_cmd
 from acceptmon.diagnose.engine import Doctor
 from acceptmon.diagnose.read import DoctorJob
 from acceptmon.diagnose.rules import load_rules
@@ -23,6 +22,7 @@ from acceptmon.measure.normalize import READS, Fact, Load, Normalizer
 from acceptmon.measure.normalize import Batch as NormBatch
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import DecodeStats
+from acceptmon.pipeline.sides import read_side
 from tests.conftest import SAMPLES
 
 LOGS = sorted(SAMPLES.glob("*.log"))
@@ -94,7 +94,7 @@ def test_compares_columns_hold_every_batch_of_every_sample_log_as_before(grammar
         want, rates = old_side(grammars, path, run_no)
         if not want:
             continue
-        side = compare_cmd.read_side(str(path), run_no, grammars)
+        side = read_side(str(path), run_no, grammars).side
         assert list(side.batches) == want and len(side.batches) == len(want)
         assert (None if side.loads is None else list(side.loads)) == rates
         lists = {n: [getattr(b, n) for b in want] for n in NAMES}

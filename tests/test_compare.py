@@ -32,6 +32,7 @@ from acceptmon.measure.compare import (
 )
 from acceptmon.parse.load import load_grammars
 from acceptmon.pipeline import batch as pipeline
+from acceptmon.pipeline.sides import read_side
 from tests.conftest import ROOT, SAMPLES
 from tests.data.compare.make import GOLDEN, SCENARIOS, render, write_logs
 
@@ -207,7 +208,7 @@ def test_steady_batches_need_empty_queue_and_no_prefill_since_the_ranks_last_dec
     lines += [decode("TP0", 0), decode("TP0", 2), decode("TP1", 0)]
     log = tmp_path / "s.log"
     log.write_text("\n".join(lines) + "\n")
-    side = compare_cmd.read_side(str(log), None, load_grammars())
+    side = read_side(str(log), None, load_grammars()).side
     # first line of each rank follows its (unlogged) prefill; the prefill line is TP0's
     assert [x.steady for x in side.batches] == [False, True, False, True, False, True, False, True]
     assert side.spec == "config unknown: no launch line" and side.label == "s.log"
@@ -219,7 +220,7 @@ def test_parallel_read_marks_the_same_steady_batches(tmp_path, grammars, monkeyp
     big.write_bytes(SEED.read_bytes() * 10)  # 50 launches, cut into 8 ranges
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(pipeline, "RANGE_BYTES", 1 << 18)
-    one, two = (compare_cmd.read_side(str(big), run_no, grammars, jobs) for jobs in (1, 2))
+    one, two = (read_side(str(big), run_no, grammars, jobs).side for jobs in (1, 2))
     assert one == two and len(one.batches) == (384 * 10 if run_no is None else 96)
     assert 0 < sum(b.steady for b in one.batches) < len(one.batches)
 
@@ -296,7 +297,7 @@ def test_compare_reads_vllm_spec_and_throughput_lines():
     from tests.conftest import SAMPLES
 
     log = str(SAMPLES / "vllm_v1_0.10.2_dp.log")
-    a, b = (compare_cmd.read_side(log, n, load_grammars()) for n in (1, 2))
+    a, b = (read_side(log, n, load_grammars()).side for n in (1, 2))
     lines = open(log).read().splitlines()
     second = [i for i, line in enumerate(lines) if "non-default args" in line][1]  # run 2's first launch line
     run1 = lines[:second]

@@ -213,8 +213,8 @@ def test_history_before_the_live_start_numbers_the_runs(grammars):
 
 def test_the_current_run_is_judged_against_the_previous_one_by_compares_rule(grammars):
     """The seed incident: the fixed run against the broken one is `better`, as `acceptmon compare` says."""
-    from acceptmon.cli.compare import read_side
     from acceptmon.measure.compare import compare
+    from acceptmon.pipeline.sides import read_side
     from tests.conftest import SAMPLES
 
     log = SAMPLES / "seed_eagle3_moe.log"
@@ -224,7 +224,7 @@ def test_the_current_run_is_judged_against_the_previous_one_by_compares_rule(gra
     feed(state, Parser(grammars, str(log)), *lines[:second_launch])  # runs 1 and 2, then stop
     state.compare_runs()
     verdicts = [e.text for e in state.view().events if " vs run " in e.text]
-    expected = compare(read_side(str(log), 1, grammars), read_side(str(log), 2, grammars))
+    expected = compare(read_side(str(log), 1, grammars).side, read_side(str(log), 2, grammars).side)
     assert expected.verdict == "better"
     assert verdicts == [f"run 2 vs run 1: better. {expected.reason.replace('B ', 'run 2 ', 1)}"]
     state.compare_runs()  # the same verdict is not announced twice
@@ -334,8 +334,8 @@ def test_vllm_run_against_run_uses_spec_lines_with_their_engines_throughput(gram
 
 def test_tail_judges_vllm_runs_as_compare_does(grammars):
     """The same batches (a spec line with its engine's latest load) give the same verdict and reason."""
-    from acceptmon.cli.compare import read_side
     from acceptmon.measure.compare import compare
+    from acceptmon.pipeline.sides import read_side
     from tests.conftest import SAMPLES
 
     log = SAMPLES / "vllm_v1_0.10.2_dp.log"
@@ -343,7 +343,7 @@ def test_tail_judges_vllm_runs_as_compare_does(grammars):
     feed(state, Parser(grammars, str(log)), *log.read_text().splitlines())
     state.compare_runs()
     verdicts = [e.text for e in state.view().events if " vs run " in e.text]
-    expected = compare(read_side(str(log), 1, grammars), read_side(str(log), 2, grammars))
+    expected = compare(read_side(str(log), 1, grammars).side, read_side(str(log), 2, grammars).side)
     assert verdicts == [f"run 2 vs run 1: {expected.verdict}. {expected.reason.replace('B ', 'run 2 ', 1)}"]
 
 

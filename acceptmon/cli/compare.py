@@ -11,23 +11,16 @@ import argparse
 import re
 import textwrap
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
 from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.columns import Packed, pack, unpack
-from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, Sample, Side, SideResult, compare
-from acceptmon.measure.normalize import READS, Normalizer
-from acceptmon.measure.summary import config_text
-from acceptmon.parse.grammar import GrammarSet
-from acceptmon.parse.kinds import KINDS, with_role
-from acceptmon.parse.parser import Tally
-from acceptmon.parse.records import LaunchConfig, Record
-from acceptmon.pipeline.batch import default_jobs, run
+from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, SideResult, compare
+from acceptmon.parse.records import LaunchConfig
+from acceptmon.pipeline.batch import default_jobs
+from acceptmon.pipeline.sides import read_side
 from acceptmon.sinks.atomic import stdout_writes
 from acceptmon.sinks.runs_table import tree_note
 
@@ -98,12 +91,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if refs[0][0] == refs[1][0] == "-":
         raise InputError("-", "stdin can be one side of a comparison, not both")
     grammars = grammars_for(args)
-    (a, a_runs, a_tally), (b, b_runs, b_tally) = (
-        _read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs
-    )
+    sides = [read_side(path, run_no, grammars, max(1, args.jobs)) for path, run_no in refs]
+    for read in sides:
+        say_left_out(read.invalid_values, read.refused_configs, f"{read.side.label}: ")
     say_year(grammars)
-    for tally in [a_tally] if refs[0][0] == refs[1][0] else [a_tally, b_tally]:  # one file: said once
-        say_unrecognized(tally)
+    for read in sides[:1] if refs[0][0] == refs[1][0] else sides:  # one file: said once
+        say_unrecognized(read.tally)
+    (a, a_runs), (b, b_runs) = ((read.side, read.configs) for read in sides)
     result = compare(a, b, resamples=args.resamples, seed=args.seed)
     if args.format == "json":
         text = strict_json(result.model_dump(mode="json"), indent=2)
@@ -114,71 +108,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with stdout_writes():
         print(text)
     return 0
-
-
-class _SideJob:
-    """One side's records (parsed in workers too), normalized in file order (:mod:`acceptmon.measure.normalize`).
-
-    A batch is a record with the ``acceptance`` role: an SGLang decode line (acceptance and
-    throughput at once), or a vLLM spec line with the load of its engine's latest throughput
-    line. The throughput is the mean of the load lines, as ``runs`` reports it. ``tail`` and
-    ``doctor`` read the same batches.
-    """
-
-    def __init__(self, run_no: int | None) -> None:
-        self.run_no = run_no
-        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
-        self.normalizer = Normalizer()
-        self.sample = Sample()
-        self.runs: dict[int, LaunchConfig | None] = {}
-        self.sources: dict[str, tuple[str, str]] = {}
-        self.invalid_values = self.refused_configs = 0
-        """Impossible values and refused launch configs the normalize step left out."""
-
-    def chunk(self, records: list[Record]) -> tuple[Packed, set[int]]:
-        """The side's records as what the normalizer reads (packed: :func:`~acceptmon.measure.columns.pack`),
-        and the numbers of the other runs with stats lines."""
-        if self.run_no is None:
-            return pack(records, READS), set()
-        mine = [r for r in records if r.run == self.run_no or KINDS[r.kind].starts_run]
-        return pack(mine, READS), {r.run for r in records if r.run != self.run_no}
-
-    def collect(self, part: tuple[Packed, set[int]]) -> None:
-        mine, others = part
-        for number in others:
-            self.runs.setdefault(number, None)
-        for fact in map(self.normalizer.fact, unpack(mine, READS)):
-            r = fact.record
-            if self.run_no is None or r.run == self.run_no:
-                self.invalid_values += fact.invalid
-                self.refused_configs += bool(fact.refused)
-            if KINDS[r.kind].starts_run:
-                self.runs[r.run] = getattr(r, "config", None)
-                continue
-            b, load = fact.batch, fact.load
-            if b is None and load is None:
-                continue
-            self.runs.setdefault(r.run, None)
-            if self.run_no is not None and r.run != self.run_no:
-                continue
-            self.sample.add(fact)
-            self.sources.setdefault(getattr(r, "source", ""), (getattr(r, "pod", ""), getattr(r, "container", "")))
-
-    def source_of(self) -> dict[str, Any]:
-        """The side's source (one source, or several joined by commas)."""
-        names = sorted(self.sources)
-        one = self.sources[names[0]] if len(names) == 1 else ("", "")
-        return {"source": ",".join(names), "pod": one[0], "container": one[1]}
-
-
-def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1) -> Side:
-    """Every batch of ``path`` (or of its run ``run_no``) as one side of a comparison."""
-    return _read_side(path, run_no, grammars, jobs)[0]
-
-
-def _unrecognized(tally: Tally, run_no: int | None) -> int:
-    """The side's lines no grammar reads: the file's, or its run's."""
-    return sum(n for (_, _, number), n in tally.unrecognized_runs.items() if run_no is None or number == run_no)
 
 
 def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | None]) -> list[str]:
@@ -192,42 +121,6 @@ def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | Non
         )
         notes += [tree_note(tag, topk, draft, "accept rate (draft)", "accept len") for topk, draft in trees]
     return notes
-
-
-def _read_side(
-    path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
-) -> tuple[Side, list[LaunchConfig | None], Tally]:
-    """The side, the launch configs of the runs it holds, and the file's tally."""
-    job = _SideJob(run_no)
-    tally = run([path], grammars, job, jobs=jobs).tally
-    name = Path(path).name if path != "-" else "stdin"
-    label = name if run_no is None else f"{name}#{run_no}"
-    if run_no is not None and run_no not in job.runs:
-        there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
-        raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
-    if not len(job.sample):
-        raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
-    say_left_out(job.invalid_values, job.refused_configs, f"{label}: ")
-    wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
-    extra = {**job.source_of(), "unrecognized": _unrecognized(tally, run_no)}
-    return job.sample.side(label, _spec(wanted), extra, copy=False), wanted, tally
-
-
-def _ranges(numbers: Sequence[int]) -> str:
-    parts: list[list[int]] = []
-    for n in numbers:
-        if parts and n == parts[-1][-1] + 1:
-            parts[-1].append(n)
-        else:
-            parts.append([n])
-    return ", ".join(str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts)
-
-
-def _spec(configs: Sequence[LaunchConfig | None]) -> str:
-    texts = {config_text(c) for c in configs}
-    if len(texts) == 1:
-        return texts.pop()
-    return f"{len(configs)} runs, mixed configs"
 
 
 def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamples: int, seed: int) -> str:

@@ -12,8 +12,7 @@ import sys
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
 from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.diagnose.catalog import rules_json, rules_text
-from acceptmon.diagnose.depth import DepthInputs, recommend
-from acceptmon.diagnose.read import diagnose
+from acceptmon.diagnose.read import examine
 from acceptmon.diagnose.report import to_json, to_text
 from acceptmon.diagnose.rules import describe_signatures, load_rules
 from acceptmon.errors import AcceptmonError
@@ -98,19 +97,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         check_path(path)
     rules = load_rules(args.rules)
     grammars = grammars_for(args)
-    depth = DepthInputs()
-    doctor = diagnose(
+    result, doctor = examine(
         args.files,
         grammars,
         rules,
         expected_accept_len=args.expected_accept_len,
         baseline=args.baseline,
         jobs=max(1, args.jobs),
-        depth=depth,
     )
-    findings, runs = doctor.findings(), recommend(doctor, depth, doctor.reports())
-    counts = doctor.tally.unrecognized_runs
-    runs = [r.model_copy(update={"unrecognized": counts.get((r.file, r.source, r.run), 0)}) for r in runs]
+    findings, runs = result.findings, result.runs
     say_unrecognized(doctor.tally)
     figures = [s.figures for s in doctor.states()]
     say_left_out(sum(f.invalid_values for f in figures), sum(f.refused_configs for f in figures))

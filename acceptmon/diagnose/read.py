@@ -12,9 +12,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import cast
 
-from acceptmon.diagnose.depth import DepthInputs
-from acceptmon.diagnose.engine import Doctor
-from acceptmon.diagnose.model import Rule
+from pydantic import BaseModel
+
+from acceptmon.diagnose.depth import DepthInputs, recommend
+from acceptmon.diagnose.engine import Doctor, RunReport
+from acceptmon.diagnose.model import Finding, Rule
 from acceptmon.diagnose.state import RunState
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
@@ -80,6 +82,36 @@ def diagnose(
     doctor.tally = run(list(paths), grammars, DoctorJob(doctor, depth), jobs=jobs).tally
     doctor.finish()
     return doctor
+
+
+class DoctorResult(BaseModel):
+    """What ``acceptmon doctor`` reports: ``model_dump(mode="json")`` is its JSON."""
+
+    findings: list[Finding]
+    runs: list[RunReport]
+
+
+def examine(
+    paths: Sequence[str],
+    grammars: GrammarSet,
+    rules: Sequence[Rule],
+    *,
+    expected_accept_len: float | None = None,
+    baseline: str | None = None,
+    jobs: int = 1,
+) -> tuple[DoctorResult, Doctor]:
+    """The doctor's report on ``paths`` (findings, and every run with its break-even, depth advice and
+    unrecognized lines), and the engine that made it."""
+    depth = DepthInputs()
+    doctor = diagnose(
+        paths, grammars, rules, expected_accept_len=expected_accept_len, baseline=baseline, jobs=jobs, depth=depth
+    )
+    counts = doctor.tally.unrecognized_runs
+    runs = [
+        r.model_copy(update={"unrecognized": counts.get((r.file, r.source, r.run), 0)})
+        for r in recommend(doctor, depth, doctor.reports())
+    ]
+    return DoctorResult(findings=doctor.findings(), runs=runs), doctor
 
 
 def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[RunState], str]:
