@@ -104,6 +104,22 @@ def test_read_logs_is_a_ray_dataset_of_the_same_rows(cluster, logs, local):
     assert ray.__name__ == "ray" and acceptmon.ray.__name__ == "acceptmon.ray"
 
 
+def test_an_address_after_ray_is_the_address_and_a_file_is_the_first_input(cluster, tmp_path):
+    log = SAMPLES / "newest_0.5.23.log"
+    want = pq.read_table(_local_parquet(log, tmp_path)).to_pylist()
+    for address in ("auto", None):  # the process has joined its cluster already: an address is not used again
+        out = tmp_path / f"rows-{address}"
+        assert main(["parse", "--ray", *([address] if address else []), str(log), "-o", str(out)]) == 0
+        assert [p.name for p in out.iterdir()] == ["newest_0.5.23-0.parquet"]
+        assert pq.read_table(out / "newest_0.5.23-0.parquet").to_pylist() == want
+
+
+def _local_parquet(log: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "local.parquet"
+    assert main(["parse", str(log), "-o", str(out)]) == 0
+    return out
+
+
 def test_a_directory_with_other_parquet_files_is_refused(cluster, tmp_path, capsys):
     out = tmp_path / "dataset"
     out.mkdir()
