@@ -132,6 +132,16 @@ def test_a_directory_with_other_parquet_files_is_refused(cluster, tmp_path, caps
     assert sorted(p.name for p in out.iterdir()) == ["old-7.parquet"]
 
 
+@pytest.mark.parametrize("name", ["missing.log", "-"])
+def test_a_missing_file_or_stdin_is_one_line_before_any_task(cluster, tmp_path, capsys, name):
+    log = str(tmp_path / name) if name != "-" else name
+    assert main(["parse", "--ray", log, "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"acceptmon: error: {log}: "), err
+    assert "stream cannot be cut" in err[0] if name == "-" else "stream" not in err[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_without_ray_it_says_how_to_install_it(tmp_path):
     """A user without the extra: ray cannot be imported (a stand-in package that refuses)."""
     blocked = tmp_path / "blocked" / "ray"

@@ -215,6 +215,7 @@ def _parse_on_ray(args: argparse.Namespace) -> int:
         raise InputError("--ray", "writes a Parquet dataset: name its directory with -o DIR (and no other --format)")
     distributed.ray_module()
     pyarrow_module()
+    distributed.check_inputs(args.files)
     grammars = grammars_for(args)
     kinds = (KINDS[args.kind],) if args.kind else None
     started = time.monotonic()

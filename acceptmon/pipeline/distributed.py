@@ -125,6 +125,14 @@ def run(
     return Outcome(pieces, _get(outputs) if fetch else outputs, tally)
 
 
+def check_inputs(paths: Sequence[str]) -> None:
+    """Every input a file the tasks can read (a stream cannot be cut into tasks), before a cluster is joined."""
+    for path in paths:
+        if is_stream(path):
+            raise InputError(path, "--ray reads files: a stream cannot be cut into tasks (save it to a file first)")
+        check_path(path)
+
+
 def prepare_directory(directory: str, pieces: list[Piece]) -> None:
     """Make ``directory`` for the pieces' Parquet files; refuse a file there, or ``.parquet`` files the pieces
     would not replace (an earlier run's: a reader would take them for part of this dataset)."""
@@ -149,10 +157,8 @@ def plan(paths: Sequence[str], grammars: GrammarSet, shared: Any, *, range_bytes
     scan = ray.remote(scan_piece)
     stems: dict[str, int] = {}
     cut: list[tuple[str, str, list[tuple[int, int]] | None]] = []
+    check_inputs(paths)
     for path in paths:
-        if is_stream(path):
-            raise InputError(path, "--ray reads files: a stream cannot be cut into tasks (save it to a file first)")
-        check_path(path)
         stem = Path(path).stem or "input"
         stems[stem] = stems.get(stem, 0) + 1
         name = stem if stems[stem] == 1 else f"{stem}.{stems[stem]}"
