@@ -40,7 +40,7 @@ PACKAGES: dict[str, int] = {
     "exporter": 6, "tui": 6,
     "cli": 7,
     "__main__": 8,
-    "api": 8,
+    "api": 8, "ray": 8,
     "": 9,
 }  # fmt: skip
 """The floor of every package (or top-level module): a module imports only from its own package or a lower floor.

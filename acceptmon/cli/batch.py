@@ -73,7 +73,7 @@ def add_parsers(sub: Subcommands) -> None:
     )
     parse.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="FILE",
         help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
     )
@@ -99,7 +99,16 @@ def add_parsers(sub: Subcommands) -> None:
     grammar_option(parse)
     year_option(parse)
     parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
-    parse.set_defaults(func=cmd_parse)
+    parse.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        action=_RayAddress,
+        metavar="ADDRESS",
+        help="parse as tasks on a Ray cluster (ADDRESS: auto, ray://HOST:PORT, HOST:PORT; default: RAY_ADDRESS or a "
+        "new local one), writing -o DIR as a Parquet dataset, one file per byte range (pip install 'acceptmon[ray]')",
+    )
+    parse.set_defaults(func=cmd_parse, parser=parse)
 
     runs = sub.add_parser(
         "runs",
@@ -142,7 +151,26 @@ def add_parsers(sub: Subcommands) -> None:
     gram.set_defaults(func=cmd_grammars)
 
 
+class _RayAddress(argparse.Action):
+    """``--ray [ADDRESS]``: a word that is no Ray address (``auto``, ``local``, ``ray://…``, ``HOST:PORT``) or
+    names a file is the first input (``parse --ray a.log -o DIR``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, opt: Any = None) -> None:
+        import os
+        import re
+
+        if value and (os.path.exists(value) or not re.fullmatch(r"auto|local|ray://\S+|[\w.-]+:\d+", value)):
+            ns.ray_inputs = [*getattr(ns, "ray_inputs", []), value]
+            value = ""
+        ns.ray = value
+
+
 def cmd_parse(args: argparse.Namespace) -> int:
+    args.files = [*getattr(args, "ray_inputs", []), *args.files]
+    if not args.files:
+        args.parser.error("the following arguments are required: FILE")
+    if args.ray is not None:
+        return _parse_on_ray(args)
     args.files = unique_paths(args.files)
     for f in args.files:
         check_path(f)
@@ -190,6 +218,39 @@ def _local_output(output: str | None) -> None:
     """``-o`` names a local file: a URL is read, never written."""
     if output is not None and is_url(output):
         raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
+
+
+def _parse_on_ray(args: argparse.Namespace) -> int:
+    """``parse --ray``: the rows as a Parquet dataset in ``-o DIR``, written by Ray tasks (one file per range)."""
+    from functools import partial
+
+    from acceptmon.pipeline import distributed
+    from acceptmon.sinks.parquet import pyarrow_module, write_part
+
+    args.files = unique_paths(args.files)
+    out = output_path(args.output)
+    if out is None or args.format not in (None, "parquet"):
+        raise InputError("--ray", "writes a Parquet dataset: name its directory with -o DIR (and no other --format)")
+    distributed.ray_module()
+    pyarrow_module()
+    distributed.check_inputs(args.files)
+    grammars = grammars_for(args)
+    kinds = (KINDS[args.kind],) if args.kind else None
+    started = time.monotonic()
+    joined = distributed.connect(args.ray)
+    try:
+        before = partial(distributed.prepare_directory, out)
+        done = distributed.run(args.files, grammars, partial(write_part, out, kinds), before=before)
+    finally:
+        if joined:
+            distributed.ray_module().shutdown()
+    rows = sum(n for _, n in done.outputs)
+    where = f"{out} ({plural(len(done.outputs), 'Parquet file')})"
+    _summary(done.tally, rows, time.monotonic() - started, where, args.kind)
+    say_year(grammars, done.tally)
+    if not rows:
+        _no_rows_hint(args.files, args.kind)
+    return 0
 
 
 def _parquet_job(out: Writer, kinds: tuple[RecordKind, ...] | None) -> ParquetJob:

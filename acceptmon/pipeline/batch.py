@@ -219,11 +219,14 @@ def _size(path: str, limit: int | None = None) -> int:
     return size if limit is None else min(size, limit)
 
 
-def _whole(path: str) -> bool:
+def whole_file(path: str) -> bool:
     """A file read from its start through :func:`open_log` only: an object by URL (one stream), gzip,
     journalctl output (whose entries become lines there: no byte range of the file is a range of lines),
     or a container log (whose split lines are joined in the reader: a range must not start inside one)."""
     return is_url(path) or _is_gzip(path) or is_journal(path) or is_container_file(path)
+
+
+_whole = whole_file
 
 
 def _is_gzip(path: str) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
 from acceptmon.parse import prescan
+from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.pipeline import inplace
 
@@ -92,7 +93,7 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
                 done[given] = _parse_range(tasks[given])
                 given += 1
         result = done.pop(k)
-        if not _year_holds(result[3], known):  # the range's first year was guessed wrong: read it again, knowing
+        if not year_holds(result[3], known):  # the range's first year was guessed wrong: read it again, knowing
             result = _parse_range((*task[:3], replace(task[3], year=known[0], month=known[1])))
         parts, tally, years, _, end = result
         known = end if end[0] is not None else known
@@ -107,7 +108,7 @@ def _scan_all(pool: ProcessPoolExecutor, tasks: list[tuple[str, int, int]], jobs
     return [here[k] if f is None else f.result() for k, f in enumerate(theirs)]
 
 
-def _year_holds(guess: tuple[int, int] | None, known: tuple[int | None, int | None]) -> bool:
+def year_holds(guess: tuple[int, int] | None, known: tuple[int | None, int | None]) -> bool:
     """Whether a range whose first year-less timestamp got ``guess`` (month, year) with no year to go
     on got what one reader gives it after (year, month) ``known`` (:meth:`Parser._dated`'s rules).
 
@@ -150,10 +151,19 @@ def _note_years(years: dict[str, int]) -> None:
 
 
 def _scan_range(task: tuple[str, int, int]) -> ParseState:
+    return scan_range(_WORKER["grammars"], task, _WORKER["source"], _WORKER.get("finder"))
+
+
+def scan_range(
+    grammars: GrammarSet, task: tuple[str, int, int], source: str | None = None, finder: prescan.Finder | None = None
+) -> ParseState:
+    """The parser state at the end of ``path[start:end]`` (``task``), pre-scanned from ``ParseState()``;
+    read from ``source`` (a name of the same file) if given. Also what a Ray task runs
+    (:mod:`acceptmon.pipeline.distributed`)."""
     path, start, end = task
-    parser = Parser(_WORKER["grammars"], path)
-    finder = _WORKER.get("finder") or prescan.BYTES
-    with open(_WORKER["source"], "rb") as f:
+    parser = Parser(grammars, path)
+    finder = finder or prescan.BYTES
+    with open(source or path, "rb") as f:
         f.seek(start)
         for block in iter_blocks(f, limit=end - start):
             if block is OVERSIZED:

@@ -7,7 +7,8 @@ as timestamps, counts as integers, per-position rates as lists. pyarrow is impor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, get_args, get_origin
 
@@ -16,12 +17,22 @@ from pydantic import BaseModel
 from acceptmon.errors import InputError
 from acceptmon.parse.kinds import RecordKind, table_kinds
 from acceptmon.parse.records import Record
+from acceptmon.sinks.atomic import atomic_output
 from acceptmon.sinks.table import Writer, columns
 
 if TYPE_CHECKING:
     import pyarrow
 
-__all__ = ["INSTALL", "ParquetJob", "model_schema", "pyarrow_module", "table_schema", "write_models"]
+__all__ = [
+    "INSTALL",
+    "ArrowJob",
+    "ParquetJob",
+    "model_schema",
+    "pyarrow_module",
+    "table_schema",
+    "write_models",
+    "write_part",
+]
 
 INSTALL = "pip install 'acceptmon[parquet]'"
 
@@ -87,17 +98,16 @@ class _Out:
         self.closed = True
 
 
-class ParquetJob:
-    """The table kinds' rows (built in workers too) written as Parquet row groups, in order."""
+class ArrowJob:
+    """The table kinds' rows (built in workers too) as Arrow tables of :func:`table_schema`'s columns, in order."""
 
-    def __init__(self, out: Writer, kinds: Sequence[RecordKind] | None = None) -> None:
-        pa = pyarrow_module()
+    def __init__(self, kinds: Sequence[RecordKind] | None = None) -> None:
         self.kinds = tuple(kinds or table_kinds())
         self.records_wanted = frozenset(k.name for k in self.kinds)
         self.schema = table_schema(self.kinds)
         self.columns = tuple(self.schema.names)
         self.records = 0
-        self._writer = pa.parquet.ParquetWriter(pa.PythonFile(_Out(out), mode="w"), self.schema)
+        self.tables: list[pyarrow.Table] = []
 
     def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
         cols = self.columns
@@ -109,10 +119,43 @@ class ParquetJob:
         pa = pyarrow_module()
         self.records += len(part)
         arrays = [pa.array(list(col), type=f.type) for col, f in zip(zip(*part, strict=True), self.schema, strict=True)]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        self.write(pa.Table.from_arrays(arrays, schema=self.schema))
+
+    def write(self, table: pyarrow.Table) -> None:
+        self.tables.append(table)
+
+    def table(self) -> pyarrow.Table:
+        """Every row collected, one table (the schema's, empty if there were none)."""
+        pa = pyarrow_module()
+        return pa.concat_tables(self.tables) if self.tables else self.schema.empty_table()
+
+
+class ParquetJob(ArrowJob):
+    """The table kinds' rows (built in workers too) written as Parquet row groups, in order."""
+
+    def __init__(self, out: Writer, kinds: Sequence[RecordKind] | None = None) -> None:
+        pa = pyarrow_module()
+        super().__init__(kinds)
+        self._writer = pa.parquet.ParquetWriter(pa.PythonFile(_Out(out), mode="w"), self.schema)
+
+    def write(self, table: pyarrow.Table) -> None:
+        self._writer.write_table(table)
 
     def finish(self) -> None:
         self._writer.close()
+
+
+def write_part(
+    directory: str, kinds: Sequence[RecordKind] | None, name: str, fill: Callable[[ArrowJob], None]
+) -> tuple[str, int]:
+    """One file of a Parquet dataset, ``DIRECTORY/NAME.parquet`` (whole or absent: :func:`atomic_output`), of
+    the rows ``fill`` gives the job; returns its path and row count (``parse --ray``: a Ray task writes it)."""
+    dest = os.path.join(directory, f"{name}.parquet")
+    with atomic_output(dest) as out:
+        job = ParquetJob(out, kinds)
+        fill(job)
+        job.finish()
+    return dest, job.records
 
 
 def write_models(out: Writer, rows: Sequence[BaseModel], model: type[BaseModel]) -> None:
