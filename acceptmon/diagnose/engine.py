@@ -82,6 +82,9 @@ class RunReport(BaseModel):
     """Per-position acceptance and the sweep's recommended depth (:mod:`acceptmon.diagnose.depth`, batch only)."""
     unrecognized: int = 0
     """Lines of the run that start like a stats line but that no grammar reads (a format change)."""
+    too_few_to_judge: bool = False
+    """Fewer batches past warm-up than the accept-length rules need (their smallest ``min_lines``): "no
+    finding" would read as "healthy" where nothing was judged."""
 
 
 @dataclass
@@ -116,6 +119,9 @@ class Doctor:
         warmup: int = WARMUP_BATCHES,
     ) -> None:
         self.rules = list(rules)
+        needs = [getattr(r.params, k, None) for r in self.rules for k in ("min_lines", "stuck_lines")]
+        self.min_judged = min((n for n in needs if isinstance(n, int)), default=0)
+        """Batches past warm-up the accept-length rules need at the least (``min_lines`` of their params)."""
         self.tally = Tally()
         """What the reading of the files counted (:func:`acceptmon.diagnose.read.diagnose` sets it)."""
         self.expected = expected_accept_len
@@ -204,6 +210,7 @@ class Doctor:
                     judged_accept_len_mean=s.accept_len.rounded,
                     findings=found,
                     break_even=self.break_even(s),
+                    too_few_to_judge=s.accept_len.count < self.min_judged,
                 )
             )
         return out

@@ -68,13 +68,28 @@ def _run_block(key: tuple[str, int], report: RunReport | None, findings: list[Fi
     order = {"error": 0, "warning": 1, "info": 2}
     for f in sorted(findings, key=lambda f: order[f.severity]):
         lines += _finding_lines(f, colour)
-    if not findings:
+    if not findings and report is not None and report.too_few_to_judge:
+        lines += _wrap(_too_few(report), "  ")
+    elif not findings:
         lines.append("  no finding")
     if report is not None and report.break_even is not None:
         lines += _wrap("break-even: " + report.break_even.statement, "  ")
     if report is not None and report.recommendation is not None:
         lines += depth_lines(report.run, report.recommendation)
     return "\n".join(lines)
+
+
+NOTHING_ACCEPTED = 1.05
+"""A mean accept length at most this: speculation accepted (almost) nothing in the batches there are."""
+
+
+def _too_few(report: RunReport) -> str:
+    """Why a run without findings was not judged, and what its few batches do show."""
+    text = f"too few batches ({report.judged_batches} past warm-up) to judge: no finding means nothing here"
+    length = report.accept_len_mean
+    if report.batches and length is not None and length <= NOTHING_ACCEPTED:
+        text += f"; in the batches there are, speculation accepted nothing (accept len {length:.2f})"
+    return text
 
 
 MARK = {"measured": " ", "predicted": "~", "extrapolated": "+"}
