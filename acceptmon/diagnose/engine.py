@@ -83,7 +83,8 @@ class RunReport(BaseModel):
     unrecognized: int = 0
     """Lines of the run that start like a stats line but that no grammar reads (a format change)."""
     too_few_to_judge: bool = False
-    """Fewer batches past warm-up than the accept-length rules need (their smallest ``min_lines``): "no
+    """A speculative run with fewer batches past warm-up than the accept-length rules need (their smallest
+    ``min_lines``): "no
     finding" would read as "healthy" where nothing was judged."""
 
 
@@ -210,7 +211,7 @@ class Doctor:
                     judged_accept_len_mean=s.accept_len.rounded,
                     findings=found,
                     break_even=self.break_even(s),
-                    too_few_to_judge=s.accept_len.count < self.min_judged,
+                    too_few_to_judge=s.speculative and s.accept_len.count < self.min_judged,
                 )
             )
         return out
