@@ -84,8 +84,7 @@ class RunReport(BaseModel):
     """Lines of the run that start like a stats line but that no grammar reads (a format change)."""
     too_few_to_judge: bool = False
     """A speculative run with fewer batches past warm-up than the accept-length rules need (their smallest
-    ``min_lines``): "no
-    finding" would read as "healthy" where nothing was judged."""
+    ``min_lines``): "no finding" would read as "healthy" where nothing was judged."""
 
 
 @dataclass
