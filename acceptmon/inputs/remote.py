@@ -12,6 +12,7 @@ naming the URL: one line, never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from collections.abc import Iterable
@@ -223,8 +224,6 @@ class _Guarded(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            try:
+            with contextlib.suppress(Exception):  # a half-read HTTP stream may complain: the bytes read count
                 self.f.close()
-            except Exception:  # closing a half-read HTTP stream may complain: the bytes read are what counts
-                pass
         super().close()
