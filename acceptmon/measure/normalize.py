@@ -38,7 +38,7 @@ from typing import Any
 
 from acceptmon.measure.tokens import Intervals
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import Record, build
+from acceptmon.parse.records import Record
 
 WARMUP_BATCHES = 2
 """Batches at the start of each run that the doctor's accept-length rules leave out (doctor.md §4)."""
@@ -279,15 +279,3 @@ READS = frozenset(
     }
 )
 """Every field the normalizer (and the figures) read of a record."""
-
-Slim = tuple[str, dict[str, Any]]
-
-
-def slim(records: Iterable[Record]) -> list[Slim]:
-    """Records as only what the normalizer reads: a tenth of the bytes to send from a worker process."""
-    return [(r.kind, {k: v for k, v in r.__dict__.items() if k in READS and v is not None}) for r in records]
-
-
-def unslim(parts: Iterable[Slim]) -> list[Record]:
-    """Records again from :func:`slim` (fields it left out take their defaults)."""
-    return [build(KINDS[kind].model, values) for kind, values in parts]
