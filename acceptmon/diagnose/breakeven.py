@@ -11,15 +11,22 @@ less than G tok/s at B requests", and the verify efficiency ``L/N`` next to ``BÂ
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.diagnose.model import plural
 from acceptmon.diagnose.state import BucketStats, RunState
-from acceptmon.measure.compare import MIN_BUCKET_BATCHES, MIN_MATCHED_BATCHES
+from acceptmon.measure.speedup import (
+    LOSES_BELOW,
+    MARGINAL_BELOW,
+    Verdict,
+    bucket_label,
+    shared,
+    verdict,
+    weighted_speedup,
+)
 
-Verdict: TypeAlias = Literal["pays", "marginal", "loses"]
 Buckets: TypeAlias = Mapping[tuple[int, int], BucketStats]
 
 
@@ -65,14 +72,15 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 
 
 def label(lo: int, hi: int) -> str:
-    return str(lo) if lo == hi else f"{lo}-{hi}"
+    return bucket_label((lo, hi))
 
 
 def matched(spec: Buckets, base: Buckets) -> tuple[list[BucketRow], float | None, float | None]:
-    """Rows of the shared buckets, the weighted speedup, and the spec accept length over them."""
-    shared = sorted(k for k in spec.keys() & base.keys() if min(spec[k].lines, base[k].lines) >= MIN_BUCKET_BATCHES)
-    rows, weights, ratio, length = [], 0, 0.0, BucketStats().accept_len
-    for key in shared:
+    """Rows of the shared buckets, the weighted speedup (:func:`acceptmon.measure.speedup.weighted_speedup`),
+    and the spec accept length over the buckets it weighs."""
+    keys = shared({k: b.lines for k, b in spec.items()}, {k: b.lines for k, b in base.items()})
+    rows, length = [], BucketStats().accept_len
+    for key in keys:
         s, b = spec[key], base[key]
         speedup = s.mean_throughput / b.mean_throughput if b.mean_throughput > 0 else None
         rows.append(
@@ -86,16 +94,9 @@ def matched(spec: Buckets, base: Buckets) -> tuple[list[BucketRow], float | None
             )
         )
         if speedup is not None:
-            weights += s.lines + b.lines
-            ratio += (s.lines + b.lines) * speedup
             length.merge(s.accept_len)
-    enough = min(sum(r.spec_lines for r in rows), sum(r.base_lines for r in rows)) >= MIN_MATCHED_BATCHES
-    return rows, (ratio / weights if weights and enough else None), length.mean
-
-
-def verdict(speedup: float, loses_below: float, marginal_below: float) -> Verdict:
-    s = round(speedup, 6)
-    return "loses" if s < loses_below else "marginal" if s < marginal_below else "pays"
+    pairs = [(spec[k].lines, spec[k].mean_throughput, base[k].lines, base[k].mean_throughput) for k in keys]
+    return rows, weighted_speedup(pairs), length.mean
 
 
 def break_even(
@@ -103,8 +104,8 @@ def break_even(
     base: Buckets | None,
     base_label: str | None,
     *,
-    loses_below: float = 1.0,
-    marginal_below: float = 1.03,
+    loses_below: float = LOSES_BELOW,
+    marginal_below: float = MARGINAL_BELOW,
 ) -> BreakEven:
     """The verdict against ``base`` (steady buckets of no-spec runs), else the break-even statement."""
     typical = max(run.buckets.items(), key=lambda kv: (kv[1].lines, -kv[0][0]), default=None)

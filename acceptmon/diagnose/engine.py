@@ -26,6 +26,7 @@ from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.depth import Recommendation
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
+from acceptmon.measure.speedup import choose_baseline
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Tally
@@ -251,8 +252,7 @@ class Doctor:
         pool = self.baseline or self._index().plain.get(run.file, [])
         plain = [s for s in pool if s.stats_lines and not s.speculative]
         model = run.launch.model_path if run.launch else None
-        same = [s for s in plain if s.launch is not None and s.launch.model_path == model]
-        chosen = same or plain
+        chosen = choose_baseline(model, plain, lambda s: s.launch.model_path if s.launch else "")  # "": no launch
         if not chosen:
             return None, None
         merged: dict[tuple[int, int], BucketStats] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptmon.measure.compare import bucket_of
+from acceptmon.measure.speedup import bucket_of
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact

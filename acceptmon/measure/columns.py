@@ -17,7 +17,7 @@ import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import compress, filterfalse, islice
+from itertools import filterfalse, islice
 from operator import itemgetter
 from typing import Any, TypeVar, overload
 
@@ -193,11 +193,15 @@ class Batches(Sequence[Batch]):
             yield Batch(_none(length), _none(rate), _none(tput), None if running == NONE_INT else running, bool(steady))
 
     def steady_loads(self) -> Iterator[tuple[int, float]]:
-        """(``running_req``, ``gen_throughput``) of the steady batches that log both, a count above 0."""
-        pairs = zip(self._kept(self.running_req), self._kept(self.gen_throughput), strict=True)
-        for running, tput in compress(pairs, self._kept(self.steady)):
-            if running and running != NONE_INT and tput == tput:
-                yield running, tput
+        """(``running_req``, ``gen_throughput``) of the steady batches that log both, a count other than 0."""
+        return (load for load in self.loads() if load is not None)
+
+    def loads(self) -> Iterator[tuple[int, float] | None]:
+        """Per kept batch, in order: (``running_req``, ``gen_throughput``) where it is steady and logs both,
+        a count other than 0; else None."""
+        columns = self._kept(self.running_req), self._kept(self.gen_throughput), self._kept(self.steady)
+        for running, tput, steady in zip(*columns, strict=True):
+            yield (running, tput) if steady and running and running != NONE_INT and tput == tput else None
 
     def column(self, name: str) -> array[float]:
         """A float column's kept values (``accept_len``, ``accept_rate``, ``gen_throughput``): the array itself

@@ -14,7 +14,7 @@ import math
 import random
 import sys
 from array import array
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, chain, compress, islice
@@ -27,8 +27,19 @@ from acceptmon.measure.aggregate import Series
 from acceptmon.measure.columns import Batch, Batches, Floats, missing, present
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.speedup import bucket_label, bucket_of, shared, steady_buckets, weighted_speedup
 
-__all__ = ["Batch", "Batches", "Comparison", "Sample", "Side", "bootstrap_means", "compare", "matched_load"]
+__all__ = [
+    "Batch",
+    "Batches",
+    "Comparison",
+    "Sample",
+    "Side",
+    "bootstrap_means",
+    "bucket_of",
+    "compare",
+    "matched_load",
+]
 
 Verdict: TypeAlias = Literal["better", "worse", "no difference", "too few batches"]
 MIN_VERDICT_BATCHES = 10
@@ -36,8 +47,6 @@ MIN_VERDICT_BATCHES = 10
 each) to give a confidence interval that means anything (2 batches gave a zero-width one)."""
 RESAMPLES = 2000
 CONFIDENCE = 0.95
-MIN_BUCKET_BATCHES = 2  # a #running-req bucket is used when each side has this many steady batches in it
-MIN_MATCHED_BATCHES = 10  # matched load needs this many steady batches per side in shared buckets
 
 
 @dataclass(frozen=True)
@@ -360,43 +369,26 @@ def _mean(column: Sequence[float] | None) -> float | None:
     return sum(present(column)) / count if count else None
 
 
-def bucket_of(running_req: int) -> tuple[int, int]:
-    """Exact up to 16, then ranges a quarter of the power of two below (16-19, 20-23, ..., 32-39)."""
-    if running_req <= 16:
-        return running_req, running_req
-    step = (1 << (running_req.bit_length() - 1)) // 4
-    lo = running_req - running_req % step
-    return lo, lo + step - 1
-
-
 def matched_load(a: Sequence[Batch], b: Sequence[Batch]) -> Matched:
-    """Throughput ratio B/A within shared ``#running-req`` buckets of steady batches."""
-    sides: list[dict[tuple[int, int], array[float]]] = [defaultdict(_no_floats), defaultdict(_no_floats)]
-    for batches, buckets in zip((a, b), sides, strict=True):
-        for running, tput in Batches.of(batches).steady_loads():
-            buckets[bucket_of(running)].append(tput)
-    shared = sorted(k for k in sides[0].keys() & sides[1].keys() if min(len(s[k]) for s in sides) >= MIN_BUCKET_BATCHES)
-    rows = [_bucket(lo, hi, sides[0][lo, hi], sides[1][lo, hi]) for lo, hi in shared]
+    """Throughput ratio B/A within shared ``#running-req`` buckets of steady batches
+    (:func:`acceptmon.measure.speedup.weighted_speedup`: the doctor's break-even rule)."""
+    sides = steady_buckets(Batches.of(a)), steady_buckets(Batches.of(b))
+    keys = shared({k: len(v) for k, v in sides[0].items()}, {k: len(v) for k, v in sides[1].items()})
+    rows = [_bucket(k, sides[0][k], sides[1][k]) for k in keys]
     na, nb = sum(r.a_batches for r in rows), sum(r.b_batches for r in rows)
-    usable = [r for r in rows if r.a_gen_throughput > 0]
+    ratio = weighted_speedup([(r.b_batches, r.b_gen_throughput, r.a_batches, r.a_gen_throughput) for r in rows])
     counts = {"a_batches": na, "b_batches": nb, "buckets": rows}
-    if min(na, nb) < MIN_MATCHED_BATCHES or not usable:
+    if ratio is None:
         note = f"too few steady batches at shared #running-req to compare: {len(rows)} buckets, {na} vs {nb} batches"
         return Matched.model_validate({"comparable": False, "gen_throughput_pct": None, "note": note, **counts})
-    weights = [r.a_batches + r.b_batches for r in usable]
-    ratio = sum(w * r.b_gen_throughput / r.a_gen_throughput for w, r in zip(weights, usable, strict=True))
     note = f"{len(rows)} shared #running-req buckets, {na} vs {nb} steady batches"
-    pct = _r(100 * (ratio / sum(weights) - 1), 2)
+    pct = _r(100 * (ratio - 1), 2)
     return Matched.model_validate({"comparable": True, "gen_throughput_pct": pct, "note": note, **counts})
 
 
-def _no_floats() -> array[float]:
-    return array("d")
-
-
-def _bucket(lo: int, hi: int, a: Sequence[float], b: Sequence[float]) -> Bucket:
+def _bucket(key: tuple[int, int], a: Sequence[float], b: Sequence[float]) -> Bucket:
     return Bucket(
-        running_req=str(lo) if lo == hi else f"{lo}-{hi}",
+        running_req=bucket_label(key),
         a_batches=len(a),
         b_batches=len(b),
         a_gen_throughput=round(sum(a) / len(a), 4),

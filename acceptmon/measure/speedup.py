@@ -1,0 +1,187 @@
+"""Does speculation pay? The speedup against a baseline without speculation, with a confidence interval. Pure.
+
+doctor.md §3.3: in steady state at the same ``#running-req``, one verify step takes about
+``B·L/G_spec`` and a plain step ``B/G_base``, so the speedup is ``S = G_spec/G_base``. It is measured
+within shared ``#running-req`` buckets of steady batches (exact up to 16, then ranges) and weighted by
+the batches of both sides: the one rule ``compare``'s matched load, the doctor's break-even and
+``runs --baseline`` use. Its 95 % interval comes from compare's circular block bootstrap
+(:func:`acceptmon.measure.compare.bootstrap_means`), each side resampled on its own over all its
+batches (a bucket's mean of a replicate is the mean of the steady batches it drew there), the shared
+buckets and their weights held as observed. The verdict is the doctor's: ``loses`` below
+``loses_below``, ``marginal`` below ``marginal_below``, else ``pays``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Literal, TypeAlias, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from acceptmon.measure.columns import Batches
+
+Key: TypeAlias = tuple[int, int]
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+Verdict: TypeAlias = Literal["pays", "marginal", "loses"]
+
+MIN_BUCKET_BATCHES = 2
+"""A ``#running-req`` bucket is used when each side has this many steady batches in it."""
+MIN_MATCHED_BATCHES = 10
+"""Matched load needs this many steady batches per side in shared buckets."""
+LOSES_BELOW = 1.0
+MARGINAL_BELOW = 1.03
+"""The doctor's defaults (its rule file may set others): below 1.0 speculation loses, below 1.03 it is marginal."""
+
+
+def bucket_of(running_req: int) -> Key:
+    """Exact up to 16, then ranges a quarter of the power of two below (16-19, 20-23, ..., 32-39)."""
+    if running_req <= 16:
+        return running_req, running_req
+    step = (1 << (running_req.bit_length() - 1)) // 4
+    lo = running_req - running_req % step
+    return lo, lo + step - 1
+
+
+def shared(spec: Mapping[K, int], base: Mapping[K, int]) -> list[K]:
+    """The buckets both sides have at least :data:`MIN_BUCKET_BATCHES` steady batches in (sorted), from
+    each side's count of batches per bucket."""
+    both = spec.keys() & base.keys()
+    return sorted(k for k in both if min(spec[k], base[k]) >= MIN_BUCKET_BATCHES)  # type: ignore[type-var]
+
+
+def weighted_speedup(rows: Sequence[tuple[int, float, int, float]]) -> float | None:
+    """S over shared buckets, each a (spec batches, spec mean tok/s, base batches, base mean tok/s): the
+    per-bucket ratios weighted by the batches of both sides, over the buckets whose base made tokens.
+    None below :data:`MIN_MATCHED_BATCHES` steady batches a side in them all."""
+    if min(sum(r[0] for r in rows), sum(r[2] for r in rows)) < MIN_MATCHED_BATCHES:
+        return None
+    usable = [(ns + nb, ms / mb) for ns, ms, nb, mb in rows if mb > 0]
+    weights = sum(w for w, _ in usable)
+    return sum(w * ratio for w, ratio in usable) / weights if weights else None
+
+
+def verdict(speedup: float, loses_below: float = LOSES_BELOW, marginal_below: float = MARGINAL_BELOW) -> Verdict:
+    s = round(speedup, 6)
+    return "loses" if s < loses_below else "marginal" if s < marginal_below else "pays"
+
+
+def steady_buckets(batches: Batches) -> dict[Key, array[float]]:
+    """The throughput of each steady batch that logs a ``#running-req`` above 0, by bucket."""
+    out: dict[Key, array[float]] = defaultdict(lambda: array("d"))
+    for running, tput in batches.steady_loads():
+        out[bucket_of(running)].append(tput)
+    return dict(out)
+
+
+def choose_baseline(model: str | None, plain: Sequence[T], model_of: Callable[[T], str | None]) -> list[T]:
+    """The baseline of a run of ``model`` among runs without speculation: those of the same model, else all."""
+    same = [p for p in plain if model_of(p) == model]
+    return same or list(plain)
+
+
+class BucketSpeedup(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    running_req: str
+    spec_batches: int
+    base_batches: int
+    spec_tok_s: float
+    base_tok_s: float
+
+
+class Speedup(BaseModel):
+    """A run's speedup against its baseline: S with its 95 % interval, or why there is none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    speedup: float | None
+    ci_low: float | None
+    ci_high: float | None
+    spec_batches: int
+    """Steady batches of the run in the shared buckets."""
+    base_batches: int
+    buckets: list[BucketSpeedup]
+    note: str
+
+
+def bucket_label(key: Key) -> str:
+    lo, hi = key
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits) + 0.0
+
+
+def speedup(spec: Batches, base: Batches, *, resamples: int = 2000, seed: int = 0) -> Speedup:
+    """S of ``spec`` against ``base`` over matched buckets, and its block-bootstrap interval (seeds
+    ``seed`` and ``seed + 1``, as compare's sides)."""
+    from acceptmon.measure.compare import bootstrap_means, interval  # compare imports this module's rule
+
+    sides = steady_buckets(spec), steady_buckets(base)
+    keys = shared({k: len(v) for k, v in sides[0].items()}, {k: len(v) for k, v in sides[1].items()})
+    rows = [
+        (len(sides[0][k]), _mean(sides[0][k]), len(sides[1][k]), _mean(sides[1][k])) for k in keys
+    ]  # means as compare shows them
+    buckets = [
+        BucketSpeedup(
+            running_req=bucket_label(k),
+            spec_batches=ns,
+            base_batches=nb,
+            spec_tok_s=ms,
+            base_tok_s=mb,
+        )
+        for k, (ns, ms, nb, mb) in zip(keys, rows, strict=True)
+    ]
+    ns, nb = sum(r[0] for r in rows), sum(r[2] for r in rows)
+    point = weighted_speedup(rows)
+    counts = f"{len(keys)} shared #running-req buckets, {ns} vs {nb} steady batches"
+    if point is None:
+        note = f"too few steady batches at shared #running-req to compare: {counts}"
+        return Speedup(
+            speedup=None, ci_low=None, ci_high=None, spec_batches=ns, base_batches=nb, buckets=buckets, note=note
+        )
+    draws = [
+        bootstrap_means(_bucket_columns(b, keys), random.Random(seed + i), resamples) if keys else []
+        for i, b in enumerate((spec, base))
+    ]
+    weights = [ns_ + nb_ for ns_, _, nb_, _ in rows]
+    replicates = [_replicate(draws[0], draws[1], weights, i) for i in range(resamples)]
+    lo, hi = interval(replicates)
+    return Speedup(
+        speedup=_r(point), ci_low=_r(lo), ci_high=_r(hi), spec_batches=ns, base_batches=nb, buckets=buckets, note=counts
+    )
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4)
+
+
+def _bucket_columns(batches: Batches, keys: Sequence[Key]) -> list[array[float]]:
+    """Per shared bucket, a column over all the batches: the throughput where a steady batch is in it, else NaN."""
+    index = {k: i for i, k in enumerate(keys)}
+    columns = [array("d", [math.nan]) * len(batches) for _ in keys]
+    for i, load in enumerate(batches.loads()):
+        if load is not None:
+            j = index.get(bucket_of(load[0]))
+            if j is not None:
+                columns[j][i] = load[1]
+    return columns
+
+
+def _replicate(
+    spec: list[list[float | None]], base: list[list[float | None]], weights: list[int], i: int
+) -> float | None:
+    """One replicate's S: the buckets where both sides drew a steady batch and the base made tokens."""
+    total = weight = 0.0
+    for s, b, w in zip(spec, base, weights, strict=True):
+        ms, mb = s[i], b[i]
+        if ms is not None and mb is not None and mb > 0:
+            total += w * ms / mb
+            weight += w
+    return total / weight if weight else None
