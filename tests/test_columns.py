@@ -16,8 +16,9 @@ import pytest
 from acceptmon.diagnose.engine import Doctor
 from acceptmon.diagnose.read import DoctorJob
 from acceptmon.diagnose.rules import load_rules
+from acceptmon.measure.bootstrap import block_length, bootstrap_means, draw_starts
 from acceptmon.measure.columns import NONE_INT, Batches, Floats, pack, unpack
-from acceptmon.measure.compare import Batch, Sample, block_length, bootstrap_means, compare, draw_starts
+from acceptmon.measure.compare import Batch, Sample, compare
 from acceptmon.measure.normalize import READS, Fact, Load, Normalizer
 from acceptmon.measure.normalize import Batch as NormBatch
 from acceptmon.parse.parser import Parser

@@ -19,17 +19,9 @@ from hypothesis import strategies as st
 from acceptmon.cli import compare as compare_cmd
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.compare import (
-    MIN_VERDICT_BATCHES,
-    Batch,
-    Side,
-    block_length,
-    bootstrap_means,
-    bucket_of,
-    compare,
-    draw_starts,
-    matched_load,
-)
+from acceptmon.measure.bootstrap import block_length, bootstrap_means, draw_starts
+from acceptmon.measure.compare import MIN_VERDICT_BATCHES, Batch, Side, compare, matched_load
+from acceptmon.measure.speedup import bucket_of
 from acceptmon.parse.load import load_grammars
 from acceptmon.pipeline import batch as pipeline
 from acceptmon.pipeline.sides import read_side

@@ -5,25 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
+from acceptmon.cli.hints import local_output, no_rows_hint, progress_printer
 from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
-from acceptmon.inputs.files import check_path, is_stream, open_log
+from acceptmon.inputs.files import check_path, is_stream
 from acceptmon.inputs.refs import unique_paths
-from acceptmon.inputs.remote import is_url, local_names
+from acceptmon.inputs.remote import local_names
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
-from acceptmon.pipeline.batch import Job, Progress, default_jobs, run
+from acceptmon.pipeline.batch import Job, default_jobs, run
 from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
 from acceptmon.sinks.table import FORMATS, TableJob, Writer, check_parquet, columns, infer_format, row_format
 
 if TYPE_CHECKING:
-    from acceptmon.measure.summary import RunSummary
     from acceptmon.parse.kinds import RecordKind
     from acceptmon.sinks.parquet import ParquetJob
 
@@ -51,16 +50,6 @@ Columns, in order: {columns}
 The summary on stderr counts every line by kind. A file without a row gets a hint on stderr (a file
 that looks binary, NUL bytes or mostly non-text in its first 64 KiB, is called so); the exit code
 is still 0, as for any log without decode lines: an empty table is an answer."""
-RUNS_HELP = """\
-One row per server launch: its speculative config, accept length, rates and throughput.
-
-draft_rate is accepted drafts over proposed drafts. With tree drafts (topk > 1, e.g. topk 8 and
-64 draft tokens) verification accepts one path of the tree, so draft_rate is low by design: judge
-such a run by accept_len (the table says so under it). A file without decode or spec lines gets a
-hint on stderr (a binary file is called so) and exit code 0.
-
-The table's columns are one word each, and so are its cells (start is YYYY-MM-DDTHH:MM:SS; a
-value that is not known is -), so awk and column -t read it."""
 
 
 def add_parsers(sub: Subcommands) -> None:
@@ -110,33 +99,9 @@ def add_parsers(sub: Subcommands) -> None:
     )
     parse.set_defaults(func=cmd_parse, parser=parse)
 
-    runs = sub.add_parser(
-        "runs",
-        help="one summary per server launch (config, accept len, throughput)",
-        description=RUNS_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    runs.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
-    )
-    runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
-    runs.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="write the runs to FILE instead of stdout, in the format of its suffix: .csv, .json or .parquet "
-        "(Parquet: typed columns; pyarrow, pip install 'acceptmon[parquet]')",
-    )
-    grammar_option(runs)
-    year_option(runs)
-    runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
-    runs.add_argument(
-        "--max-bytes", type=size, metavar="SIZE", help="read only the first SIZE bytes of each file (1M, 2G, 4096)"
-    )
-    runs.set_defaults(func=cmd_runs)
+    from acceptmon.cli import runs
+
+    runs.add_parser(sub)
 
     gram = sub.add_parser("grammars", help="list loaded grammars; 'grammars check FILE' validates one")
     gram.add_argument(
@@ -175,7 +140,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     for f in args.files:
         check_path(f)
     args.output = output_path(args.output)
-    _local_output(args.output)
+    local_output(args.output)
     check_output(args.output, local_names(args.files))
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
@@ -198,7 +163,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
                 grammars,
                 cast("Job[Any]", job),
                 jobs=jobs,
-                on_progress=_progress_printer(),
+                on_progress=progress_printer(),
                 fast=fast,
                 as_read=streams,
             )
@@ -210,14 +175,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind)
     say_year(grammars, result.tally)
     if not job.records:
-        _no_rows_hint(args.files, args.kind)
+        no_rows_hint(args.files, args.kind)
     return 0
-
-
-def _local_output(output: str | None) -> None:
-    """``-o`` names a local file: a URL is read, never written."""
-    if output is not None and is_url(output):
-        raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
 
 
 def _parse_on_ray(args: argparse.Namespace) -> int:
@@ -249,7 +208,7 @@ def _parse_on_ray(args: argparse.Namespace) -> int:
     _summary(done.tally, rows, time.monotonic() - started, where, args.kind)
     say_year(grammars, done.tally)
     if not rows:
-        _no_rows_hint(args.files, args.kind)
+        no_rows_hint(args.files, args.kind)
     return 0
 
 
@@ -257,95 +216,6 @@ def _parquet_job(out: Writer, kinds: tuple[RecordKind, ...] | None) -> ParquetJo
     from acceptmon.sinks.parquet import ParquetJob
 
     return ParquetJob(out, kinds)
-
-
-def cmd_runs(args: argparse.Namespace) -> int:
-    from acceptmon.cli.wiring import say_left_out, say_unrecognized
-    from acceptmon.measure.summary import with_unrecognized
-    from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
-
-    args.files = unique_paths(args.files)
-    for f in args.files:
-        check_path(f)
-    args.output = output_path(args.output)
-    _local_output(args.output)
-    check_output(args.output, local_names(args.files))
-    fmt = runs_output(args.output, args.format)
-    grammars = grammars_for(args)
-    job = StatsJob()
-    result = run(
-        args.files, grammars, job, jobs=max(1, args.jobs), on_progress=_progress_printer(), limit=args.max_bytes
-    )
-    summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
-    say_year(grammars, result.tally)
-    if job.records or not any(map(looks_binary, args.files)):  # a binary file's "lines" are no format change
-        say_unrecognized(result.tally)
-    say_left_out(sum(s.invalid_values for s in summaries), sum(s.refused_configs for s in summaries))
-    if not job.records:
-        _no_rows_hint(args.files)
-    _print_runs(summaries, fmt, args.output)
-    return 0
-
-
-RUNS_SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet"}
-"""What ``runs -o FILE`` writes, by the file's suffix."""
-
-
-def runs_output(output: str | None, given: str) -> str:
-    """The format of ``runs``' output: ``--format`` on stdout, else ``-o``'s suffix (checked before reading)."""
-    if output is None:
-        return given
-    fmt = RUNS_SUFFIXES.get(Path(output).suffix.lower())
-    if fmt is None:
-        raise InputError(output, f"runs -o writes {', '.join(RUNS_SUFFIXES)}: name the file with one of them")
-    if given not in ("table", fmt):
-        raise InputError(output, f"--format {given}, but the suffix means {fmt}: leave out --format")
-    if fmt == "parquet":
-        from acceptmon.sinks.parquet import pyarrow_module
-
-        pyarrow_module()
-    return fmt
-
-
-def _runs_text(summaries: list[RunSummary], fmt: str) -> str:
-    import csv
-    import io
-
-    from acceptmon.display import strict_json
-    from acceptmon.measure.summary import RunSummary
-    from acceptmon.sinks.runs_table import render_runs_table
-
-    if fmt == "json":
-        return strict_json([s.model_dump(mode="json") for s in summaries], indent=2) + "\n"
-    if fmt == "csv":
-        text = io.StringIO()
-        w = csv.writer(text)
-        w.writerow(RunSummary.model_fields)
-        for s in summaries:
-            w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
-        return text.getvalue()
-    return render_runs_table(summaries) + "\n"
-
-
-def _print_runs(summaries: list[RunSummary], fmt: str, output: str | None = None) -> None:
-    from acceptmon.measure.summary import RunSummary
-    from acceptmon.sinks.runs_table import tree_notes
-
-    if output is not None:
-        with atomic_output(output) as out:
-            if fmt == "parquet":
-                from acceptmon.sinks.parquet import write_models
-
-                write_models(out, summaries, RunSummary)
-            else:
-                out.write(_runs_text(summaries, fmt).encode())
-        print(f"acceptmon: {plural(len(summaries), 'run')} -> {output}", file=sys.stderr)
-        return
-    with stdout_writes():
-        sys.stdout.write(_runs_text(summaries, fmt))
-    if fmt == "table":  # under the table, on stderr: the table stays one row per line for awk
-        for note in tree_notes(summaries):
-            print(f"acceptmon: {note}", file=sys.stderr)
 
 
 def cmd_grammars(args: argparse.Namespace) -> int:
@@ -372,20 +242,6 @@ def cmd_grammars(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_printer() -> Callable[[Progress], None] | None:
-    if not sys.stderr.isatty():
-        return None
-    started = time.monotonic()
-
-    def show(p: Progress) -> None:
-        if p.total:
-            rate = p.done / max(time.monotonic() - started, 1e-6) / 1e6
-            sys.stderr.write(f"\racceptmon: {100 * p.done // p.total:3d}%  {rate:6.0f} MB/s")
-            sys.stderr.flush()
-
-    return show
-
-
 def _summary(tally: Tally, records: int, seconds: float, output: str | None, kind: str | None = None) -> None:
     """The one stderr line of ``parse``: lines by kind, rows written, and what ``grep accept`` would have
     counted wrongly; the same wording for every server (``serve``'s stop line counts lines the same way)."""
@@ -405,48 +261,3 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None, kin
     from acceptmon.cli.wiring import say_unrecognized
 
     say_unrecognized(tally, count=False)  # the line above counts them
-
-
-def _no_rows_hint(files: list[str], kind: str | None = None) -> None:
-    what = f"{kind} lines" if kind else "decode or spec lines"
-    for f in files:
-        why = looks_binary(f)
-        if why:
-            print(f"acceptmon: {f} looks binary ({why}), not a text log: no {what} found", file=sys.stderr)
-        else:
-            print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
-
-
-SNIFF_BYTES = 64 << 10
-"""How much of a file's (decompressed) start :func:`looks_binary` reads."""
-
-
-def looks_binary(path: str) -> str | None:
-    """Why the start of ``path`` looks like no text log (NUL bytes, mostly non-text), else None (stdin: None)."""
-    if path == "-":
-        return None
-    try:
-        with open_log(path) as f:
-            head = f.read(SNIFF_BYTES)
-    except (OSError, InputError):
-        return None
-    if not head:
-        return None
-    if b"\0" in head:
-        return f"NUL bytes in its first {_kib(len(head))}"
-    text = head.decode("utf-8", errors="replace")
-    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\f\v") or c == "\x7f")
-    if odd * 10 > len(text):
-        return f"{100 * odd // len(text)} % non-text characters in its first {_kib(len(head))}"
-    return None
-
-
-def _kib(n: int) -> str:
-    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n} bytes"
-
-
-def _cell(value: object) -> object:
-    """A CSV cell: empty for None, a list ``;``-separated (as ``parse`` writes it)."""
-    if isinstance(value, list):
-        return ";".join("" if v is None else str(v) for v in value)
-    return "" if value is None else value

@@ -8,6 +8,7 @@ from acceptmon.diagnose.breakeven import BreakEven, label, tree_note
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step
+from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW
 from acceptmon.parse.records import Record, WarningRecord
 
 
@@ -158,8 +159,8 @@ class LargeBatch(Detector[BatchParams]):
 
 
 class SpeedupParams(Params):
-    loses_below: float = 1.0
-    marginal_below: float = 1.03
+    loses_below: float = LOSES_BELOW
+    marginal_below: float = MARGINAL_BELOW
 
 
 class Speedup(Detector[SpeedupParams]):

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from acceptmon.diagnose.breakeven import BreakEven, break_even
 from acceptmon.diagnose.detector import Detector
 from acceptmon.diagnose.model import Finding, Hit, Rule
+from acceptmon.diagnose.rules import speedup_thresholds
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.depth import Recommendation
@@ -129,8 +130,7 @@ class Doctor:
         self.baseline, self.baseline_label = list(baseline), baseline_label
         self.warmup = warmup
         self.before_launch = frozenset(c for r in self.rules for c in SIGNATURES[r.signature].before_launch(r.params))
-        speedup = next((r.params for r in self.rules if r.signature == "speedup"), None)
-        self.thresholds = (getattr(speedup, "loses_below", 1.0), getattr(speedup, "marginal_below", 1.03))
+        self.thresholds = speedup_thresholds(self.rules)
         self.runs: dict[tuple[str, int], _Run] = {}
         self.current: dict[str, tuple[str, int]] = {}
         self.pending: dict[str, list[WarningRecord]] = {}

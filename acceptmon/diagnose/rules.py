@@ -19,6 +19,7 @@ from acceptmon.data import read_toml, shipped_dir
 from acceptmon.diagnose.model import Rule, RuleEntry, RuleFile
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.errors import GrammarError
+from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW
 
 REQUIRED = ("title", "signature", "reads", "severity", "message", "fix")
 
@@ -110,3 +111,10 @@ def describe_signatures() -> str:
         names = ", ".join(sig.params.model_fields)
         lines.append(f"  {sig.name}: {sig.doc} [{names}]")
     return "\n".join(lines)
+
+
+def speedup_thresholds(rules: Iterable[Rule]) -> tuple[float, float]:
+    """(``loses_below``, ``marginal_below``) of the speedup rule (P18), where the doctor and ``runs --baseline``
+    turn a speedup into pays / marginal / loses; the defaults without one."""
+    params = next((r.params for r in rules if r.signature == "speedup"), None)
+    return getattr(params, "loses_below", LOSES_BELOW), getattr(params, "marginal_below", MARGINAL_BELOW)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acceptmon.measure.speedup import bucket_of
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.records import LaunchConfig, Record
 
 CONFIG_FIELDS = {
@@ -158,9 +158,7 @@ class RunState:
     @property
     def speculative(self) -> bool:
         """Speculation is on: by the launch line, or (no launch line) by accept lengths in decode lines."""
-        if self.launch is None:
-            return self.spec_lines > 0
-        return self.spec_params()[0] is not None
+        return speculates(self.launch, self.spec_lines)
 
     @property
     def steps(self) -> int | None:

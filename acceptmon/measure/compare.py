@@ -1,35 +1,32 @@
 """Is B better than A? Means with block-bootstrap confidence intervals, and a verdict; no I/O.
 
 Neighbouring decode lines are correlated, so each side is resampled with the circular block
-bootstrap: ``k = ceil(n / L)`` blocks of ``L = ceil(n^(1/3))`` consecutive batches (wrapping)
-start at uniform positions, the last cut so a replicate has ``n`` batches; block sums come
-from prefix sums (``k`` look-ups per replicate, not ``n``). Stdlib ``random``, seeded. Sides
+bootstrap (:mod:`acceptmon.measure.bootstrap`: blocks of ``ceil(n^(1/3))`` consecutive batches). Sides
 are resampled independently; the throughput-change CI is the 2.5/97.5 percentiles of
 ``mean_B_i / mean_A_i - 1``. Verdict: ``better``/``worse`` when it excludes 0, else ``no difference``.
 """
 
 from __future__ import annotations
 
-import math
 import random
-import sys
 from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, compress, islice
-from operator import itemgetter, sub
+from itertools import compress
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.measure.aggregate import Series
+from acceptmon.measure.bootstrap import RESAMPLES, block_length, bootstrap_means, interval
 from acceptmon.measure.columns import Batch, Batches, Floats, missing, present
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.speedup import bucket_label, bucket_of, shared, steady_buckets, weighted_speedup
 
 __all__ = [
+    "RESAMPLES",
     "Batch",
     "Batches",
     "Comparison",
@@ -45,8 +42,6 @@ Verdict: TypeAlias = Literal["better", "worse", "no difference", "too few batche
 MIN_VERDICT_BATCHES = 10
 """Batches each side needs for a verdict: below it the bootstrap has too few blocks (ceil(n^(1/3)) batches
 each) to give a confidence interval that means anything (2 batches gave a zero-width one)."""
-RESAMPLES = 2000
-CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -215,115 +210,6 @@ class Comparison(_Frozen):
     change: Change
     verdict: Verdict
     reason: str
-
-
-def block_length(n: int) -> int:
-    """``ceil(n ** (1/3))`` in exact integer arithmetic (at least 1)."""
-    length = 1
-    while length**3 < n:
-        length += 1
-    return length
-
-
-def bootstrap_means(
-    columns: Sequence[Sequence[float | None]], rng: random.Random, resamples: int
-) -> list[list[float | None]]:
-    """Circular block bootstrap of each column's mean; all columns share the drawn blocks.
-
-    Columns have one value per batch (None, or NaN in an ``array('d')``: not logged). Returns, per
-    column, one mean per replicate (None when a replicate drew no value of that column). A replicate's
-    last block (cut short) is added once all are drawn: only the prefix sums at its start are needed,
-    so no table of every start's tail is kept.
-    """
-    n = len(columns[0]) if columns else 0
-    if n == 0:
-        return [[None] * resamples for _ in columns]
-    length = block_length(n)
-    blocks = -(-n // length)
-    tail = n - (blocks - 1) * length
-    floats = [_floats(col) for col in columns]
-    tables = [_block_sums(col, length) for col in floats]
-    lasts: list[int] = []
-    parts: list[list[tuple[float, int]]] = [[] for _ in columns]
-    for _ in range(resamples):
-        starts = draw_starts(rng, n, blocks)
-        lasts.append(starts.pop())
-        full = itemgetter(n, n, *starts)  # index n is a 0 pad: always >= 2 items, so a tuple comes back
-        for (sums, counts), part in zip(tables, parts, strict=True):
-            part.append((sum(full(sums)), n if counts is None else sum(full(counts))))
-    del tables
-    out: list[list[float | None]] = []
-    for col, part in zip(floats, parts, strict=True):
-        prefix, cprefix = _prefixes(col, n - 1 + tail)
-        means: list[float | None] = []
-        for (total, count), last in zip(part, lasts, strict=True):
-            total += prefix[last + tail] - prefix[last]
-            if cprefix is not None:
-                count += cprefix[last + tail] - cprefix[last]
-            means.append(total / count if count else None)
-        out.append(means)
-    return out
-
-
-def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:
-    """``k`` uniform positions in ``range(n)``: 64 random bits each, reduced mod n (bias below 1e-14)."""
-    draws = array("Q", rng.randbytes(8 * k))
-    if sys.byteorder == "big":
-        draws.byteswap()
-    return list(map(n.__rmod__, draws))
-
-
-def _floats(column: Sequence[float | None]) -> array[float]:
-    """A column as an ``array('d')`` with NaN for a value not logged (an array of floats as it is)."""
-    if isinstance(column, array) and column.typecode == "d":
-        return column
-    return array("d", (math.nan if v is None else v for v in column))
-
-
-def _prefixes(column: array[float], upto: int) -> tuple[array[float], array[int] | None]:
-    """Prefix sums of the column wrapped around (a block may run past its end), to index ``upto``; and of
-    its count of logged values, where some are missing (None where none is)."""
-    gaps = missing(column)
-    values = array("d", (0.0 if v != v else v for v in column)) if gaps else column
-    prefix = array("d", accumulate(islice(chain(values, values), upto), initial=0.0))
-    if not gaps:
-        return prefix, None
-    del values
-    marks = bytes(v == v for v in column)
-    return prefix, array("q", accumulate(islice(chain(marks, marks), upto), initial=0))
-
-
-def _block_sums(column: array[float], length: int) -> tuple[array[float], array[int] | None]:
-    """Sum (and count, if values are missing) of the block of ``length`` from each start, and a 0 pad.
-
-    Arrays of machine numbers (8 bytes a start), from prefix sums over the column and its first
-    ``length`` values again: the same additions, in the same order, as over the column twice."""
-    n = len(column)
-    prefix, cprefix = _prefixes(column, n + length)
-    sums = _spans(prefix, n, length)
-    sums.append(0.0)
-    del prefix
-    if cprefix is None:
-        return sums, None
-    counts = _spans(cprefix, n, length)
-    counts.append(0)
-    return sums, counts
-
-
-def _spans(prefix: array[Any], n: int, width: int) -> array[Any]:
-    """``prefix[i + width] - prefix[i]`` for each start ``i`` in ``range(n)``."""
-    view = memoryview(prefix)
-    return array(prefix.typecode, map(sub, view[width : width + n], view[:n]))
-
-
-def interval(replicates: Sequence[float | None], confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
-    """Percentile interval (linear interpolation between ranks) of the replicates that have a value."""
-    s = sorted(v for v in replicates if v is not None)
-    if not s:
-        return None, None
-    positions = ((1 - confidence) / 2 * (len(s) - 1), (1 + confidence) / 2 * (len(s) - 1))
-    lo, hi = (s[int(p)] + (s[min(int(p) + 1, len(s) - 1)] - s[int(p)]) * (p - int(p)) for p in positions)
-    return lo, hi
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

@@ -5,7 +5,7 @@ doctor.md §3.3: in steady state at the same ``#running-req``, one verify step t
 within shared ``#running-req`` buckets of steady batches (exact up to 16, then ranges) and weighted by
 the batches of both sides: the one rule ``compare``'s matched load, the doctor's break-even and
 ``runs --baseline`` use. Its 95 % interval comes from compare's circular block bootstrap
-(:func:`acceptmon.measure.compare.bootstrap_means`), each side resampled on its own over all its
+(:func:`acceptmon.measure.bootstrap.bootstrap_means`), each side resampled on its own over all its
 batches (a bucket's mean of a replicate is the mean of the steady batches it drew there), the shared
 buckets and their weights held as observed. The verdict is the doctor's: ``loses`` below
 ``loses_below``, ``marginal`` below ``marginal_below``, else ``pays``.
@@ -22,7 +22,9 @@ from typing import Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.measure.bootstrap import RESAMPLES, bootstrap_means, interval
 from acceptmon.measure.columns import Batches
+from acceptmon.parse.records import LaunchConfig
 
 Key: TypeAlias = tuple[int, int]
 K = TypeVar("K", bound=Hashable)
@@ -118,11 +120,9 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits) + 0.0
 
 
-def speedup(spec: Batches, base: Batches, *, resamples: int = 2000, seed: int = 0) -> Speedup:
+def speedup(spec: Batches, base: Batches, *, resamples: int = RESAMPLES, seed: int = 0) -> Speedup:
     """S of ``spec`` against ``base`` over matched buckets, and its block-bootstrap interval (seeds
     ``seed`` and ``seed + 1``, as compare's sides)."""
-    from acceptmon.measure.compare import bootstrap_means, interval  # compare imports this module's rule
-
     sides = steady_buckets(spec), steady_buckets(base)
     keys = shared({k: len(v) for k, v in sides[0].items()}, {k: len(v) for k, v in sides[1].items()})
     rows = [
@@ -185,3 +185,8 @@ def _replicate(
             total += w * ms / mb
             weight += w
     return total / weight if weight else None
+
+
+def speculates(launch: LaunchConfig | None, spec_lines: int) -> bool:
+    """Speculation is on: by the launch line, or (no launch line) by accept lengths in the run's lines."""
+    return spec_lines > 0 if launch is None else bool(launch.method)

@@ -1,0 +1,70 @@
+"""What the batch commands say about their inputs and outputs on stderr: progress, files without rows, -o checks."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from acceptmon.errors import InputError
+from acceptmon.inputs.files import open_log
+from acceptmon.inputs.remote import is_url
+from acceptmon.pipeline.batch import Progress
+
+
+def progress_printer() -> Callable[[Progress], None] | None:
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(p: Progress) -> None:
+        if p.total:
+            rate = p.done / max(time.monotonic() - started, 1e-6) / 1e6
+            sys.stderr.write(f"\racceptmon: {100 * p.done // p.total:3d}%  {rate:6.0f} MB/s")
+            sys.stderr.flush()
+
+    return show
+
+
+def local_output(output: str | None) -> None:
+    """``-o`` names a local file: a URL is read, never written."""
+    if output is not None and is_url(output):
+        raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
+
+
+def no_rows_hint(files: list[str], kind: str | None = None) -> None:
+    what = f"{kind} lines" if kind else "decode or spec lines"
+    for f in files:
+        why = looks_binary(f)
+        if why:
+            print(f"acceptmon: {f} looks binary ({why}), not a text log: no {what} found", file=sys.stderr)
+        else:
+            print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
+
+
+SNIFF_BYTES = 64 << 10
+"""How much of a file's (decompressed) start :func:`looks_binary` reads."""
+
+
+def looks_binary(path: str) -> str | None:
+    """Why the start of ``path`` looks like no text log (NUL bytes, mostly non-text), else None (stdin: None)."""
+    if path == "-":
+        return None
+    try:
+        with open_log(path) as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, InputError):
+        return None
+    if not head:
+        return None
+    if b"\0" in head:
+        return f"NUL bytes in its first {_kib(len(head))}"
+    text = head.decode("utf-8", errors="replace")
+    odd = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in "\t\n\r\x1b\f\v") or c == "\x7f")
+    if odd * 10 > len(text):
+        return f"{100 * odd // len(text)} % non-text characters in its first {_kib(len(head))}"
+    return None
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.0f} KiB" if n >= 1024 else f"{n} bytes"

@@ -1,0 +1,83 @@
+"""Every run of the files as one side of a comparison, keyed as ``runs`` keys them. Pure wiring.
+
+``acceptmon runs --baseline`` reads its runs here, beside the run statistics in the same reading
+(:class:`Both`): per run (file, source, launch number), the batches normalized in file order
+(:mod:`acceptmon.measure.normalize`) into a :class:`~acceptmon.measure.compare.Sample`, and its
+launch config. A baseline reference (``FILE`` or ``FILE#N``) is read the same way
+(:func:`read_runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+from acceptmon.measure.columns import Packed, pack, unpack
+from acceptmon.measure.compare import Sample
+from acceptmon.measure.normalize import READS, Normalizer
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS, with_role
+from acceptmon.parse.records import LaunchConfig, Record
+from acceptmon.pipeline.batch import Job, RunResult, run
+
+__all__ = ["Both", "RunKey", "RunSides", "read_runs"]
+
+RunKey = tuple[str, str, int]
+"""A run as ``runs`` names it: its file, its stream source ("" for a plain file) and its launch number."""
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+class RunSides:
+    """Per run, its batches as a :class:`~acceptmon.measure.compare.Sample` and its launch config."""
+
+    def __init__(self) -> None:
+        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
+        self.normalizer = Normalizer()
+        self.samples: dict[RunKey, Sample] = {}
+        self.configs: dict[RunKey, LaunchConfig | None] = {}
+
+    def chunk(self, records: list[Record]) -> Packed:
+        return pack(records, READS)
+
+    def collect(self, part: Packed) -> None:
+        for fact in map(self.normalizer.fact, unpack(part, READS)):
+            r = fact.record
+            key = (r.file, getattr(r, "source", ""), r.run)
+            if KINDS[r.kind].starts_run:
+                self.configs[key] = getattr(r, "config", None)
+            elif fact.batch is not None or fact.load is not None:
+                self.configs.setdefault(key, None)
+                sample = self.samples.get(key)
+                if sample is None:
+                    sample = self.samples[key] = Sample()
+                sample.add(fact)
+
+
+class Both(Generic[A, B]):
+    """Two jobs fed by one reading: each gets the records of the kinds it wants."""
+
+    def __init__(self, first: Job[A], second: Job[B]) -> None:
+        self.first, self.second = first, second
+        self.records_wanted = first.records_wanted | second.records_wanted
+
+    def chunk(self, records: list[Record]) -> tuple[A, B]:
+        return (
+            self.first.chunk([r for r in records if r.kind in self.first.records_wanted or _always(r)]),
+            self.second.chunk([r for r in records if r.kind in self.second.records_wanted or _always(r)]),
+        )
+
+    def collect(self, part: tuple[A, B]) -> None:
+        self.first.collect(part[0])
+        self.second.collect(part[1])
+
+
+def _always(r: Record) -> bool:
+    """Records every job is handed whatever it wants: those that start a run."""
+    return KINDS[r.kind].starts_run
+
+
+def read_runs(paths: Sequence[str], grammars: GrammarSet, jobs: int = 1, **how: Any) -> tuple[RunSides, RunResult]:
+    """The runs of ``paths`` as sides."""
+    sides = RunSides()
+    return sides, run(paths, grammars, sides, jobs=jobs, **how)
