@@ -11,8 +11,9 @@ from tests.update_readme_examples import README, REFRESH, examples, refresh, ren
 EXAMPLES = examples(README.read_text())
 
 
-def test_the_readme_shows_runs_doctor_and_compare_on_the_seed_sample():
-    assert [e.args.split()[0] for e in EXAMPLES] == ["runs", "doctor", "compare"]
+def test_the_readme_shows_runs_the_sweep_doctor_and_compare_on_the_seed_sample():
+    assert [e.args.split()[0] for e in EXAMPLES] == ["runs", "runs", "doctor", "compare"]
+    assert "--baseline" in EXAMPLES[1].args
     assert all("sample_logs/seed_eagle3_moe.log" in e.args for e in EXAMPLES)
 
 

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
 from acceptmon.cli.hints import local_output, looks_binary, no_rows_hint, progress_printer
 from acceptmon.display import plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path
-from acceptmon.inputs.refs import unique_paths
+from acceptmon.inputs.refs import parse_ref, unique_paths
 from acceptmon.inputs.remote import local_names
-from acceptmon.pipeline.batch import default_jobs, run
+from acceptmon.pipeline.batch import Job, default_jobs, run
 from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
 
 if TYPE_CHECKING:
     from acceptmon.measure.summary import RunSummary
+    from acceptmon.measure.verdicts import Baseline
+    from acceptmon.parse.grammar import GrammarSet
+    from acceptmon.pipeline.sweep import RunKey, RunSides
 
 RUNS_HELP = """\
 One row per server launch: its speculative config, accept length, rates and throughput.
@@ -27,6 +31,13 @@ draft_rate is accepted drafts over proposed drafts. With tree drafts (topk > 1, 
 64 draft tokens) verification accepts one path of the tree, so draft_rate is low by design: judge
 such a run by accept_len (the table says so under it). A file without decode or spec lines gets a
 hint on stderr (a binary file is called so) and exit code 0.
+
+--baseline adds each speculative run's speedup S = G_spec/G_base against runs without speculation:
+within shared #running-req buckets (exact up to 16, then ranges) of steady batches (#queue-req 0, no
+prefill since the rank's previous line), weighted by batches, as compare's matched load and the
+doctor's break-even; a 95 % interval from compare's block bootstrap; the doctor's verdict (its P18
+thresholds: loses below 1.00, marginal below 1.03, else pays); best (the highest tok/s/rank) and tied
+(a throughput interval overlapping the best's). Too few shared steady batches: too_few, said why.
 
 The table's columns are one word each, and so are its cells (start is YYYY-MM-DDTHH:MM:SS; a
 value that is not known is -), so awk and column -t read it."""
@@ -59,12 +70,22 @@ def add_parser(sub: Subcommands) -> None:
     runs.add_argument(
         "--max-bytes", type=size, metavar="SIZE", help="read only the first SIZE bytes of each file (1M, 2G, 4096)"
     )
+    runs.add_argument(
+        "--baseline",
+        nargs="?",
+        const="",
+        metavar="FILE[#N]",
+        help="each speculative run's speedup S against a log (or run N of it) without speculation, with a 95 %% "
+        "interval and a verdict, and the best run; without FILE, against the runs without speculation of the "
+        "files listed",
+    )
     runs.set_defaults(func=cmd_runs)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from acceptmon.cli.wiring import say_left_out, say_unrecognized
     from acceptmon.measure.summary import with_unrecognized
+    from acceptmon.pipeline.sweep import Both, RunSides
     from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
     args.files = unique_paths(args.files)
@@ -76,10 +97,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
     fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
     job = StatsJob()
+    sides = RunSides() if args.baseline is not None else None
+    both: Job[Any] = job if sides is None else Both(job, sides)
     result = run(
-        args.files, grammars, job, jobs=max(1, args.jobs), on_progress=progress_printer(), limit=args.max_bytes
+        args.files, grammars, both, jobs=max(1, args.jobs), on_progress=progress_printer(), limit=args.max_bytes
     )
     summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
+    if sides is not None:
+        summaries = _with_speedups(summaries, sides, args.baseline, grammars, max(1, args.jobs))
     say_year(grammars, result.tally)
     if job.records or not any(map(looks_binary, args.files)):  # a binary file's "lines" are no format change
         say_unrecognized(result.tally)
@@ -88,6 +113,58 @@ def cmd_runs(args: argparse.Namespace) -> int:
         no_rows_hint(args.files)
     _print_runs(summaries, fmt, args.output)
     return 0
+
+
+def _with_speedups(
+    summaries: list[RunSummary], sides: RunSides, ref: str, grammars: GrammarSet, jobs: int
+) -> list[RunSummary]:
+    """``--baseline``: each run with its speedup against the baseline runs (``ref``, else the runs without
+    speculation among ``sides``), its verdict, and the best of them (:mod:`acceptmon.measure.verdicts`)."""
+    from acceptmon.cli.wiring import say
+    from acceptmon.diagnose.rules import load_rules, speedup_thresholds
+    from acceptmon.measure.speedup import baseline_runs
+    from acceptmon.measure.verdicts import sweep_verdicts
+    from acceptmon.pipeline.sweep import read_runs
+
+    if ref:
+        path, number = parse_ref(ref)
+        check_path(path)
+        base_sides, _ = read_runs([path], grammars, jobs)
+        chosen = baseline_runs(ref, number, _speculating(base_sides))
+        baselines = _baselines(base_sides, lambda key: key[2] in chosen)
+    else:
+        baselines = _baselines(sides, lambda key: True)
+        if not baselines:
+            say("no run without speculation in these files to measure a speedup against: give --baseline FILE")
+    runs = [(s, sides.samples.get(k := (s.file, s.source, s.run)), _spec(sides, k)) for s in summaries]
+    return list(sweep_verdicts(runs, baselines, thresholds=speedup_thresholds(load_rules())))
+
+
+def _spec(sides: RunSides, key: RunKey) -> bool:
+    """Whether the run speculates (:func:`acceptmon.measure.speedup.speculates`)."""
+    from acceptmon.measure.columns import missing
+    from acceptmon.measure.speedup import speculates
+
+    lengths = sides.samples[key].batches.column("accept_len") if key in sides.samples else ()
+    return speculates(sides.configs.get(key), len(lengths) - missing(lengths))
+
+
+def _speculating(sides: RunSides) -> dict[int, bool]:
+    """The runs with stats lines, by number: whether each speculates."""
+    return {key[2]: _spec(sides, key) for key in sides.samples}
+
+
+def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline]:
+    """The runs without speculation that ``keep`` takes, as baselines."""
+    from acceptmon.measure.verdicts import Baseline
+
+    out = []
+    for key, sample in sides.samples.items():
+        if keep(key) and not _spec(sides, key):
+            config = sides.configs.get(key)
+            label = f"{Path(key[0]).name if key[0] != '-' else 'stdin'}#{key[2]}"
+            out.append(Baseline(label, config.model_path if config else None, sample.side("", copy=False).columns))
+    return out
 
 
 RUNS_SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet"}
@@ -110,12 +187,18 @@ def runs_output(output: str | None, given: str) -> str:
     return fmt
 
 
+def _model(summaries: list[RunSummary]) -> type[RunSummary]:
+    """The summaries' model: :class:`RunSummary`, or with ``--baseline`` its sweep columns too."""
+    from acceptmon.measure.summary import RunSummary
+
+    return type(summaries[0]) if summaries else RunSummary
+
+
 def _runs_text(summaries: list[RunSummary], fmt: str) -> str:
     import csv
     import io
 
     from acceptmon.display import strict_json
-    from acceptmon.measure.summary import RunSummary
     from acceptmon.sinks.runs_table import render_runs_table
 
     if fmt == "json":
@@ -123,7 +206,7 @@ def _runs_text(summaries: list[RunSummary], fmt: str) -> str:
     if fmt == "csv":
         text = io.StringIO()
         w = csv.writer(text)
-        w.writerow(RunSummary.model_fields)
+        w.writerow(_model(summaries).model_fields)
         for s in summaries:
             w.writerow([_cell(v) for v in s.model_dump(mode="json").values()])
         return text.getvalue()
@@ -131,15 +214,14 @@ def _runs_text(summaries: list[RunSummary], fmt: str) -> str:
 
 
 def _print_runs(summaries: list[RunSummary], fmt: str, output: str | None = None) -> None:
-    from acceptmon.measure.summary import RunSummary
-    from acceptmon.sinks.runs_table import tree_notes
+    from acceptmon.sinks.runs_table import sweep_notes, tree_notes
 
     if output is not None:
         with atomic_output(output) as out:
             if fmt == "parquet":
                 from acceptmon.sinks.parquet import write_models
 
-                write_models(out, summaries, RunSummary)
+                write_models(out, summaries, _model(summaries))
             else:
                 out.write(_runs_text(summaries, fmt).encode())
         print(f"acceptmon: {plural(len(summaries), 'run')} -> {output}", file=sys.stderr)
@@ -147,7 +229,7 @@ def _print_runs(summaries: list[RunSummary], fmt: str, output: str | None = None
     with stdout_writes():
         sys.stdout.write(_runs_text(summaries, fmt))
     if fmt == "table":  # under the table, on stderr: the table stays one row per line for awk
-        for note in tree_notes(summaries):
+        for note in [*tree_notes(summaries), *sweep_notes(summaries)]:
             print(f"acceptmon: {note}", file=sys.stderr)
 
 

@@ -18,10 +18,10 @@ from acceptmon.diagnose.depth import DepthInputs, recommend
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.model import Finding, Rule
 from acceptmon.diagnose.state import RunState
-from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.speedup import baseline_runs
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.records import Record
@@ -122,14 +122,5 @@ def read_baseline(ref: str, grammars: GrammarSet, jobs: int = 1) -> tuple[list[R
     reader.finish()
     states = [s for s in reader.states() if s.stats_lines]
     name = Path(path).name if path != "-" else "stdin"
-    if number is not None:
-        states = [s for s in states if s.run == number]
-        if not states:
-            there = ", ".join(str(s.run) for s in reader.states() if s.stats_lines) or "none with stats lines"
-            raise InputError(ref, f"no run {number} with stats lines (runs there: {there})")
-        if states[0].speculative:
-            raise InputError(ref, f"run {number} speculates; a baseline is a run with speculation off")
-    plain = [s for s in states if not s.speculative]
-    if not plain:
-        raise InputError(ref, "no run without speculation to use as a baseline")
-    return plain, name if number is None else f"{name}#{number}"
+    chosen = baseline_runs(ref, number, {s.run: s.speculative for s in states})
+    return [s for s in states if s.run in chosen], name if number is None else f"{name}#{number}"

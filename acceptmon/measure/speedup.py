@@ -22,6 +22,7 @@ from typing import Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from acceptmon.errors import InputError
 from acceptmon.measure.bootstrap import RESAMPLES, bootstrap_means, interval
 from acceptmon.measure.columns import Batches
 from acceptmon.parse.records import LaunchConfig
@@ -190,3 +191,19 @@ def _replicate(
 def speculates(launch: LaunchConfig | None, spec_lines: int) -> bool:
     """Speculation is on: by the launch line, or (no launch line) by accept lengths in the run's lines."""
     return spec_lines > 0 if launch is None else bool(launch.method)
+
+
+def baseline_runs(ref: str, number: int | None, runs: Mapping[int, bool]) -> list[int]:
+    """The run numbers a baseline reference ``FILE`` or ``FILE#N`` names, from its runs with stats lines (by
+    number: whether it speculates): run ``N``, or every run without speculation. An unusable one: one line."""
+    if number is not None:
+        if number not in runs:
+            there = ", ".join(map(str, sorted(runs))) or "none with stats lines"
+            raise InputError(ref, f"no run {number} with stats lines (runs there: {there})")
+        if runs[number]:
+            raise InputError(ref, f"run {number} speculates; a baseline is a run with speculation off")
+        return [number]
+    plain = [n for n, spec in sorted(runs.items()) if not spec]
+    if not plain:
+        raise InputError(ref, "no run without speculation to use as a baseline")
+    return plain

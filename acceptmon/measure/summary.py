@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
-
-from acceptmon.parse.records import LaunchConfig
 
 
 class RunSummary(BaseModel):
@@ -82,7 +81,20 @@ class RunSummary(BaseModel):
         return self.spec_algorithm
 
 
-def config_text(c: LaunchConfig | None) -> str:
+class Settings(Protocol):
+    """A launch's speculative settings, as a launch config and a run summary both hold them."""
+
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def spec_num_steps(self) -> int | None: ...
+    @property
+    def spec_eagle_topk(self) -> int | None: ...
+    @property
+    def spec_num_draft_tokens(self) -> int | None: ...
+
+
+def config_text(c: Settings | None) -> str:
     """A launch's speculative config in a few words, as ``compare`` and ``doctor`` show it:
     ``EAGLE3 steps 3, topk 1, draft 4``, ``no speculation``, or ``config unknown: no launch line``."""
     if c is None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.measure.summary import config_text
+from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
 from acceptmon.parse.records import Record
 
@@ -65,7 +68,7 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
         "duration",
         "req_len_p10/p50/p90",
     )
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for s in summaries:
         rows.append(
             (
@@ -90,8 +93,60 @@ def render_runs_table(summaries: Sequence[RunSummary]) -> str:
                 _request_lengths(s),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    if summaries and all(isinstance(s, SweepRun) for s in summaries):
+        rows = [
+            (*row, *cells) for row, cells in zip(rows, _sweep_cells(cast("Sequence[SweepRun]", summaries)), strict=True)
+        ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+SWEEP_HEAD = ("speedup", "speedup_95%", "verdict", "best")
+
+
+def _sweep_cells(runs: Sequence[SweepRun]) -> list[tuple[str, ...]]:
+    """``runs --baseline``'s columns, one word a cell: S, its interval, the verdict, and ``best`` / ``tied``
+    (throughput interval overlapping the best's); ``-`` where there is none."""
+    out: list[tuple[str, ...]] = [SWEEP_HEAD]
+    for r in runs:
+        ci = "-" if r.speedup_ci_low is None else f"{r.speedup_ci_low:.2f}..{r.speedup_ci_high:.2f}"
+        place = "best" if r.best else "tied" if r.tied_with_best else "-"
+        speedup = number(r.speedup, 2) if r.speedup is not None or not r.baseline else "too_few"
+        out.append((speedup, ci, r.verdict or "-", place))
+    return out
+
+
+def sweep_notes(summaries: Sequence[RunSummary]) -> list[str]:
+    """``runs --baseline``'s lines under the table: what S is measured against, and each speculative run
+    with a baseline but no S (too few steady batches shared with it)."""
+    runs = [s for s in summaries if isinstance(s, SweepRun)]
+    against = sorted({r.baseline for r in runs if r.baseline})
+    out = []
+    if against:
+        out.append(
+            f"speedup S = G_spec/G_base against {'; '.join(against)}: matched #running-req buckets of steady "
+            "batches, 95 % block-bootstrap interval; verdict by the doctor's thresholds (P18)"
+        )
+    for r in runs:
+        if r.speedup is None and r.baseline:
+            out.append(f"{Path(r.file).name}#{r.run}: no speedup: {r.speedup_note}")
+    best = next((r for r in runs if r.best), None)
+    if best is not None and len(runs) > 1:
+        s = f", S = {best.speedup:.2f} ({best.verdict})" if best.speedup is not None and best.verdict else ""
+        ties = [f"{_name(r)} ({_settings(r)})" for r in runs if r.tied_with_best]
+        tied = f"; as fast within the 95 % intervals: {', '.join(ties)}" if ties else ""
+        out.append(
+            f"best: {_name(best)} ({_settings(best)}), {number(best.gen_throughput_per_rank, 1)} tok/s/rank{s}{tied}"
+        )
+    return out
+
+
+def _name(r: RunSummary) -> str:
+    return f"{Path(r.file).name}#{r.run}"
+
+
+def _settings(r: RunSummary) -> str:
+    return config_text(r if r.launch_seen else None)
 
 
 def tree_notes(summaries: Sequence[RunSummary]) -> list[str]:
