@@ -243,3 +243,19 @@ def size(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"a size cannot be negative: {text!r}")
     return int(value * _SIZES[unit])
+
+
+def files_argument(p: argparse.ArgumentParser, nargs: str = "+") -> None:
+    """The batch commands' inputs: files, .gz files, stdin, URLs."""
+    p.add_argument(
+        "files",
+        nargs=nargs,
+        metavar="FILE",
+        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
+    )
+
+
+def jobs_option(p: argparse.ArgumentParser) -> None:
+    from acceptmon.pipeline.batch import default_jobs
+
+    p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")

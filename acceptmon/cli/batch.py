@@ -8,18 +8,25 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
-from acceptmon.cli.hints import local_output, no_rows_hint, progress_printer
+from acceptmon.cli.args import (
+    Subcommands,
+    files_argument,
+    grammar_option,
+    grammars_for,
+    jobs_option,
+    say_year,
+    year_option,
+)
+from acceptmon.cli.hints import checked_io, no_rows_hint, progress_printer
 from acceptmon.display import line_counts, plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path, is_stream
 from acceptmon.inputs.refs import unique_paths
-from acceptmon.inputs.remote import local_names
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars, read_grammar_file
 from acceptmon.parse.parser import Tally
-from acceptmon.pipeline.batch import Job, default_jobs, run
-from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
+from acceptmon.pipeline.batch import Job, run
+from acceptmon.sinks.atomic import atomic_output, output_path, stdout_writes
 from acceptmon.sinks.table import FORMATS, TableJob, Writer, check_parquet, columns, infer_format, row_format
 
 if TYPE_CHECKING:
@@ -60,12 +67,7 @@ def add_parsers(sub: Subcommands) -> None:
         description=PARSE_HELP.format(columns=", ".join(columns())),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parse.add_argument(
-        "files",
-        nargs="*",
-        metavar="FILE",
-        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
-    )
+    files_argument(parse, "*")
     parse.add_argument(
         "-o",
         "--output",
@@ -87,7 +89,7 @@ def add_parsers(sub: Subcommands) -> None:
     )
     grammar_option(parse)
     year_option(parse)
-    parse.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    jobs_option(parse)
     parse.add_argument(
         "--ray",
         nargs="?",
@@ -136,12 +138,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         args.parser.error("the following arguments are required: FILE")
     if args.ray is not None:
         return _parse_on_ray(args)
-    args.files = unique_paths(args.files)
-    for f in args.files:
-        check_path(f)
-    args.output = output_path(args.output)
-    local_output(args.output)
-    check_output(args.output, local_names(args.files))
+    args.files, args.output = checked_io(args.files, args.output)
     grammars = grammars_for(args)
     fmt = infer_format(args.output, args.format)
     kinds = (KINDS[args.kind],) if args.kind else None

@@ -12,14 +12,13 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, year_option
+from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, jobs_option, say_year, year_option
 from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, SideResult, compare
 from acceptmon.parse.records import LaunchConfig
-from acceptmon.pipeline.batch import default_jobs
 from acceptmon.pipeline.sides import read_side
 from acceptmon.sinks.atomic import stdout_writes
 from acceptmon.sinks.runs_table import tree_note
@@ -69,7 +68,7 @@ def add_parsers(sub: Subcommands) -> None:
     )
     grammar_option(p)
     year_option(p)
-    p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    jobs_option(p)
     p.set_defaults(func=cmd_compare)
     # `-#2` is run 2 of stdin, not an option: argparse reads an argument that looks like a negative
     # number as a value (this parser has no such option), and this extends what looks like one.

@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, positive, rules_option, year_option
+from acceptmon.cli.args import (
+    Subcommands,
+    grammar_option,
+    grammars_for,
+    jobs_option,
+    positive,
+    rules_option,
+    year_option,
+)
 from acceptmon.cli.wiring import say_left_out, say_unrecognized
 from acceptmon.diagnose.catalog import rules_json, rules_text
 from acceptmon.diagnose.read import examine
@@ -18,7 +26,6 @@ from acceptmon.diagnose.rules import describe_signatures, load_rules
 from acceptmon.errors import AcceptmonError
 from acceptmon.inputs.files import check_path
 from acceptmon.inputs.refs import unique_paths
-from acceptmon.pipeline.batch import default_jobs
 from acceptmon.sinks.atomic import stdout_writes
 
 HELP = """\
@@ -83,7 +90,7 @@ def add_parsers(sub: Subcommands) -> None:
     rules_option(p, "extra rule file: new rules or changed thresholds (repeatable)")
     grammar_option(p)
     year_option(p)
-    p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    jobs_option(p)
     p.set_defaults(func=cmd_doctor)
 
 

@@ -26,6 +26,22 @@ def progress_printer() -> Callable[[Progress], None] | None:
     return show
 
 
+def checked_io(files: list[str], output: str | None) -> tuple[list[str], str | None]:
+    """A batch command's inputs (each named once, each readable) and its ``-o`` (local, not one of them)."""
+    from acceptmon.inputs.files import check_path
+    from acceptmon.inputs.refs import unique_paths
+    from acceptmon.inputs.remote import local_names
+    from acceptmon.sinks.atomic import check_output, output_path
+
+    files = unique_paths(files)
+    for f in files:
+        check_path(f)
+    output = output_path(output)
+    local_output(output)
+    check_output(output, local_names(files))
+    return files, output
+
+
 def local_output(output: str | None) -> None:
     """``-o`` names a local file: a URL is read, never written."""
     if output is not None and is_url(output):

@@ -8,15 +8,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
-from acceptmon.cli.hints import local_output, looks_binary, no_rows_hint, progress_printer
+from acceptmon.cli.args import (
+    Subcommands,
+    files_argument,
+    grammar_option,
+    grammars_for,
+    jobs_option,
+    say_year,
+    size,
+    year_option,
+)
+from acceptmon.cli.hints import checked_io, looks_binary, no_rows_hint, progress_printer
 from acceptmon.display import plural
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path
-from acceptmon.inputs.refs import parse_ref, unique_paths
-from acceptmon.inputs.remote import local_names
-from acceptmon.pipeline.batch import Job, default_jobs, run
-from acceptmon.sinks.atomic import atomic_output, check_output, output_path, stdout_writes
+from acceptmon.inputs.refs import parse_ref
+from acceptmon.pipeline.batch import Job, run
+from acceptmon.sinks.atomic import atomic_output, stdout_writes
 
 if TYPE_CHECKING:
     from acceptmon.measure.summary import RunSummary
@@ -50,12 +58,7 @@ def add_parser(sub: Subcommands) -> None:
         description=RUNS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    runs.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="log files, .gz files, - for stdin, or URLs (s3://, gs://, https://; quote a glob in one)",
-    )
+    files_argument(runs)
     runs.add_argument("--format", choices=("table", "json", "csv"), default="table", help="default: table")
     runs.add_argument(
         "-o",
@@ -66,7 +69,7 @@ def add_parser(sub: Subcommands) -> None:
     )
     grammar_option(runs)
     year_option(runs)
-    runs.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="processes for large files")
+    jobs_option(runs)
     runs.add_argument(
         "--max-bytes", type=size, metavar="SIZE", help="read only the first SIZE bytes of each file (1M, 2G, 4096)"
     )
@@ -88,12 +91,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from acceptmon.pipeline.sweep import Both, RunSides
     from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
-    args.files = unique_paths(args.files)
-    for f in args.files:
-        check_path(f)
-    args.output = output_path(args.output)
-    local_output(args.output)
-    check_output(args.output, local_names(args.files))
+    args.files, args.output = checked_io(args.files, args.output)
     fmt = runs_output(args.output, args.format)
     grammars = grammars_for(args)
     job = StatsJob()
