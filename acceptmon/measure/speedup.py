@@ -121,10 +121,30 @@ def _r(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits) + 0.0
 
 
-def speedup(spec: Batches, base: Batches, *, resamples: int = RESAMPLES, seed: int = 0) -> Speedup:
+class Reference:
+    """A baseline's batches, its steady buckets, and (once a run is measured against it) the bootstrap replicates
+    of every bucket's mean: drawn once for all the runs of a sweep. A bucket's replicates do not depend on the
+    other buckets drawn with it (the blocks are drawn from the batch count alone), so they are the same as
+    drawn for any run's shared buckets."""
+
+    def __init__(self, batches: Batches, *, resamples: int = RESAMPLES, seed: int = 1) -> None:
+        self.batches, self.resamples, self.seed = batches, resamples, seed
+        self.buckets = steady_buckets(batches)
+        self._replicates: dict[Key, list[float | None]] | None = None
+
+    def replicates(self, keys: Sequence[Key]) -> list[list[float | None]]:
+        if self._replicates is None:
+            every = sorted(self.buckets)
+            draws = bootstrap_means(_bucket_columns(self.batches, every), random.Random(self.seed), self.resamples)
+            self._replicates = dict(zip(every, draws, strict=True))
+        return [self._replicates[k] for k in keys]
+
+
+def speedup(spec: Batches, base: Batches | Reference, *, resamples: int = RESAMPLES, seed: int = 0) -> Speedup:
     """S of ``spec`` against ``base`` over matched buckets, and its block-bootstrap interval (seeds
-    ``seed`` and ``seed + 1``, as compare's sides)."""
-    sides = steady_buckets(spec), steady_buckets(base)
+    ``seed`` and ``seed + 1``, as compare's sides; a :class:`Reference` keeps its own)."""
+    ref = base if isinstance(base, Reference) else Reference(base, resamples=resamples, seed=seed + 1)
+    sides = steady_buckets(spec), ref.buckets
     keys = shared({k: len(v) for k, v in sides[0].items()}, {k: len(v) for k, v in sides[1].items()})
     rows = [
         (len(sides[0][k]), _mean(sides[0][k]), len(sides[1][k]), _mean(sides[1][k])) for k in keys
@@ -147,12 +167,10 @@ def speedup(spec: Batches, base: Batches, *, resamples: int = RESAMPLES, seed: i
         return Speedup(
             speedup=None, ci_low=None, ci_high=None, spec_batches=ns, base_batches=nb, buckets=buckets, note=note
         )
-    draws = [
-        bootstrap_means(_bucket_columns(b, keys), random.Random(seed + i), resamples) if keys else []
-        for i, b in enumerate((spec, base))
-    ]
+    own = bootstrap_means(_bucket_columns(spec, keys), random.Random(seed), ref.resamples)
     weights = [ns_ + nb_ for ns_, _, nb_, _ in rows]
-    replicates = [_replicate(draws[0], draws[1], weights, i) for i in range(resamples)]
+    theirs = ref.replicates(keys)
+    replicates = [_replicate(own, theirs, weights, i) for i in range(ref.resamples)]
     lo, hi = interval(replicates)
     return Speedup(
         speedup=_r(point), ci_low=_r(lo), ci_high=_r(hi), spec_batches=ns, base_batches=nb, buckets=buckets, note=counts
