@@ -24,7 +24,7 @@ def plural(n: int, noun: str) -> str:
 
 COUNTED = ("decode", "spec", "throughput", "prefill", "launch", "unrecognized", "oversized")
 """The line kinds a summary names, in this order, for every server (a kind a server never logs is 0)."""
-WHEN_SEEN = ("request", "warning")
+WHEN_SEEN = ("request", "positions", "warning")
 """Line kinds a summary names only when a log has them (after ``launch``)."""
 
 

@@ -41,6 +41,8 @@ class DoctorJob:
         roles = ("starts_run", "acceptance", "load", "prefill", "warning")  # every server's stats lines, and more
         wanted = {k for role in roles for k in with_role(role)} | {kind for rule in doctor.rules for kind in rule.reads}
         self.requests = frozenset(with_role("request")) - wanted if depth is not None else frozenset()
+        if depth is not None:  # per-position lines: the normalizer weighs them by the request line before
+            wanted |= with_role("positions")
         self.records_wanted = frozenset(k for k in wanted | self.requests if k in KINDS)
 
     def chunk(self, records: list[Record]) -> list[Record] | Packed:
@@ -57,10 +59,10 @@ class DoctorJob:
     def _facts(self, records: Iterator[Record], depth: DepthInputs) -> Iterator[Fact]:
         """The facts of ``records``, one at a time, the depth inputs taking each too (and the requests)."""
         for r in records:
-            if r.kind in self.requests:
-                depth.requests((r,))
-                continue
             fact = self.doctor.normalizer.fact(r)
+            if r.kind in self.requests:
+                depth.requests((fact.record,))
+                continue
             depth.take((fact,))
             yield fact
 
