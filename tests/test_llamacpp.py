@@ -326,3 +326,63 @@ def test_a_run_without_a_draft_is_the_baseline_of_one_with_a_draft_by_its_decode
     doctor = _cli("doctor", "--baseline", str(plain), str(LOG))
     assert doctor.returncode == 0, doctor.stderr
     assert "run 1: /models/Qwen3-8B-Q4_K_M.gguf, draft steps 8, 14 batches, accept len 5.38" in doctor.stdout
+
+
+LINES = {
+    "request": "slot print_timing: id  3 | task 0 | draft acceptance = 0.71250 (  114 accepted /   160 generated), mean len =  2.90",
+    "positions": "slot print_timing: id  3 | task 0 |      acc per pos = (0.900, 0.700, 0.500)",
+    "throughput": "slot print_timing: id  3 | task 0 |        eval time =    3133.20 ms /   353 tokens (    8.88 ms per token,   112.66 tokens per second)",
+    "spec": "0.01.003.606 I statistics draft: #calls(b,g,a) = 1 72 72, #gen drafts = 72, #acc drafts = 58, #gen tokens = 576, #acc tokens = 293",
+    "launch": "[49965] 0.00.000.662 I srv    load_model: loading model '/models/Qwen3-8B-Q4_K_M.gguf'",
+}
+OWN = ("kind", "rank", "accept_len", "correct_drafts", "position_accept_rates", "gen_throughput", "accepted_tokens")
+WRAPPERS = {  # what each tool puts before a line, and the stream fields it names
+    "stern": ("llama-7d9f8-x2k4q llama-server {}", {"pod": "llama-7d9f8-x2k4q", "container": "llama-server"}),
+    "stern -A": (
+        "inference llama-7d9f8-x2k4q llama-server {}",
+        {"namespace": "inference", "pod": "llama-7d9f8-x2k4q", "container": "llama-server"},
+    ),
+    "stern --timestamps": (
+        "llama-7d9f8-x2k4q llama-server 2026-01-02T03:04:05.123456789Z {}",
+        {"pod": "llama-7d9f8-x2k4q"},
+    ),
+    "CRI": ("2026-01-02T03:04:05.123456789Z stderr F {}", {}),
+    "docker json-file": ('{{"log":"{}\\n","stream":"stderr","time":"2026-01-02T03:04:05.1Z"}}', {}),
+    "kubectl --prefix": ("[pod/llama-7d9f8-x2k4q/llama-server] {}", {"pod": "llama-7d9f8-x2k4q"}),
+    "kubectl --timestamps": ("2026-01-02T03:04:05.123456789Z {}", {}),
+    "compose": ("llama-server-1  | {}", {"container": "llama-server-1"}),
+}
+
+
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+@pytest.mark.parametrize("kind", sorted(LINES))
+def test_wrapped_lines_give_the_records_of_the_bare_ones(grammars, wrapper, kind):
+    shape, stream = WRAPPERS[wrapper]
+    bare = Parser(grammars, "x.log").parse_line(LINES[kind])
+    got = Parser(grammars, "x.log").parse_line(shape.format(LINES[kind]))
+    assert bare is not None and got is not None and bare.kind == kind
+    assert {f: getattr(got, f, None) for f in OWN} == {f: getattr(bare, f, None) for f in OWN}
+    assert getattr(got, "config", None) == getattr(bare, "config", None)
+    assert {f: getattr(got, f) for f in stream} == stream
+
+
+def test_prose_naming_a_slot_line_is_not_a_stern_stream(grammars):
+    parser = Parser(grammars, "x.log")
+    assert parser.parse_line("see the log slot print_timing: id  3 | task 0 | eval time") is None
+    kind, _ = parser.classify(f"look at {LINES['request']}")
+    assert kind == "other"
+
+
+def test_the_sample_through_stern_gives_the_same_runs_under_its_pod(tmp_path):
+    wrapped = tmp_path / "stern.log"
+    lines = LOG.read_text().splitlines()
+    wrapped.write_text("".join(f"llama-7d9f8-x2k4q llama-server {x}\n" for x in lines))
+    plain = json.loads(_cli("runs", "--format", "json", str(LOG)).stdout)
+    got = json.loads(_cli("runs", "--format", "json", str(wrapped)).stdout)
+    assert [(r["source"], r["pod"], r["container"]) for r in got] == [
+        ("llama-7d9f8-x2k4q llama-server", "llama-7d9f8-x2k4q", "llama-server")
+    ] * 2
+    keep = ("file", "source", "pod", "container")
+    assert [{k: v for k, v in r.items() if k not in keep} for r in got] == [
+        {k: v for k, v in r.items() if k not in keep} for r in plain
+    ]
