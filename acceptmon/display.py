@@ -35,6 +35,17 @@ def line_counts(kinds: Mapping[str, int]) -> str:
     return ", ".join([f"{plural(sum(kinds.values()), 'line')} read", *(f"{kinds.get(k, 0):,} {k}" for k in named)])
 
 
+PER_BATCH_LINES = (
+    "per-batch acceptance lines (llama-server prints its statistics rows at -lv 4 and each verify step with -v)"
+)
+"""What a log of finished-request lines alone lacks, and how to have it (llama-server's default log is such)."""
+
+
+def requests_only(requests: int) -> str:
+    """``24 finished-request lines but no per-batch acceptance lines (...)``: the same words for every command."""
+    return f"{plural(requests, 'finished-request line')} but no {PER_BATCH_LINES}"
+
+
 def duration(seconds: float | None) -> str:
     """``1h05m`` or ``4m09s``; ``-`` for none."""
     if seconds is None:

@@ -386,3 +386,56 @@ def test_the_sample_through_stern_gives_the_same_runs_under_its_pod(tmp_path):
     assert [{k: v for k, v in r.items() if k not in keep} for r in got] == [
         {k: v for k, v in r.items() if k not in keep} for r in plain
     ]
+
+
+def _default_level(tmp_path, *, eval_lines: bool = True):  # type: ignore[no-untyped-def]
+    """The sample as llama-server's default level logs it: no statistics rows, verify steps or `acc per pos`
+    (and, ``eval_lines`` false, a log grepped down to its request lines and launches)."""
+    drop = re.compile(
+        r"statistics\s+[\w-]+: #calls|accepted \d+/\d+ draft tokens|acc per pos" + ("" if eval_lines else "|eval time")
+    )
+    path = tmp_path / ("info.log" if eval_lines else "requests.log")
+    path.write_text("".join(x for x in LOG.read_text().splitlines(True) if not drop.search(x)))
+    return path
+
+
+LACKS = (
+    "finished-request lines but no per-batch acceptance lines (llama-server prints its statistics rows at -lv 4 "
+    "and each verify step with -v)"
+)
+
+
+def test_a_log_of_request_lines_alone_says_what_it_lacks_in_every_command(tmp_path):
+    log = _default_level(tmp_path, eval_lines=False)
+    parse = _cli("parse", str(log))
+    assert (parse.returncode, parse.stdout.count("\n")) == (0, 1)  # the header row alone
+    assert f"acceptmon: {log}: 24 {LACKS}; --kind request writes them as rows" in parse.stderr
+    assert "is this an SGLang or vLLM server log" not in parse.stderr
+    rows = _cli("parse", "--kind", "request", "--format", "jsonl", str(log)).stdout.splitlines()
+    assert len(rows) == 24
+    compare = _cli("compare", f"{log}#1", f"{log}#2")
+    assert compare.returncode == 2 and compare.stdout == ""
+    assert compare.stderr.strip() == f"acceptmon: error: {log}#1: 14 {LACKS} to compare"
+    doctor = _cli("doctor", str(log))
+    assert doctor.returncode == 0, doctor.stderr
+    flat = " ".join(doctor.stdout.split())
+    assert flat.count("nothing to judge: ") == 2
+    assert f"nothing to judge: 14 {LACKS}" in flat and f"nothing to judge: 10 {LACKS}" in flat
+    runs = json.loads(_cli("runs", "--format", "json", str(log)).stdout)
+    means = sorted(float(m[3]) for m in _runs_of_text()[1]["requests"])
+    assert [(r["requests"], r["batches"], r["request_accept_len_p50"]) for r in runs] == [
+        (14, 0, None),
+        (10, 0, _nearest_rank(means, 0.5)),
+    ]
+
+
+def test_compare_of_two_default_level_runs_compares_their_decode_speed_and_says_why_not_accept_len(tmp_path):
+    log = _default_level(tmp_path)
+    out = _cli("compare", f"{log}#1", f"{log}#2")
+    assert out.returncode == 0, out.stderr
+    flat = " ".join(out.stdout.split())
+    assert f"A: accept len not compared: 14 {LACKS}" in flat
+    assert f"B: accept len not compared: 10 {LACKS}" in flat
+    assert "gen throughput tok/s/rank 62.9" in flat
+    doctor = _cli("doctor", str(log))
+    assert f"nothing to judge: 14 {LACKS}" in " ".join(doctor.stdout.split())

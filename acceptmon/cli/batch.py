@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, say_year, size, year_option
-from acceptmon.display import line_counts, plural
+from acceptmon.display import line_counts, plural, requests_only
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import check_path, is_stream, open_log
 from acceptmon.inputs.refs import unique_paths
@@ -210,7 +210,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind)
     say_year(grammars, result.tally)
     if not job.records:
-        _no_rows_hint(args.files, args.kind)
+        _no_rows_hint(args.files, args.kind, result.tally)
     return 0
 
 
@@ -249,7 +249,7 @@ def _parse_on_ray(args: argparse.Namespace) -> int:
     _summary(done.tally, rows, time.monotonic() - started, where, args.kind)
     say_year(grammars, done.tally)
     if not rows:
-        _no_rows_hint(args.files, args.kind)
+        _no_rows_hint(args.files, args.kind, done.tally)
     return 0
 
 
@@ -407,8 +407,13 @@ def _summary(tally: Tally, records: int, seconds: float, output: str | None, kin
     say_unrecognized(tally, count=False)  # the line above counts them
 
 
-def _no_rows_hint(files: list[str], kind: str | None = None) -> None:
+def _no_rows_hint(files: list[str], kind: str | None = None, tally: Tally | None = None) -> None:
     what = f"{kind} lines" if kind else "decode or spec lines"
+    requests = tally.kinds.get("request", 0) if tally is not None and kind is None else 0
+    if requests:  # a server log, of finished requests only: say what it lacks, not "is this a server log?"
+        named = ", ".join(files)
+        print(f"acceptmon: {named}: {requests_only(requests)}; --kind request writes them as rows", file=sys.stderr)
+        return
     for f in files:
         why = looks_binary(f)
         if why:

@@ -59,6 +59,8 @@ class DepthInputs:
 
     def __init__(self) -> None:
         self.runs: dict[tuple[str, int], _RunInputs] = {}
+        self.request_lines: dict[tuple[str, str, int], int] = {}
+        """Finished-request lines by (file, source, run), read or not by a rule."""
 
     def _of(self, r: Record) -> _RunInputs:
         key = (r.file, getattr(r, "run", 0))

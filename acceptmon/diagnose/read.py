@@ -60,6 +60,9 @@ class DoctorJob:
         """The facts of ``records``, one at a time, the depth inputs taking each too (and the requests)."""
         for r in records:
             fact = self.doctor.normalizer.fact(r)
+            if KINDS[r.kind].request:
+                where = (r.file, getattr(r, "source", ""), r.run)
+                depth.request_lines[where] = depth.request_lines.get(where, 0) + 1
             if r.kind in self.requests:
                 depth.requests((fact.record,))
                 continue
@@ -108,9 +111,14 @@ def examine(
     doctor = diagnose(
         paths, grammars, rules, expected_accept_len=expected_accept_len, baseline=baseline, jobs=jobs, depth=depth
     )
-    counts = doctor.tally.unrecognized_runs
+    counts, requests = doctor.tally.unrecognized_runs, depth.request_lines
     runs = [
-        r.model_copy(update={"unrecognized": counts.get((r.file, r.source, r.run), 0)})
+        r.model_copy(
+            update={
+                "unrecognized": counts.get((r.file, r.source, r.run), 0),
+                "requests": requests.get((r.file, r.source, r.run), 0),
+            }
+        )
         for r in recommend(doctor, depth, doctor.reports())
     ]
     return DoctorResult(findings=doctor.findings(), runs=runs), doctor
