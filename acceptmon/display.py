@@ -24,7 +24,7 @@ def plural(n: int, noun: str) -> str:
 
 COUNTED = ("decode", "spec", "throughput", "prefill", "launch", "unrecognized", "oversized")
 """The line kinds a summary names, in this order, for every server (a kind a server never logs is 0)."""
-WHEN_SEEN = ("request", "warning")
+WHEN_SEEN = ("request", "positions", "warning")
 """Line kinds a summary names only when a log has them (after ``launch``)."""
 
 
@@ -33,6 +33,17 @@ def line_counts(kinds: Mapping[str, int]) -> str:
     (``parse``'s summary and ``serve``'s stop line)."""
     named = [*COUNTED[:5], *(k for k in WHEN_SEEN if kinds.get(k)), *COUNTED[5:]]
     return ", ".join([f"{plural(sum(kinds.values()), 'line')} read", *(f"{kinds.get(k, 0):,} {k}" for k in named)])
+
+
+PER_BATCH_LINES = (
+    "per-batch acceptance lines (llama-server prints its statistics rows at -lv 4 and each verify step with -v)"
+)
+"""What a log of finished-request lines alone lacks, and how to have it (llama-server's default log is such)."""
+
+
+def requests_only(requests: int) -> str:
+    """``24 finished-request lines but no per-batch acceptance lines (...)``: the same words for every command."""
+    return f"{plural(requests, 'finished-request line')} but no {PER_BATCH_LINES}"
 
 
 def duration(seconds: float | None) -> str:

@@ -7,8 +7,9 @@ Deterministic (seeded). Every message below is a format string of the llama.cpp 
 (a draft of k tokens, accepted as a prefix), so each request's line and the statistics rows' counters
 (since the implementation was made: cumulative) keep llama.cpp's semantics. Run 1 has the wording of
 tools/server/server.cpp (no mean length, the statistics row at info level), run 2 that of
-tools/server/server-context.cpp (mean length, the trace statistics row, ``-v`` verify steps); the build
-numbers on the ``build:`` lines are illustrative, not the releases where the wording changed.
+tools/server/server-context.cpp (mean length; at ``-lv 4`` the trace ``acc per pos`` line and statistics
+row; ``-v`` verify steps); the build numbers on the ``build:`` lines are illustrative, not the releases
+where the wording changed.
 
     python scripts/make_llamacpp_sample_logs.py   # rewrite sample_logs/llamacpp_*.log
 """
@@ -65,7 +66,7 @@ def step(log: Log, k: int, p: float) -> int:
     return n
 
 
-def request(log: Log, impl: Impl, k: int, p: float, *, era: str, rounds: bool) -> None:
+def request(log: Log, impl: Impl, k: int, p: float, *, era: str, rounds: bool, trace: bool = False) -> None:
     """One request on a random slot: its verify steps, print_timings() and the statistics row."""
     slot = log.rng.randrange(4)
     n_prompt, target = log.rng.randint(40, 900), log.rng.randint(60, 400)
@@ -96,7 +97,9 @@ def request(log: Log, impl: Impl, k: int, p: float, *, era: str, rounds: bool) -
     impl.per_pos += [0] * (k - len(impl.per_pos))
     for i in range(k):
         impl.per_pos[i] += per_pos[i]
-    t_prompt, t_gen = n_prompt * 0.55, generated * 15.9
+    # A verify step costs a plain decode step (15.9 ms) and 8 % of one per draft token: the speed a request
+    # logs is its tokens over its steps' time, so deeper accepted drafts make it faster.
+    t_prompt, t_gen = n_prompt * 0.55, steps * 15.9 * (1 + 0.08 * k)
     f = "print_timing"
     log.slot(
         "I",
@@ -129,6 +132,8 @@ def request(log: Log, impl: Impl, k: int, p: float, *, era: str, rounds: bool) -
             f"mean len = {mean:5.2f}",
             1,
         )
+        if trace:  # SLT_TRC("     acc per pos = (%s)"): per position, n_accepted_per_pos[i] / n_draft_verif_steps
+            log.slot("T", f, slot, "     acc per pos = (" + ", ".join(f"{n / steps:.3f}" for n in per_pos) + ")", 0)
     statistics(log, impl, era)
     log.slot("I", "release", slot, f"stop processing: n_tokens = {n_prompt + generated}, truncated = 0", 60)
     log.task += 1
@@ -189,7 +194,7 @@ def make() -> str:
     launch(log, 7412, "9f7add1c", f"-m {model} --spec-type draft-mtp --draft-max 3 -v -lv 4 --port 8080", model, None)
     impl = Impl("draft-mtp")
     for _ in range(10):
-        request(log, impl, 3, 0.83, era="context", rounds=True)
+        request(log, impl, 3, 0.83, era="context", rounds=True, trace=True)
     return "\n".join(log.lines) + "\n"
 
 

@@ -33,7 +33,7 @@ def test_sample_log_matches_golden(name, monkeypatch):
 
 VLLM_STATS = ("] SpecDecoding metrics: ", "] Speculative metrics: ", "] Avg prompt throughput: ", "] Engine 0",
               "] Prefix cache hit rate: GPU: ")  # fmt: skip
-LLAMACPP_STATS = (" statistics ", " draft tokens, new n_tokens = ")
+LLAMACPP_STATS = (" statistics ", " draft tokens, new n_tokens = ", "|        eval time = ")
 
 
 @pytest.mark.parametrize("name", LOGS)
@@ -42,7 +42,7 @@ def test_golden_rows_equal_decode_lines(name):
     lines = (SAMPLES / f"{name}.log").read_text().splitlines()
     if name.startswith("vllm_"):
         decode = [i + 1 for i, line in enumerate(lines) if any(m in line for m in VLLM_STATS)]
-    elif name.startswith("llamacpp_"):  # statistics rows and verify-step lines
+    elif name.startswith("llamacpp_"):  # statistics rows, verify-step lines and each request's decode speed
         decode = [i + 1 for i, line in enumerate(lines) if any(m in line for m in LLAMACPP_STATS)]
     else:
         decode = [i + 1 for i, line in enumerate(lines) if "] Decode batch" in line or line.startswith("Decode batch")]

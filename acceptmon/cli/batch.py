@@ -172,7 +172,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     _summary(result.tally, job.records, time.monotonic() - started, args.output, args.kind)
     say_year(grammars, result.tally)
     if not job.records:
-        no_rows_hint(args.files, args.kind)
+        no_rows_hint(args.files, args.kind, result.tally)
     return 0
 
 
@@ -205,7 +205,7 @@ def _parse_on_ray(args: argparse.Namespace) -> int:
     _summary(done.tally, rows, time.monotonic() - started, where, args.kind)
     say_year(grammars, done.tally)
     if not rows:
-        no_rows_hint(args.files, args.kind)
+        no_rows_hint(args.files, args.kind, done.tally)
     return 0
 
 

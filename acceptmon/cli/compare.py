@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from acceptmon.cli.args import Subcommands, grammar_option, grammars_for, jobs_option, say_year, year_option
 from acceptmon.cli.wiring import say_left_out, say_unrecognized
-from acceptmon.display import strict_json
+from acceptmon.display import requests_only, strict_json
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.measure.compare import RESAMPLES, Comparison, Estimate, SideResult, compare
@@ -104,6 +104,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         text = render_table(result, args.metric or METRICS, resamples=args.resamples, seed=args.seed)
         if "accept_rate" in (args.metric or METRICS):
             text += "".join(f"\n{line}" for note in _tree_notes(a_runs, b_runs) for line in _wrap(note))
+        alone = [(tag, read.requests_only) for tag, read in zip("AB", sides, strict=True) if read.requests_only]
+        notes = [f"{tag}: accept len not compared: {requests_only(n)}" for tag, n in alone]
+        text += "".join(f"\n{line}" for note in notes for line in _wrap(note))
     with stdout_writes():
         print(text)
     return 0

@@ -6,9 +6,11 @@ import sys
 import time
 from collections.abc import Callable
 
+from acceptmon.display import requests_only
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import open_log
 from acceptmon.inputs.remote import is_url
+from acceptmon.parse.parser import Tally
 from acceptmon.pipeline.batch import Progress
 
 
@@ -48,8 +50,13 @@ def local_output(output: str | None) -> None:
         raise InputError(output, "-o writes a local file; URLs are read, not written (copy the file up afterwards)")
 
 
-def no_rows_hint(files: list[str], kind: str | None = None) -> None:
+def no_rows_hint(files: list[str], kind: str | None = None, tally: Tally | None = None) -> None:
     what = f"{kind} lines" if kind else "decode or spec lines"
+    requests = tally.kinds.get("request", 0) if tally is not None and kind is None else 0
+    if requests:  # a server log, of finished requests only: say what it lacks, not "is this a server log?"
+        named = ", ".join(files)
+        print(f"acceptmon: {named}: {requests_only(requests)}; --kind request writes them as rows", file=sys.stderr)
+        return
     for f in files:
         why = looks_binary(f)
         if why:

@@ -26,6 +26,7 @@ from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, positi
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record
 
 CI_TEXT = "95 % circular block bootstrap over the run's batches, as compare gives its side A (seed 0)"
@@ -40,7 +41,7 @@ class _RunInputs:
     loads: array[float] = field(default_factory=lambda: array("d"))
     own_loads: bool = True
     rates: Positions = field(default_factory=Positions)
-    """vLLM's per-position rates, weighted by each line's drafts."""
+    """vLLM's per-position rates, weighted by each line's drafts (llama.cpp's per request, by its verify steps)."""
     histograms: Positions = field(default_factory=Positions)
     """SGLang's per-request histograms."""
 
@@ -58,6 +59,8 @@ class DepthInputs:
 
     def __init__(self) -> None:
         self.runs: dict[tuple[str, int], _RunInputs] = {}
+        self.request_lines: dict[tuple[str, str, int], int] = {}
+        """Finished-request lines by (file, source, run), read or not by a rule."""
 
     def _of(self, r: Record) -> _RunInputs:
         key = (r.file, getattr(r, "run", 0))
@@ -71,6 +74,7 @@ class DepthInputs:
         for fact in facts:
             b, load = fact.batch, fact.load
             if b is None and load is None:
+                self._positions(fact.record)
                 continue
             inputs = self._of(fact.record)
             if b is not None:
@@ -85,6 +89,13 @@ class DepthInputs:
                 inputs.own_loads = inputs.own_loads and b is not None
                 if load.gen_throughput is not None:
                     inputs.loads.append(load.gen_throughput)
+
+    def _positions(self, r: Record) -> None:
+        """A request's per-position rates on a line of their own (``positions`` role), weighted by its verify steps."""
+        if KINDS[r.kind].positions:
+            rates, steps = getattr(r, "position_accept_rates", None), getattr(r, "verify_ct", None)
+            if rates and steps:
+                self._of(r).rates.add_rates(rates, steps)
 
     def requests(self, records: Iterable[Record]) -> None:
         """Finished-request records: their acceptance histograms."""

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from acceptmon.diagnose.breakeven import BreakEven, break_even
 from acceptmon.diagnose.detector import Detector
@@ -87,6 +87,9 @@ class RunReport(BaseModel):
     too_few_to_judge: bool = False
     """A speculative run with fewer batches past warm-up than the accept-length rules need (their smallest
     ``min_lines``): "no finding" would read as "healthy" where nothing was judged."""
+    requests: int = Field(default=0, exclude=True)
+    """Finished-request lines of the run (the batch doctor): a run of those alone is told what its log lacks.
+    Not in the JSON, whose runs keep their keys."""
 
 
 @dataclass

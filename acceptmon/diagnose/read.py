@@ -41,6 +41,8 @@ class DoctorJob:
         roles = ("starts_run", "acceptance", "load", "prefill", "warning")  # every server's stats lines, and more
         wanted = {k for role in roles for k in with_role(role)} | {kind for rule in doctor.rules for kind in rule.reads}
         self.requests = frozenset(with_role("request")) - wanted if depth is not None else frozenset()
+        if depth is not None:  # per-position lines: the normalizer weighs them by the request line before
+            wanted |= with_role("positions")
         self.records_wanted = frozenset(k for k in wanted | self.requests if k in KINDS)
 
     def chunk(self, records: list[Record]) -> list[Record] | Packed:
@@ -57,10 +59,13 @@ class DoctorJob:
     def _facts(self, records: Iterator[Record], depth: DepthInputs) -> Iterator[Fact]:
         """The facts of ``records``, one at a time, the depth inputs taking each too (and the requests)."""
         for r in records:
-            if r.kind in self.requests:
-                depth.requests((r,))
-                continue
             fact = self.doctor.normalizer.fact(r)
+            if KINDS[r.kind].request:
+                where = (r.file, getattr(r, "source", ""), r.run)
+                depth.request_lines[where] = depth.request_lines.get(where, 0) + 1
+            if r.kind in self.requests:
+                depth.requests((fact.record,))
+                continue
             depth.take((fact,))
             yield fact
 
@@ -106,9 +111,14 @@ def examine(
     doctor = diagnose(
         paths, grammars, rules, expected_accept_len=expected_accept_len, baseline=baseline, jobs=jobs, depth=depth
     )
-    counts = doctor.tally.unrecognized_runs
+    counts, requests = doctor.tally.unrecognized_runs, depth.request_lines
     runs = [
-        r.model_copy(update={"unrecognized": counts.get((r.file, r.source, r.run), 0)})
+        r.model_copy(
+            update={
+                "unrecognized": counts.get((r.file, r.source, r.run), 0),
+                "requests": requests.get((r.file, r.source, r.run), 0),
+            }
+        )
         for r in recommend(doctor, depth, doctor.reports())
     ]
     return DoctorResult(findings=doctor.findings(), runs=runs), doctor

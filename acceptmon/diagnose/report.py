@@ -13,7 +13,7 @@ from typing import Any
 
 from acceptmon.diagnose.engine import Change, RunReport
 from acceptmon.diagnose.model import Finding, plural
-from acceptmon.display import strict_json
+from acceptmon.display import requests_only, strict_json
 from acceptmon.measure.depth import Recommendation
 
 WIDTH = 100
@@ -85,6 +85,8 @@ NOTHING_ACCEPTED = 1.05
 
 def _too_few(report: RunReport) -> str:
     """Why a run without findings was not judged, and what its few batches do show."""
+    if not report.batches and report.requests:  # a log of finished requests alone (llama-server's default)
+        return f"nothing to judge: {requests_only(report.requests)}"
     text = f"too few batches ({report.judged_batches} past warm-up) to judge: no finding means nothing here"
     length = report.accept_len_mean
     if report.batches and length is not None and length <= NOTHING_ACCEPTED:

@@ -19,6 +19,7 @@ from datetime import datetime
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
+from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import SpecTotals
 from acceptmon.parse.kinds import KINDS
@@ -113,6 +114,8 @@ class RunStats:
     """Per finished request (``--log-requests``): its accept length, to two decimals."""
     spec: SpecTotals | None = None
     """Token counts of lines that carry them (vLLM; None for a run without any)."""
+    positions: Positions = field(default_factory=Positions)
+    """Finished requests' per-position rates (llama.cpp's ``acc per pos``), weighted by their verify steps."""
 
     def add(self, fact: Fact) -> None:
         r = fact.record
@@ -127,6 +130,12 @@ class RunStats:
             self.figures.add(fact)  # counts its impossible values
             length = getattr(r, "accept_len", None)
             self.request_accept_len.add(None if length is None else round(length, 2))
+            return
+        if kind.positions:
+            self.figures.add(fact)  # counts its impossible values
+            rates, steps = getattr(r, "position_accept_rates", None), getattr(r, "verify_ct", None)
+            if rates and steps:
+                self.positions.add_rates(rates, steps)
             return
         self.figures.add(fact)
         b = fact.batch
@@ -171,6 +180,8 @@ class RunStats:
         }
         if self.spec is not None:
             self.spec.fill(figures)
+        if figures.get("position_accept_rates") is None and self.positions.depth:
+            figures["position_accept_rates"] = [round(a, 6) for a in self.positions.marginals()]
         lengths = self.accept_len
         return RunSummary(
             file=self.file,
@@ -218,7 +229,7 @@ class Stats:
         for fact in facts:
             r = fact.record
             kind = KINDS[r.kind]
-            if not (kind.starts_run or fact.batch or fact.load or kind.request):
+            if not (kind.starts_run or fact.batch or fact.load or kind.request or kind.positions):
                 continue  # other kinds (warnings, prefill) make no run of their own
             key = fact.key
             run = self.runs.get(key)
@@ -229,11 +240,13 @@ class Stats:
     @staticmethod
     def order_free(records: Iterable[Record]) -> bool:
         """Whether these records give the same figures whatever came before them: none counts tokens (since
-        start, or per draft) or belongs to a unit named by an earlier line. Such a part of a file can be
-        aggregated on its own (in a worker) and merged; any other is fed in file order."""
+        start, or per draft) or belongs to a unit named by an earlier line (or to a request line before it).
+        Such a part of a file can be aggregated on its own (in a worker) and merged; any other is fed in file
+        order."""
         for r in records:
             values = r.__dict__
-            if KINDS[r.kind].unit_field != "rank" or values.get("drafted_tokens") is not None:
+            kind = KINDS[r.kind]
+            if kind.unit_field != "rank" or kind.positions or values.get("drafted_tokens") is not None:
                 return False
         return True
 

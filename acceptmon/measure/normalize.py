@@ -17,6 +17,8 @@ once, and which records it applies to is their kind's declared role
   previous batch or load line (a unit's first line is not steady), and ``warmup`` for the first
   :data:`WARMUP_BATCHES` of its run (the doctor leaves those out of what it judges).
 - **Load.** A record with the ``load`` role also gives one :class:`Load`: its unit's logged rate.
+- **Per-position lines.** A record with the ``positions`` role (a request's per-position rates on a line of
+  their own) belongs to its unit's finished request just before it, whose verify steps weigh its rates.
 - **Impossible values.** Values from a log are untrusted. A value outside what its field can mean
   (:data:`VALID`, decode batches and finished requests alike: an accept length under 1, bonus token
   included, or over 1000; a rate outside 0..1; a negative count, throughput or latency; anything not
@@ -175,6 +177,8 @@ class Normalizer:
     _units: dict[tuple[RunKey, str], _Unit] = field(default_factory=dict)
     _last_unit: dict[tuple[str, str], str] = field(default_factory=dict)
     _batches: dict[RunKey, int] = field(default_factory=dict)
+    _requests: dict[tuple[RunKey, str], Record] = field(default_factory=dict)
+    """Each unit's last finished request, which a per-position line after it (its rates alone) belongs to."""
     _refused: set[RunKey] = field(default_factory=set)
     """Runs whose refused launch config gave the draft-token count their draft accept rates were derived from."""
 
@@ -195,7 +199,10 @@ class Normalizer:
             return Fact(r.model_copy(update={"config": clean}), refused=tuple(bad))
         if kind.request:
             r, invalid = _checked(r, False)
+            self._requests[run_key(r), r.rank or ""] = r
             return Fact(r, invalid=invalid)
+        if kind.positions:
+            return self._weighed(r)
         if not (kind.acceptance or kind.load or kind.prefill):
             return Fact(r)
         r, unit = self._unit(r, kind.unit_field)
@@ -238,6 +245,25 @@ class Normalizer:
         )
         return Fact(r, batch, load, invalid)
 
+    def _weighed(self, r: Record) -> Fact:
+        """A request's per-position rates (``positions`` role) with their weight, the request's verify steps:
+        the rates sum to accepted drafts per verify step, so steps = accepted / their sum (with nothing accepted,
+        drafted / positions). The request is its unit's line just before; without one the rates weigh nothing.
+        A rate outside 0..1 leaves the record without rates (counted invalid)."""
+        request = self._requests.pop((run_key(r), r.rank or ""), None)
+        rates: list[float | None] = r.__dict__.get("position_accept_rates") or []
+        if any(p is not None and not (math.isfinite(p) and 0.0 <= p <= 1.0) for p in rates):
+            return Fact(r.model_copy(update={"position_accept_rates": None}), invalid=1)
+        values = request.__dict__ if request is not None else {}
+        accepted, drafted = values.get("correct_drafts"), values.get("proposed_drafts")
+        total = sum(p or 0.0 for p in rates)
+        steps = None
+        if rates and accepted and total > 0:
+            steps = accepted / total
+        elif rates and accepted == 0 and total == 0 and drafted:
+            steps = drafted / len(rates)
+        return Fact(r.model_copy(update={"verify_ct": round(steps, 3)}) if steps else r)
+
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""
         unit = getattr(r, name, None)
@@ -275,6 +301,9 @@ READS = frozenset(
         "num_spec_tokens",
         "spec_num_steps",
         "position_accept_rates",
+        "correct_drafts",
+        "proposed_drafts",
+        "verify_ct",
         "config",
     }
 )

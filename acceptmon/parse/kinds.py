@@ -22,6 +22,7 @@ from acceptmon.parse.records import (
     BaseRecord,
     DecodeStats,
     LaunchConfig,
+    PositionStats,
     PrefillStats,
     RequestStats,
     ServerLaunch,
@@ -103,6 +104,9 @@ class RecordKind:
     lines merge."""
     request: bool = False
     """Role: one finished request's acceptance (never a batch)."""
+    positions: bool = False
+    """Role: one finished request's per-position rates alone (``position_accept_rates``), on a line after the
+    request's own: weighed by that request's verify steps (``verify_ct``, from the normalize step)."""
     warning: bool = False
     """Role: a launch or serving warning the doctor reads (``code``, ``value``, ``limit``, ``detail``)."""
     unit_field: str = "rank"
@@ -273,6 +277,10 @@ REQUEST = register(
     )
 )
 """Finished requests (``--log-requests``): not a ``parse`` table kind, so decode rows and columns stay as they are."""
+
+
+POSITIONS = register(RecordKind("positions", PositionStats, positions=True))
+"""Per-position rates of the request line before (llama.cpp's ``acc per pos``): read by runs and the doctor's depth."""
 
 
 WARNING = register(RecordKind("warning", WarningRecord, before_launch=True, warning=True))

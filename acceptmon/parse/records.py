@@ -291,6 +291,22 @@ class RequestStats(BaseRecord):
     """Other short ``meta_info`` scalars, as logged."""
 
 
+class PositionStats(BaseRecord):
+    """One finished request's per-position acceptance on a line of its own: llama.cpp's ``acc per pos = (...)``
+    (trace verbosity), printed right after the same slot's ``draft acceptance`` line. Not a request of its own."""
+
+    kind: Literal["positions"] = "positions"
+    run: int = 0
+    """Server launch index in the file: 1 for the first launch line, 0 before any."""
+    position_accept_rates: list[float | None] | None = None
+    """Per draft position i: the share of the request's verify steps whose first i+1 drafts were accepted
+    (the definition of vLLM's per-position rates)."""
+    verify_ct: float | None = None
+    """The request's verify steps, which weigh its rates: left empty by the parser, filled by the normalize
+    step from the request line before it (:mod:`acceptmon.measure.normalize`)."""
+    extra: dict[str, str] = Field(default_factory=dict)
+
+
 class WarningRecord(BaseRecord):
     """A launch or serving warning/error the doctor reads (grammars ``sglang_warn_*.toml``).
 

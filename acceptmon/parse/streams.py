@@ -9,7 +9,8 @@ processes into one file put the process's name in front of each line:
   far, maybe followed by ``-t``'s time). Recognised by the ``|``.
 - stern: ``[NAMESPACE ]POD CONTAINER `` (maybe followed by its time), which says nothing of its own
   shape. Recognised only when the pod name has a ``-`` or ``.`` (every controller's pod has) and the rest
-  of the line starts like a server envelope (``[2026-``, vLLM's ``(APIServer pid=N)`` or ``INFO 09-20 ``):
+  of the line starts like a server envelope (``[2026-``, vLLM's ``(APIServer pid=N)`` or ``INFO 09-20 ``,
+  llama-server's ``slot print_timing: ``, ``0.01.003.606 I `` and the like: :data:`_ENVELOPE_START`):
   prose that starts with two words (``look at [2026-...] Decode batch, ...``) is not taken for stern.
 - a Kubernetes CRI log file line, ``TIME stdout|stderr F ``: its head is cut off too (it names no
   process: the file's path does, :func:`path_origin`). A ``P`` line (the first 16 KiB of a longer one)
@@ -45,8 +46,12 @@ _KUBECTL = re.compile(r"\[pod/([a-z0-9][a-z0-9.-]{0,252}+)/([a-z0-9-]{0,63}+)\] 
 _COMPOSE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,254}+) {1,256}+\| (?:" + _TS + " ?)?+")
 _ENVELOPE_START = (
     r"\[\d{4}-\d\d-\d\d[ T]\d\d:|\((?:[\w.-]{1,64}+ )?pid=\d|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d "
+    r"|\[\d{1,10}+\] |\d{1,6}+\.\d\d\.\d{3}\.\d{3} [IWEDT] |(?:slot|srv|spec) {1,16}+\w{1,12}+: "
+    r"|statistics {1,16}+[\w.-]{1,64}+: #calls|draft acceptance|build: \d|\+ (?:exec )?\S{0,256}?llama-server "
 )
-"""How a line of a known server starts (SGLang, vLLM with or without its process prefix)."""
+"""How a line of a known server starts (SGLang, vLLM with or without its process prefix, llama-server: a wrapper's
+``[pid] ``, ``--log-timestamps``' ``M.SS.mmm.uuu L ``, the slot/server/speculative macro prefix, or a message the
+default log prints without one, a shell's echo of its command line)."""
 _NAME = r"[a-z0-9][a-z0-9-]{0,62}+"
 _STERN = re.compile(
     rf"(?:({_NAME}) )?((?=[a-z0-9]{{1,253}}+[-.])[a-z0-9][a-z0-9.-]{{0,252}}+) ({_NAME}) "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acceptmon.display import requests_only
 from acceptmon.errors import InputError
 from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.compare import Sample, Side
@@ -39,6 +40,8 @@ class SideRead:
     invalid_values: int
     refused_configs: int
     """Impossible values and refused launch configs the normalize step left out of the side."""
+    requests_only: int = 0
+    """Finished-request lines of a side without batches (its load lines compared): its accept length is not."""
 
 
 class _SideJob:
@@ -52,8 +55,10 @@ class _SideJob:
 
     def __init__(self, run_no: int | None) -> None:
         self.run_no = run_no
-        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
+        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill") | with_role("request")
         self.normalizer = Normalizer()
+        self.requests = 0
+        """Finished-request lines of the side: counted, not compared (they say what a side without batches has)."""
         self.sample = Sample()
         self.runs: dict[int, LaunchConfig | None] = {}
         self.sources: dict[str, tuple[str, str]] = {}
@@ -74,6 +79,9 @@ class _SideJob:
             self.runs.setdefault(number, None)
         for fact in map(self.normalizer.fact, unpack(mine, READS)):
             r = fact.record
+            if KINDS[r.kind].request:
+                self.requests += self.run_no is None or r.run == self.run_no
+                continue
             if self.run_no is None or r.run == self.run_no:
                 self.invalid_values += fact.invalid
                 self.refused_configs += bool(fact.refused)
@@ -111,11 +119,13 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
         there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
     if not len(job.sample):
-        raise InputError(path if run_no is None else f"{path}#{run_no}", "no decode lines to compare")
+        what = f"{requests_only(job.requests)} to compare" if job.requests else "no decode lines to compare"
+        raise InputError(path if run_no is None else f"{path}#{run_no}", what)
     wanted = [job.runs[run_no]] if run_no is not None else list(job.runs.values())
     extra = {**job.source_of(), "unrecognized": _unrecognized(tally, run_no)}
     side = job.sample.side(label, _spec(wanted), extra, copy=False)
-    return SideRead(side, wanted, tally, job.invalid_values, job.refused_configs)
+    alone = 0 if len(job.sample.batches) else job.requests
+    return SideRead(side, wanted, tally, job.invalid_values, job.refused_configs, alone)
 
 
 def _ranges(numbers: Sequence[int]) -> str:

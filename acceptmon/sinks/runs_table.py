@@ -24,7 +24,9 @@ class StatsJob:
     too) and merged, any other is handed on as records."""
 
     def __init__(self) -> None:
-        self.records_wanted = with_role("acceptance") | with_role("load") | with_role("request")
+        self.records_wanted = (
+            with_role("acceptance") | with_role("load") | with_role("request") | with_role("positions")
+        )
         self.stats = Stats()
         self.records = 0
 
