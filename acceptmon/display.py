@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -77,3 +77,14 @@ def strict_json(value: Any, **options: Any) -> str:
         return json.dumps(value, allow_nan=False, **options)
     except ValueError:
         return json.dumps(finite(value), allow_nan=False, **options)
+
+
+def number_ranges(numbers: Sequence[int]) -> str:
+    """Sorted whole numbers as ranges: ``1-3, 5, 7-8``."""
+    parts: list[list[int]] = []
+    for n in numbers:
+        if parts and n == parts[-1][-1] + 1:
+            parts[-1].append(n)
+        else:
+            parts.append([n])
+    return ", ".join(str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts)

@@ -160,8 +160,10 @@ def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline
     for key, sample in sides.samples.items():
         if keep(key) and not _spec(sides, key):
             config = sides.configs.get(key)
-            label = f"{Path(key[0]).name if key[0] != '-' else 'stdin'}#{key[2]}"
-            out.append(Baseline(label, config.model_path if config else None, sample.side("", copy=False).columns))
+            name = Path(key[0]).name if key[0] != "-" else "stdin"
+            out.append(
+                Baseline(name, key[2], config.model_path if config else None, sample.side("", copy=False).columns)
+            )
     return out
 
 

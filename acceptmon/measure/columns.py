@@ -92,6 +92,14 @@ class Floats(Sequence[float]):
         return iter(self.array())
 
 
+def _extended(column: array[int] | list[int], more: array[int] | list[int]) -> array[int] | list[int]:
+    """An integer column extended (a plain list once one of them is: a count beyond 64 bits)."""
+    if isinstance(column, array) and isinstance(more, array):
+        column.extend(more)
+        return column
+    return [*column, *more]
+
+
 class Batches(Sequence[Batch]):
     """Batches as five columns; reads as a sequence of :class:`Batch` (each made when asked for)."""
 
@@ -138,6 +146,18 @@ class Batches(Sequence[Batch]):
 
     def _columns(self) -> tuple[array[float], array[float], array[float], array[int] | list[int], bytearray]:
         return self.accept_len, self.accept_rate, self.gen_throughput, self.running_req, self.steady
+
+    @classmethod
+    def joined(cls, parts: Iterable[Batches]) -> Batches:
+        """The kept batches of ``parts``, one after another, as columns of their own."""
+        out = cls()
+        for part in map(Batches.copy, parts):
+            out.accept_len.extend(part.accept_len)
+            out.accept_rate.extend(part.accept_rate)
+            out.gen_throughput.extend(part.gen_throughput)
+            out.running_req = _extended(out.running_req, part.running_req)
+            out.steady.extend(part.steady)
+        return out
 
     def copy(self) -> Batches:
         """The kept batches as columns of their own (later adds to this one do not change them)."""

@@ -145,6 +145,10 @@ class Estimate(_Frozen):
     ci_low: float | None
     ci_high: float | None
 
+    @property
+    def ci_tuple(self) -> tuple[float | None, float | None]:
+        return self.ci_low, self.ci_high
+
 
 class AcceptLenEstimate(Estimate):
     p10: float | None
@@ -245,6 +249,18 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
         **side.figures,
     )
     return result, replicates
+
+
+def throughput_interval(side: Side, seed: int, resamples: int) -> tuple[float | None, float | None]:
+    """The 95 % interval of the side's mean throughput that :func:`summarize` gives with ``Random(seed)``, drawn
+    alone where it can be: the blocks a replicate draws depend on the batch count only, not on the columns."""
+    if side.loads is not None:  # load lines of their own: drawn after the batches' columns, as summarize does
+        return summarize(side, random.Random(seed), resamples)[0].gen_throughput.ci_tuple
+    tput = side.columns.column("gen_throughput")
+    if missing(tput) == len(tput):
+        return None, None
+    lo, hi = interval(bootstrap_means([tput], random.Random(seed), resamples)[0])
+    return _r(lo), _r(hi)
 
 
 def _mean(column: Sequence[float] | None) -> float | None:

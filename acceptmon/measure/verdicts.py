@@ -10,13 +10,21 @@ those of its model, else all), their batches joined in order.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from acceptmon.display import number_ranges
 from acceptmon.measure.columns import Batches
-from acceptmon.measure.compare import RESAMPLES, Sample, summarize
-from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW, Verdict, choose_baseline, speedup, verdict
+from acceptmon.measure.compare import RESAMPLES, Sample, throughput_interval
+from acceptmon.measure.speedup import (
+    LOSES_BELOW,
+    MARGINAL_BELOW,
+    Reference,
+    Verdict,
+    choose_baseline,
+    speedup,
+    verdict,
+)
 from acceptmon.measure.summary import RunSummary
 
 __all__ = ["Baseline", "SweepRun", "sweep_verdicts"]
@@ -47,7 +55,9 @@ class SweepRun(RunSummary):
 class Baseline:
     """A run without speculation that may be a baseline."""
 
-    label: str
+    file: str
+    """The file's name, as reports give it."""
+    run: int
     model: str | None
     batches: Batches
 
@@ -61,44 +71,46 @@ def sweep_verdicts(
     seed: int = 0,
 ) -> list[SweepRun]:
     """Each run (its summary, its batches, whether it speculates) with its speedup and place in the sweep."""
+    references: dict[tuple[int, ...], tuple[str, Reference]] = {}
     out = []
     for summary, sample, speculative in runs:
         fields: dict[str, object] = {}
         if sample is not None and len(sample):
             side = sample.side("", copy=False)
-            estimate, _ = summarize(side, random.Random(seed), resamples)
-            fields |= {
-                "gen_throughput_ci_low": estimate.gen_throughput.ci_low,
-                "gen_throughput_ci_high": estimate.gen_throughput.ci_high,
-            }
-            if speculative:
-                fields |= _against(side.columns, summary.model, baselines, thresholds, resamples, seed)
+            lo, hi = throughput_interval(side, seed, resamples)
+            fields |= {"gen_throughput_ci_low": lo, "gen_throughput_ci_high": hi}
+            chosen = choose_baseline(summary.model, baselines, lambda b: b.model) if speculative else []
+            if speculative and not chosen:
+                fields["speedup_note"] = "no run without speculation to measure the speedup against"
+            elif chosen:
+                key = tuple(map(id, chosen))
+                if key not in references:  # one reference (its replicates drawn once) per set of baseline runs
+                    references[key] = _label(chosen), Reference(_joined(chosen), resamples=resamples, seed=seed + 1)
+                label, ref = references[key]
+                s = speedup(side.columns, ref, seed=seed)
+                fields |= {"baseline": label, "speedup_note": s.note}
+                if s.speedup is not None:
+                    fields |= {
+                        "speedup": s.speedup,
+                        "speedup_ci_low": s.ci_low,
+                        "speedup_ci_high": s.ci_high,
+                        "verdict": verdict(s.speedup, *thresholds),
+                    }
         out.append(SweepRun(**summary.model_dump(), **fields))
     return _ranked(out)
 
 
-def _against(
-    batches: Batches,
-    model: str | None,
-    baselines: Sequence[Baseline],
-    thresholds: tuple[float, float],
-    resamples: int,
-    seed: int,
-) -> dict[str, object]:
-    chosen = choose_baseline(model, baselines, lambda b: b.model)
-    if not chosen:
-        return {"speedup_note": "no run without speculation to measure the speedup against"}
-    base = Batches.of(b for c in chosen for b in c.batches) if len(chosen) > 1 else chosen[0].batches
-    s = speedup(batches, base, resamples=resamples, seed=seed)
-    fields: dict[str, object] = {"baseline": ", ".join(c.label for c in chosen), "speedup_note": s.note}
-    if s.speedup is not None:
-        fields |= {
-            "speedup": s.speedup,
-            "speedup_ci_low": s.ci_low,
-            "speedup_ci_high": s.ci_high,
-            "verdict": verdict(s.speedup, *thresholds),
-        }
-    return fields
+def _joined(chosen: Sequence[Baseline]) -> Batches:
+    """The baseline runs' batches, one after another."""
+    return chosen[0].batches if len(chosen) == 1 else Batches.joined([c.batches for c in chosen])
+
+
+def _label(chosen: Sequence[Baseline]) -> str:
+    """``base.log#1-3, other.log#2``: the baseline runs by file."""
+    files: dict[str, list[int]] = {}
+    for c in chosen:
+        files.setdefault(c.file, []).append(c.run)
+    return ", ".join(f"{name}#{number_ranges(sorted(runs))}" for name, runs in files.items())
 
 
 def _ranked(runs: list[SweepRun]) -> list[SweepRun]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acceptmon.display import requests_only
+from acceptmon.display import number_ranges, requests_only
 from acceptmon.errors import InputError
 from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.compare import Sample, Side
@@ -116,7 +116,7 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     name = Path(path).name if path != "-" else "stdin"
     label = name if run_no is None else f"{name}#{run_no}"
     if run_no is not None and run_no not in job.runs:
-        there = f"runs there: {_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
+        there = f"runs there: {number_ranges(sorted(job.runs))}" if job.runs else "it has no runs"
         raise InputError(f"{path}#{run_no}", f"no run {run_no} ({there})")
     if not len(job.sample):
         what = f"{requests_only(job.requests)} to compare" if job.requests else "no decode lines to compare"
@@ -126,16 +126,6 @@ def read_side(path: str, run_no: int | None, grammars: GrammarSet, jobs: int = 1
     side = job.sample.side(label, _spec(wanted), extra, copy=False)
     alone = 0 if len(job.sample.batches) else job.requests
     return SideRead(side, wanted, tally, job.invalid_values, job.refused_configs, alone)
-
-
-def _ranges(numbers: Sequence[int]) -> str:
-    parts: list[list[int]] = []
-    for n in numbers:
-        if parts and n == parts[-1][-1] + 1:
-            parts[-1].append(n)
-        else:
-            parts.append([n])
-    return ", ".join(str(p[0]) if len(p) == 1 else f"{p[0]}-{p[-1]}" for p in parts)
 
 
 def _spec(configs: Sequence[LaunchConfig | None]) -> str:
