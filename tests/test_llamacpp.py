@@ -442,3 +442,28 @@ def test_compare_of_two_default_level_runs_compares_their_decode_speed_and_says_
     assert f"gen throughput tok/s/rank {a:.1f} [" in flat and f"] {b:.1f} [" in flat
     doctor = _cli("doctor", str(log))
     assert f"nothing to judge: 14 {LACKS}" in " ".join(doctor.stdout.split())
+
+
+def test_speedup_against_a_run_without_a_draft_is_the_ratio_of_decode_speeds_said_unmatched(tmp_path):
+    """llama.cpp logs no running requests, so there is no load to match: the doctor's break-even, its depth
+    table and ``runs --baseline`` take S as the ratio of the runs' mean decode speeds, and say so."""
+    plain = _plain_run(tmp_path)
+    speeds = [[float(m.group(1)) for m in map(EVAL.search, part.splitlines()) if m] for part in _parts()]
+    base = 62.89
+    expected = [round(sum(s) / len(s) / base, 2) for s in speeds]
+    doctor = json.loads(_cli("doctor", "--baseline", str(plain), str(LOG), "--format", "json").stdout)
+    for run, want in zip(doctor["runs"], expected, strict=True):
+        be = run["break_even"]
+        assert be["verdict"] == "pays" and round(be["speedup"], 2) == want
+        assert "unmatched (neither run logs its running requests" in be["statement"]
+        rec = run["recommendation"]
+        assert rec["parameter"] == "--draft-max" and rec["baseline"] is True
+        assert rec["reference_tok_s"] == pytest.approx(base)
+    text = _cli("doctor", "--baseline", str(plain), str(LOG)).stdout
+    assert "the mean tok/s/rank of plain.log" in text and "recommended: --draft-max" in text
+    runs = json.loads(_cli("runs", "--baseline", str(plain), str(LOG), "--format", "json").stdout)
+    for r, want, be in zip(runs, expected, (x["break_even"] for x in doctor["runs"]), strict=True):
+        assert r["speedup"] == pytest.approx(be["speedup"], abs=1e-4) and round(r["speedup"], 2) == want
+        assert r["speedup_ci_low"] < r["speedup"] < r["speedup_ci_high"]
+        assert r["speedup_note"].startswith("neither run logs its running requests")
+    assert [r["best"] for r in runs] == [True, False]

@@ -220,3 +220,19 @@ def test_parquet_has_the_sweep_columns_typed(sweep, capsys, tmp_path):
     rows = table.to_pylist()
     assert [r["speedup"] for r in rows] == [sweep[SEED, n]["speedup"] for n in range(1, 6)]
     assert [r["verdict"] for r in rows] == ["loses", "pays", "marginal", "pays", "loses"]
+
+
+def test_without_running_requests_on_either_side_s_is_the_ratio_of_mean_throughputs():
+    from acceptmon.measure.speedup import running_logged, unmatched
+
+    rng = random.Random(3)
+    spec = [150.0 + rng.gauss(0, 5) for _ in range(300)]
+    base = [100.0 + rng.gauss(0, 5) for _ in range(300)]
+    s = unmatched(spec, base)
+    assert s.speedup == pytest.approx(round((sum(spec) / 300) / (sum(base) / 300), 4))
+    assert s.ci_low < s.speedup < s.ci_high and s.ci_low < 1.5 < s.ci_high
+    assert unmatched(spec, [0.0, 0.0]).speedup is None
+    logged, blank = Batches(), Batches()
+    logged.add(2.0, None, 10.0, 3, True)
+    blank.add(2.0, None, 10.0, None, False)
+    assert (running_logged(logged), running_logged(blank)) == (True, False)

@@ -161,9 +161,7 @@ def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline
         if keep(key) and not _spec(sides, key):
             config = sides.configs.get(key)
             name = Path(key[0]).name if key[0] != "-" else "stdin"
-            out.append(
-                Baseline(name, key[2], config.model_path if config else None, sample.side("", copy=False).columns)
-            )
+            out.append(Baseline(name, key[2], config.model_path if config else None, sample.side("", copy=False)))
     return out
 
 

@@ -20,9 +20,11 @@ from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.speedup import (
     LOSES_BELOW,
     MARGINAL_BELOW,
+    UNMATCHED,
     Verdict,
     bucket_label,
     shared,
+    unmatched_speedup,
     verdict,
     weighted_speedup,
 )
@@ -106,8 +108,11 @@ def break_even(
     *,
     loses_below: float = LOSES_BELOW,
     marginal_below: float = MARGINAL_BELOW,
+    base_load: tuple[float | None, bool] | None = None,
 ) -> BreakEven:
-    """The verdict against ``base`` (steady buckets of no-spec runs), else the break-even statement."""
+    """The verdict against ``base`` (steady buckets of no-spec runs), else the break-even statement.
+    ``base_load``: the baseline's mean throughput and whether its lines log running requests; where neither
+    run logs them there is no load to match, and S is the ratio of the mean throughputs (said so)."""
     typical = max(run.buckets.items(), key=lambda kv: (kv[1].lines, -kv[0][0]), default=None)
     length = run.accept_len.mean
     n = run.draft_tokens
@@ -124,6 +129,10 @@ def break_even(
         "verify_tokens": _r(b * n, 1) if b and n else None,
     }
     rows, speedup, spec_len = matched(run.buckets, base) if base is not None else ([], None, None)
+    how = f"over {plural(len(rows), 'matched #running-req bucket', 'matched #running-req buckets')}"
+    if speedup is None and base_load is not None and not rows:
+        speedup = unmatched_speedup(run.throughput.mean, base_load[0], run.running_logged or base_load[1])
+        spec_len, how = length, f"unmatched ({UNMATCHED})"
     if speedup is None:
         text = _statement(values, rows, base_label, tree_note(run))
         return BreakEven(
@@ -137,10 +146,7 @@ def break_even(
         )
     v = verdict(speedup, loses_below, marginal_below)
     ratio = spec_len / speedup if spec_len else None
-    text = (
-        f"speculation {v}: S = G_spec/G_base = {speedup:.2f} over "
-        f"{plural(len(rows), 'matched #running-req bucket', 'matched #running-req buckets')} against {base_label}"
-    )
+    text = f"speculation {v}: S = G_spec/G_base = {speedup:.2f} {how} against {base_label}"
     if ratio is not None and spec_len is not None:
         text += f"; a step costs R = {ratio:.2f} plain steps for L = {spec_len:.2f} tokens (break-even L* = R)"
     values["accept_len"] = _r(spec_len) if spec_len is not None else values["accept_len"]

@@ -30,7 +30,7 @@ from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record
 
 CI_TEXT = "95 % circular block bootstrap over the run's batches, as compare gives its side A (seed 0)"
-PARAMETER = {"sglang": "speculative_num_steps", "vllm": "num_speculative_tokens"}
+PARAMETER = {"sglang": "speculative_num_steps", "vllm": "num_speculative_tokens", "llamacpp": "--draft-max"}
 
 
 @dataclass
@@ -146,17 +146,20 @@ def _sweep(doctor: Doctor, inputs: DepthInputs, sweep: list[RunState]) -> dict[t
     if base is None:
         ref = max(chosen, key=lambda s: sum(b.lines for b in s.buckets.values()))
         base, label = ref.buckets, f"run {ref.run} of the sweep"
-    points = [_point(s, inputs.runs.get((s.file, s.run)), base) for s in chosen]
+    points = [_point(s, inputs.runs.get((s.file, s.run)), base, _unmatched(doctor, s, has_baseline)) for s in chosen]
     server = next((inputs.runs[s.file, s.run].server for s in chosen if (s.file, s.run) in inputs.runs), "sglang")
     parameter = PARAMETER.get(server, "speculative_num_steps")
     ref_tok_s = _steady_tok_s(base)
+    unmatched = ref_tok_s is None and has_baseline and any(p.step_cost for p in points)
+    if unmatched:  # no steady buckets, and S the ratio of mean throughputs: the baseline's mean is the reference
+        ref_tok_s = doctor._plain_load(chosen[0])[0]
     result = plan(
         points, reference_tok_s=ref_tok_s, baseline=has_baseline, parameter=parameter, loses_below=doctor.thresholds[0]
     )
     shared = result.model_dump(include={"depth", "predicted_accept_len", "predicted_tok_s", "predicted_speedup"})
     shared |= {"basis": result.basis, "advice": result.advice, "tied": result.tied}
     shared |= {"depths": result.depths, "checks": result.checks, "left_out": left, "ci": CI_TEXT}
-    shared |= {"parameter": parameter, "reference": label, "baseline": has_baseline}
+    shared |= {"parameter": parameter, "reference": label, "baseline": has_baseline, "reference_unmatched": unmatched}
     shared |= {
         "reference_tok_s": None if ref_tok_s is None else round(ref_tok_s, 2),
         "sweep_runs": [p.run for p in points],
@@ -193,8 +196,15 @@ def _stand_ins(sweep: list[RunState]) -> tuple[dict[int, RunState], list[LeftOut
     return best, left
 
 
-def _point(s: RunState, inputs: _RunInputs | None, base: Buckets) -> Point:
+def _unmatched(doctor: Doctor, s: RunState, has_baseline: bool) -> float | None:
+    """The break-even's S where it has no load to match by (neither run logs running requests)."""
+    be = doctor.break_even(s) if has_baseline else None
+    return be.speedup if be is not None and be.speedup is not None and not be.buckets else None
+
+
+def _point(s: RunState, inputs: _RunInputs | None, base: Buckets, unmatched: float | None = None) -> Point:
     _, speedup, _ = matched(s.buckets, base)  # the break-even's S: a depth run is predicted at it
+    speedup = speedup if speedup is not None else unmatched
     length = s.figures.accept_len_mean
     cost = length / speedup if speedup and length else None
     accept_ci, tok_ci = _summary(inputs)

@@ -26,6 +26,7 @@ from acceptmon.diagnose.rules import speedup_thresholds
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.depth import Recommendation
+from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.measure.speedup import choose_baseline
 from acceptmon.measure.summary import config_text
@@ -233,7 +234,8 @@ class Doctor:
         if cached is None:
             base, label = self._baseline(run)
             loses, marginal = self.thresholds
-            cached = break_even(run, base, label, loses_below=loses, marginal_below=marginal)
+            plain = self._plain_load(run) if base is not None else None
+            cached = break_even(run, base, label, loses_below=loses, marginal_below=marginal, base_load=plain)
             self._index().break_even[run.file, run.run] = cached
         return cached
 
@@ -250,12 +252,24 @@ class Doctor:
             self._cache = _Index(self._fed, by_key, plain)
         return self._cache
 
-    def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
-        external = bool(self.baseline)
+    def _plain_load(self, run: RunState) -> tuple[float | None, bool]:
+        """The baseline runs' mean throughput, and whether any of their lines logs running requests."""
+        chosen = self._chosen(run)
+        pooled = Mean()
+        for s in chosen:
+            pooled.merge(s.throughput)
+        return pooled.mean, any(s.running_logged for s in chosen)
+
+    def _chosen(self, run: RunState) -> list[RunState]:
+        """The runs without speculation that are ``run``'s baseline."""
         pool = self.baseline or self._index().plain.get(run.file, [])
         plain = [s for s in pool if s.stats_lines and not s.speculative]
         model = run.launch.model_path if run.launch else None
-        chosen = choose_baseline(model, plain, lambda s: s.launch.model_path if s.launch else "")  # "": no launch
+        return choose_baseline(model, plain, lambda s: s.launch.model_path if s.launch else "")  # "": no launch
+
+    def _baseline(self, run: RunState) -> tuple[dict[tuple[int, int], BucketStats] | None, str | None]:
+        external = bool(self.baseline)
+        chosen = self._chosen(run)
         if not chosen:
             return None, None
         merged: dict[tuple[int, int], BucketStats] = {}

@@ -123,7 +123,8 @@ def _depth_table(rec: Recommendation) -> list[str]:
         rows.append("    tok/s/rank " + "".join(c.ljust(7) for c in cells))
     rows = [r.rstrip() for r in rows]
     against = (
-        f"; tok/s = S x {rec.reference_tok_s:.1f}, the steady tok/s/rank of {rec.reference}"
+        f"; tok/s = S x {rec.reference_tok_s:.1f}, the {'mean' if rec.reference_unmatched else 'steady'} "
+        f"tok/s/rank of {rec.reference}"
         if rec.reference_tok_s
         else ""
     )

@@ -120,8 +120,10 @@ class RunState:
     accept_lines: tuple[int, int] | None = None
     """First and last line that went into ``accept_len``."""
     throughput: Mean = field(default_factory=Mean)
+    running_logged: bool = False
+    """A stats line of the run logged its running requests (llama.cpp's lines log none)."""
     buckets: dict[tuple[int, int], BucketStats] = field(default_factory=dict)
-    """Steady decode lines by ``#running-req`` bucket (``compare.bucket_of``)."""
+    """Steady decode lines by ``#running-req`` bucket (``speedup.bucket_of``)."""
     warnings: int = 0
     _by_running: dict[int, BucketStats] = field(default_factory=dict, repr=False, compare=False)
     """``buckets`` entries by exact ``#running-req``, so a line finds its bucket without ``bucket_of``."""
@@ -210,6 +212,7 @@ class RunState:
             if load is not None and load.steady and load.running_req:
                 self._bucket(load.running_req).add(tput, load.running_req, length)
         running = batch.running_req if batch else load.running_req if load else None
+        self.running_logged = self.running_logged or running is not None
         steady = batch.steady if batch else load.steady if load else False
         tokens, usage = values.get("num_tokens"), values.get("token_usage")
         seq = tokens / running if tokens is not None and running else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from acceptmon.measure.positions import Positions, accept_length, conditionals, extend, from_lengths, pooled
 
@@ -297,6 +297,8 @@ class Recommendation(_Frozen):
     """The reference is a run without speculation (else speedups are against a run of the sweep)."""
     reference_tok_s: float | None
     """The reference's mean steady throughput per rank: predicted tok/s = speedup x this."""
+    reference_unmatched: bool = Field(default=False, exclude=True)
+    """``reference_tok_s`` is the mean over all the reference's lines: its lines log no running requests."""
     sweep_runs: list[int]
     left_out: list[LeftOut]
     positions_from: str

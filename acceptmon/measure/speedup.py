@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from acceptmon.errors import InputError
 from acceptmon.measure.bootstrap import RESAMPLES, bootstrap_means, interval
-from acceptmon.measure.columns import Batches
+from acceptmon.measure.columns import NONE_INT, Batches, missing, present
 from acceptmon.parse.records import LaunchConfig
 
 Key: TypeAlias = tuple[int, int]
@@ -66,6 +66,15 @@ def weighted_speedup(rows: Sequence[tuple[int, float, int, float]]) -> float | N
     usable = [(ns + nb, ms / mb) for ns, ms, nb, mb in rows if mb > 0]
     weights = sum(w for w, _ in usable)
     return sum(w * ratio for w, ratio in usable) / weights if weights else None
+
+
+UNMATCHED = "neither run logs its running requests, so no load to match: the ratio of their mean throughputs"
+
+
+def unmatched_speedup(spec: float | None, base: float | None, logged: bool) -> float | None:
+    """S where there is no load to match by: the ratio of the runs' mean throughputs, when neither run's lines
+    log running requests (``logged`` False: llama.cpp's per-request decode speed), else None (match the load)."""
+    return spec / base if not logged and spec and base else None
 
 
 def verdict(speedup: float, loses_below: float = LOSES_BELOW, marginal_below: float = MARGINAL_BELOW) -> Verdict:
@@ -175,6 +184,47 @@ def speedup(spec: Batches, base: Batches | Reference, *, resamples: int = RESAMP
     return Speedup(
         speedup=_r(point), ci_low=_r(lo), ci_high=_r(hi), spec_batches=ns, base_batches=nb, buckets=buckets, note=counts
     )
+
+
+def unmatched(spec: Sequence[float], base: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> Speedup:
+    """S where neither run logs running requests (:data:`UNMATCHED`): the ratio of the mean throughputs of their
+    lines (NaN: not logged), with the interval of compare's throughput change (each side bootstrapped on its own,
+    seeds ``seed`` and ``seed + 1``)."""
+    means = [_plain_mean(spec), _plain_mean(base)]
+    counts = len(spec) - missing(spec), len(base) - missing(base)
+    point = unmatched_speedup(means[0], means[1], False)
+    if point is None:
+        note = f"{UNMATCHED}, and a side has no throughput above 0"
+        return Speedup(
+            speedup=None,
+            ci_low=None,
+            ci_high=None,
+            spec_batches=counts[0],
+            base_batches=counts[1],
+            buckets=[],
+            note=note,
+        )
+    draws = [bootstrap_means([col], random.Random(seed + i), resamples)[0] for i, col in enumerate((spec, base))]
+    lo, hi = interval([x / y if x is not None and y else None for x, y in zip(*draws, strict=True)])
+    return Speedup(
+        speedup=_r(point),
+        ci_low=_r(lo),
+        ci_high=_r(hi),
+        spec_batches=counts[0],
+        base_batches=counts[1],
+        buckets=[],
+        note=UNMATCHED,
+    )
+
+
+def running_logged(batches: Batches) -> bool:
+    """Some batch logs its running requests (llama.cpp's lines log none)."""
+    return any(r != NONE_INT for r in batches.running_req)
+
+
+def _plain_mean(values: Sequence[float]) -> float | None:
+    count = len(values) - missing(values)
+    return sum(present(values)) / count if count else None
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -10,19 +10,23 @@ those of its model, else all), their batches joined in order.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from acceptmon.display import number_ranges
 from acceptmon.measure.columns import Batches
-from acceptmon.measure.compare import RESAMPLES, Sample, throughput_interval
+from acceptmon.measure.compare import RESAMPLES, Sample, Side, throughput_interval
 from acceptmon.measure.speedup import (
     LOSES_BELOW,
     MARGINAL_BELOW,
     Reference,
     Verdict,
     choose_baseline,
+    running_logged,
     speedup,
+    unmatched,
     verdict,
 )
 from acceptmon.measure.summary import RunSummary
@@ -59,7 +63,8 @@ class Baseline:
     """The file's name, as reports give it."""
     run: int
     model: str | None
-    batches: Batches
+    side: Side
+    """Its batches (its load lines where it has no batch: vLLM, llama.cpp) and throughput."""
 
 
 def sweep_verdicts(
@@ -85,9 +90,13 @@ def sweep_verdicts(
             elif chosen:
                 key = tuple(map(id, chosen))
                 if key not in references:  # one reference (its replicates drawn once) per set of baseline runs
-                    references[key] = _label(chosen), Reference(_joined(chosen), resamples=resamples, seed=seed + 1)
+                    joined = Batches.joined([c.side.columns for c in chosen])
+                    references[key] = _label(chosen), Reference(joined, resamples=resamples, seed=seed + 1)
                 label, ref = references[key]
                 s = speedup(side.columns, ref, seed=seed)
+                if s.speedup is None and not any(running_logged(b) for b in (side.columns, ref.batches)):
+                    base = array("d", chain.from_iterable(_throughput(c.side) for c in chosen))
+                    s = unmatched(_throughput(side), base, resamples=resamples, seed=seed)
                 fields |= {"baseline": label, "speedup_note": s.note}
                 if s.speedup is not None:
                     fields |= {
@@ -100,9 +109,9 @@ def sweep_verdicts(
     return _ranked(out)
 
 
-def _joined(chosen: Sequence[Baseline]) -> Batches:
-    """The baseline runs' batches, one after another."""
-    return chosen[0].batches if len(chosen) == 1 else Batches.joined([c.batches for c in chosen])
+def _throughput(side: Side) -> Sequence[float]:
+    """The side's throughput estimate's values: its load lines' rates, else its batches' (NaN: not logged)."""
+    return side.loads if side.loads is not None else side.columns.column("gen_throughput")
 
 
 def _label(chosen: Sequence[Baseline]) -> str:
