@@ -414,9 +414,16 @@ def test_a_log_of_request_lines_alone_says_what_it_lacks_in_every_command(tmp_pa
     assert "is this an SGLang or vLLM server log" not in parse.stderr
     rows = _cli("parse", "--kind", "request", "--format", "jsonl", str(log)).stdout.splitlines()
     assert len(rows) == 24
-    compare = _cli("compare", f"{log}#1", f"{log}#2")
-    assert compare.returncode == 2 and compare.stdout == ""
-    assert compare.stderr.strip() == f"acceptmon: error: {log}#1: 14 {LACKS} to compare"
+    compare = json.loads(_cli("compare", "--format", "json", f"{log}#1", f"{log}#2").stdout)
+    requests = _runs_of_text()
+    rates = [[int(m[1]) / int(m[2]) for m in run["requests"]] for run in requests]
+    lengths = [float(m[3]) for m in requests[1]["requests"]]
+    assert (compare["a"]["batches"], compare["b"]["batches"]) == (14, 10)  # its finished requests
+    assert compare["a"]["accept_rate"]["mean"] == pytest.approx(sum(rates[0]) / 14, abs=1e-4)
+    assert compare["b"]["accept_len"]["mean"] == pytest.approx(sum(lengths) / 10, abs=1e-4)
+    assert compare["a"]["accept_len"]["mean"] is None  # that release's request line gives no mean len
+    table = _cli("compare", f"{log}#1", f"{log}#2").stdout
+    assert "A  requests.log#1  draft steps 8; 14 finished requests" in table
     doctor = _cli("doctor", str(log))
     assert doctor.returncode == 0, doctor.stderr
     flat = " ".join(doctor.stdout.split())
@@ -430,13 +437,15 @@ def test_a_log_of_request_lines_alone_says_what_it_lacks_in_every_command(tmp_pa
     ]
 
 
-def test_compare_of_two_default_level_runs_compares_their_decode_speed_and_says_why_not_accept_len(tmp_path):
+def test_compare_of_two_default_level_runs_compares_their_requests_and_decode_speed(tmp_path):
     log = _default_level(tmp_path)
     out = _cli("compare", f"{log}#1", f"{log}#2")
     assert out.returncode == 0, out.stderr
     flat = " ".join(out.stdout.split())
-    assert f"A: accept len not compared: 14 {LACKS}" in flat
-    assert f"B: accept len not compared: 10 {LACKS}" in flat
+    assert f"A: compared by its finished requests: 14 {LACKS}" in flat
+    assert f"B: compared by its finished requests: 10 {LACKS}" in flat
+    lengths = [float(m[3]) for m in _runs_of_text()[1]["requests"]]
+    assert f"accept len - {sum(lengths) / len(lengths):.2f} [" in flat
     speeds = [[float(m.group(1)) for m in map(EVAL.search, part.splitlines()) if m] for part in _parts()]
     a, b = (sum(s) / len(s) for s in speeds)
     assert f"gen throughput tok/s/rank {a:.1f} [" in flat and f"] {b:.1f} [" in flat

@@ -105,7 +105,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if "accept_rate" in (args.metric or METRICS):
             text += "".join(f"\n{line}" for note in _tree_notes(a_runs, b_runs) for line in _wrap(note))
         alone = [(tag, read.requests_only) for tag, read in zip("AB", sides, strict=True) if read.requests_only]
-        notes = [f"{tag}: accept len not compared: {requests_only(n)}" for tag, n in alone]
+        notes = [f"{tag}: compared by its finished requests: {requests_only(n)}" for tag, n in alone]
         text += "".join(f"\n{line}" for note in notes for line in _wrap(note))
     with stdout_writes():
         print(text)
@@ -128,7 +128,7 @@ def _tree_notes(a: Sequence[LaunchConfig | None], b: Sequence[LaunchConfig | Non
 def render_table(result: Comparison, metrics: Sequence[str] = METRICS, *, resamples: int, seed: int) -> str:
     """The comparison for people: sides, one row per metric, the verdict; fits 100 columns."""
     a, b, c = result.a, result.b, result.change
-    lines = [f"{tag}  {s.label}  {s.spec}; {s.batches} batches" for tag, s in (("A", a), ("B", b))]
+    lines = [f"{tag}  {s.label}  {s.spec}; {s.batches} {s.unit}" for tag, s in (("A", a), ("B", b))]
     rows = [("", "A", "B", "B vs A")]
     if "accept_len" in metrics:
         diff = _signed(c.accept_len_diff, 2) + (f" ({_signed(c.accept_len_pct, 1)} %)" if c.accept_len_pct else "")

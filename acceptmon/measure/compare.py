@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from acceptmon.measure.aggregate import Series
 from acceptmon.measure.bootstrap import RESAMPLES, block_length, bootstrap_means, interval
@@ -24,6 +24,7 @@ from acceptmon.measure.columns import Batch, Batches, Floats, missing, present
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.speedup import bucket_label, bucket_of, shared, steady_buckets, weighted_speedup
+from acceptmon.parse.kinds import KINDS
 
 __all__ = [
     "RESAMPLES",
@@ -55,6 +56,8 @@ class Side:
     the throughput estimate is their mean, bootstrapped on its own. None: the batches' own throughput."""
     figures: dict[str, Any] = field(default_factory=dict)
     """The figures every command reports for a run (:mod:`acceptmon.measure.figures`), and the side's source."""
+    unit: str = "batches"
+    """What its batches are: ``batches``, or ``finished requests`` for a side of request lines alone."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "batches", Batches.of(self.batches))
@@ -90,6 +93,9 @@ class Sample:
         (a load line without a batch: vLLM), instead of being kept twice."""
         self.own_loads = True
         """Every load line is also a batch (SGLang): the batches' throughput is the load lines'."""
+        self.requests = Batches(keep)
+        """Finished requests' accept length and rate, as batches of their own: a side's batches where it has no
+        per-batch line (llama.cpp's default level), its load lines (if any) its throughput."""
 
     @property
     def loads(self) -> Floats:
@@ -101,6 +107,9 @@ class Sample:
     def add(self, fact: Fact) -> None:
         b, load = fact.batch, fact.load
         if b is None and load is None:
+            if KINDS[fact.record.kind].request:
+                values = fact.record.__dict__
+                self.requests.add(values.get("accept_len"), values.get("accept_rate"), None, None, False)
             return
         self.figures.add(fact)
         tput = load.gen_throughput if load is not None else None
@@ -118,21 +127,27 @@ class Sample:
                 self.load_batches.add(None, None, tput, load.running_req, load.steady)
 
     def __len__(self) -> int:
-        """Batches to compare: the batches, else the load lines."""
-        return len(self.batches) or len(self.load_batches)
+        """Batches to compare: the batches, else the finished requests, else the load lines."""
+        return len(self.batches) or len(self.requests) or len(self.load_batches)
+
+    @property
+    def by_request(self) -> bool:
+        """The side's batches are its finished requests (it has no per-batch line)."""
+        return not len(self.batches) and bool(len(self.requests))
 
     def side(self, label: str, spec: str = "", extra: dict[str, Any] | None = None, *, copy: bool = True) -> Side:
         """The side to :func:`compare`, with the shared figures (less the batch count) and ``extra``.
         ``copy=False``: the side takes this sample's columns (no batch may be added after)."""
         figures: dict[str, Any] = self.figures.as_dict()
         figures.pop("batches")
-        batches = self.batches if len(self.batches) else self.load_batches
+        batches = self.batches if len(self.batches) else self.requests if self.by_request else self.load_batches
         return Side(
             label=label,
             batches=batches.copy() if copy else batches,
             spec=spec,
             loads=None if self.own_loads else self.loads.array(),
             figures={**figures, **(extra or {})},
+            unit="finished requests" if self.by_request else "batches",
         )
 
 
@@ -175,6 +190,8 @@ class SideResult(_Frozen):
     container: str = ""
     unrecognized: int = 0
     """Lines of the side that start like a stats line but that no grammar reads (a format change)."""
+    unit: str = Field(default="batches", exclude=True)
+    """What ``batches`` counts (:attr:`Side.unit`), for the table."""
 
 
 class Bucket(_Frozen):
@@ -246,6 +263,7 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
         accept_len=AcceptLenEstimate(**est[0], **q),
         accept_rate=Estimate(**est[1]),
         gen_throughput=Estimate(**est[2]),
+        unit=side.unit,
         **side.figures,
     )
     return result, replicates

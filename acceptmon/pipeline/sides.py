@@ -80,7 +80,9 @@ class _SideJob:
         for fact in map(self.normalizer.fact, unpack(mine, READS)):
             r = fact.record
             if KINDS[r.kind].request:
-                self.requests += self.run_no is None or r.run == self.run_no
+                if self.run_no is None or r.run == self.run_no:
+                    self.requests += 1
+                    self.sample.add(fact)  # the side's batches where it has no per-batch line
                 continue
             if self.run_no is None or r.run == self.run_no:
                 self.invalid_values += fact.invalid
