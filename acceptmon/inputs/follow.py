@@ -48,7 +48,7 @@ PAUSE_PER_CPU = 20
 A lone line is read within a step or two, as before; lines that keep coming are read in fewer, larger
 ticks: each wake-up costs the same whatever it reads (30 files written at 1,000 lines/s in total woke
 the follower 17 times a second, each a few lines per file: 2x the CPU of reading them 4 times a second)."""
-MAX_PAUSE = 0.25
+MAX_PAUSE = 0.5
 """Seconds a tick waits at most after the previous one (a line under load shows within about this long
 plus a step or two)."""
 ROTATE_GRACE_SECONDS = 2.0

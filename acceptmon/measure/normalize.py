@@ -177,9 +177,6 @@ class Fact:
         return run_key(self.record)
 
 
-_LOAD_FIELDS = ("gen_throughput", "running_req", "queue_req")
-
-
 @dataclass
 class _Unit:
     after_prefill: bool = True
@@ -231,9 +228,14 @@ class Normalizer:
             return Fact(r)
         values = r.__dict__
         load = None
-        if kind.load:
-            logged = tuple(values.get(name) for name in _LOAD_FIELDS)
-            state.load = tuple(new if new is not None else old for new, old in zip(logged, state.load, strict=True))
+        if kind.load:  # the load fields, spelled out (generators over a field list cost more, per stats line)
+            get, (old_tput, old_running, old_queue) = values.get, state.load
+            logged = (get("gen_throughput"), get("running_req"), get("queue_req"))
+            state.load = (
+                old_tput if logged[0] is None else logged[0],
+                old_running if logged[1] is None else logged[1],
+                old_queue if logged[2] is None else logged[2],
+            )
         tput, running, queue = logged if kind.load else state.load
         steady = queue == 0 and not state.after_prefill
         state.after_prefill = False
