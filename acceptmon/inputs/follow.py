@@ -47,7 +47,8 @@ PAUSE_PER_CPU = 20
 
 A lone line is read within a step or two, as before; lines that keep coming are read in fewer, larger
 ticks: each wake-up costs the same whatever it reads (30 files written at 1,000 lines/s in total woke
-the follower 17 times a second, each a few lines per file: 2x the CPU of reading them 4 times a second)."""
+the follower 17 times a second, a few lines per file each time: 13.5 % of a core, against 8.5 % read 4
+times a second)."""
 MAX_PAUSE = 0.5
 """Seconds a tick waits at most after the previous one (a line under load shows within about this long
 plus a step or two)."""
