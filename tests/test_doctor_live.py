@@ -176,3 +176,17 @@ def test_a_judgement_in_progress_blocks_no_update_scrape_or_screen(grammars):
     finally:
         doctor.release.set()
         stop.set()
+
+
+def test_labels_after_a_judgement_are_that_judgements_and_a_feed_makes_them_judged_anew(grammars):
+    """The live doctor asks for labels right after each judgement: they are the findings it just judged
+    (not judged twice), and once more records are fed they are judged again."""
+    doctor = Doctor(load_rules())
+    parser = Parser(grammars, "seed.log")
+    broken, fixed = _runs()
+    doctor.update(parser.feed(("\n".join(broken) + "\n").encode()))
+    assert doctor.labels() == {("seed.log", "P2", "warning")}
+    doctor.feed(parser.feed(("\n".join(fixed) + "\n").encode()))  # fed, not yet judged through update
+    assert doctor.labels() == set()
+    assert [(c.event, c.finding.rule) for c in doctor.update([])] == [("cleared", "P2")]
+    assert doctor.labels() == set()

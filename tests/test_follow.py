@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
 
 from acceptmon.inputs.files import OVERSIZED
-from acceptmon.inputs.follow import Follower, watch
+from acceptmon.inputs.follow import MAX_PAUSE, PAUSE_PER_CPU, Follower, watch, watch_loop
 
 
 class Lines:
@@ -123,6 +124,75 @@ def test_watch_wakes_on_append_quickly(tmp_path):
     stop.set()
     t.join(timeout=5)
     assert got.lines == [b"fresh"]
+
+
+def _spend_cpu(seconds: float) -> None:
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        pass
+
+
+def test_ticks_that_cost_cpu_are_spaced_out_while_changes_keep_coming(tmp_path):
+    """A tick costing at least MAX_PAUSE / PAUSE_PER_CPU of CPU is followed by a MAX_PAUSE wait, however
+    fast the folder changes: busy logs are read in fewer, larger ticks (each wake-up costs the same)."""
+    log = tmp_path / "busy.log"
+    log.write_bytes(b"")
+    stop = threading.Event()
+    ticks: list[tuple[float, float]] = []
+
+    def tick() -> None:
+        begun = time.monotonic()
+        _spend_cpu(MAX_PAUSE / PAUSE_PER_CPU * 1.2)
+        ticks.append((begun, time.monotonic()))
+
+    def write() -> None:
+        with log.open("ab") as w:
+            while not stop.is_set():
+                w.write(b"line\n")
+                w.flush()
+                time.sleep(0.005)
+
+    writer = threading.Thread(target=write, daemon=True)
+    loop = threading.Thread(target=watch_loop, args=(tick, lambda: [str(tmp_path)], stop), daemon=True)
+    writer.start()
+    loop.start()
+    deadline = time.monotonic() + 20
+    while len(ticks) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    loop.join(timeout=5)
+    writer.join(timeout=5)
+    assert len(ticks) >= 5
+    gaps = [later[0] - earlier[1] for earlier, later in itertools.pairwise(ticks)]
+    assert min(gaps) >= MAX_PAUSE - 0.01, gaps
+
+
+def test_a_cheap_tick_leaves_the_next_change_unpaced(tmp_path):
+    """A tick that costs little (a line now and then) waits next to nothing (PAUSE_PER_CPU times its CPU):
+    a line written right after the previous one was read is read within a step or two, not MAX_PAUSE."""
+    log = tmp_path / "quiet.log"
+    log.write_bytes(b"")
+    got = Lines()
+    f = Follower(str(log), got)
+    stop = threading.Event()
+    t = threading.Thread(target=watch, args=([f], stop), daemon=True)
+    t.start()
+    waits = []
+    try:
+        time.sleep(0.3)
+        with log.open("ab") as w:
+            for i in range(9):
+                w.write(b"x%d\n" % i)
+                w.flush()
+                written, deadline = time.monotonic(), time.monotonic() + 5
+                while len(got.lines) <= i and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                waits.append(time.monotonic() - written)
+    finally:
+        stop.set()
+        t.join(timeout=5)
+    assert got.lines == [b"x%d" % i for i in range(9)]
+    assert sorted(waits)[4] < MAX_PAUSE, waits
 
 
 def test_complete_oversized_line_in_one_block_is_counted_by_the_reader_too(tmp_path):

@@ -288,3 +288,24 @@ def test_plain_over_two_servers_prints_each_files_own_lines(tmp_path):
     for path, n in ((seed, 384), (dp, 92)):
         alone = [x for x in plain_lines("--from-start", str(path), str(path), expect=n)]
         assert [x for x in both if x["file"] == str(path)] == alone
+
+
+@pytest.mark.parametrize("model_name", ["DecodeStats", "SpecStats", "RequestStats"])
+def test_impossible_values_are_left_out_as_the_rule_says_for_every_field_and_kind_of_value(model_name):
+    """The normalizer's check of each record's values (its fast path for plain ints and floats) leaves out
+    exactly the values :data:`VALID` says are impossible: out of bounds, not finite, a bool, not a number."""
+    import math
+
+    from acceptmon.measure import normalize
+    from acceptmon.parse import records
+
+    model = getattr(records, model_name)
+    odd = [math.inf, -math.inf, math.nan, True, False, -1, 0, 1, 0.5, 1.0, 2.5, 999.0, 1000.0, 1000.5, 10**6, "3"]
+    fields = [n for n in normalize.VALID if n in model.model_fields]
+    assert fields
+    for name in fields:
+        for value in odd:
+            r = records.build(model, {"file": "x.log", "line": 1, name: value})
+            checked, invalid = normalize._checked(r, False)
+            assert invalid == (0 if normalize._valid(name, value) else 1), (name, value)
+            assert getattr(checked, name) == (value if invalid == 0 else None) or value != value, (name, value)

@@ -10,6 +10,7 @@ are imported inside the command that needs them.
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import signal
 import sys
@@ -121,6 +122,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say("listening beyond this machine without authentication; see --web-config")
     elif tls is None:
         say("basic auth without TLS: passwords cross the network in clear text; add tls_server_config")
+    gc.freeze()  # what start-up made lives as long as the process: full collections no longer walk it
     try:
         source.run(stop, poll=args.poll, interval=args.poll_interval)
     finally:

@@ -139,6 +139,8 @@ class Doctor:
         self.current: dict[str, tuple[str, int]] = {}
         self.pending: dict[str, list[WarningRecord]] = {}
         self._held: dict[tuple[str, int, str, str], Finding] = {}
+        self._held_fed = -1
+        """``_fed`` when ``_held`` was judged: until more is fed, :meth:`labels` reads it, not judging again."""
         self._fed, self.normalizer = 0, Normalizer(warmup)
         self._cache: _Index | None = None
 
@@ -177,7 +179,7 @@ class Doctor:
         now: dict[tuple[str, int, str, str], Finding] = {(f.file, f.run, f.rule, f.severity): f for f in self.holding()}
         changes = [Change("cleared", f) for k, f in self._held.items() if k not in now]
         changes += [Change("new", f) for k, f in now.items() if k not in self._held]
-        self._held = now
+        self._held, self._held_fed = now, self._fed
         return changes
 
     def findings(self) -> list[Finding]:
@@ -190,7 +192,8 @@ class Doctor:
 
     def labels(self) -> set[tuple[str, str, str]]:
         """``(file, rule, severity)`` of every holding finding: the ``acceptmon_doctor_finding`` series set to 1."""
-        return {(f.file, f.rule, f.severity) for f in self.holding()}
+        held = self._held.values() if self._held_fed == self._fed else self.holding()
+        return {(f.file, f.rule, f.severity) for f in held}
 
     def states(self) -> list[RunState]:
         return [run.state for run in self.runs.values()]

@@ -42,6 +42,16 @@ STEP_MS = 20
 """inotify mode: a group is handed over once no new change came for this long."""
 IDLE_TICK_MS = 1000
 """inotify mode: without events, a tick still runs this often (late files, new glob matches)."""
+PAUSE_PER_CPU = 20
+"""After a tick, the next one waits this many times the CPU time it took (at most :data:`MAX_PAUSE`).
+
+A lone line is read within a step or two, as before; lines that keep coming are read in fewer, larger
+ticks: each wake-up costs the same whatever it reads (30 files written at 1,000 lines/s in total woke
+the follower 17 times a second, a few lines per file each time: 13.5 % of a core, against 8.5 % read 4
+times a second)."""
+MAX_PAUSE = 0.5
+"""Seconds a tick waits at most after the previous one (a line under load shows within about this long
+plus a step or two)."""
 ROTATE_GRACE_SECONDS = 2.0
 """After a rotation, the old file is still read until it has not grown for this long.
 
@@ -267,18 +277,20 @@ def watch_loop(
     ``/tmp``, and a link in it into ``/sys`` once hung that); when a tick changes them (a glob's new
     match in a new folder), the watch starts again on the new set.
     """
-    tick()
+    pause = _timed(tick)
     if poll:
-        while not stop.wait(interval):
-            tick()
+        while not stop.wait(max(interval, pause)):
+            pause = _timed(tick)
         return
     import watchfiles  # the core never imports it; only the live path does
 
+    ready = time.monotonic() + pause  # when the next tick may run: a change after that is read at once
     while not stop.is_set():
         watched = _existing(dirs())
         if not watched:
-            if not stop.wait(interval):
-                tick()
+            if not stop.wait(max(interval, pause)):
+                pause = _timed(tick)
+                ready = time.monotonic() + pause
             continue
         for _ in watchfiles.watch(
             *watched,
@@ -290,9 +302,20 @@ def watch_loop(
             raise_interrupt=False,
             recursive=False,
         ):
-            tick()
+            # what changes meanwhile stays in watchfiles' set for its next round
+            if stop.wait(max(0.0, ready - time.monotonic())):
+                break
+            pause = _timed(tick)
+            ready = time.monotonic() + pause
             if stop.is_set() or _existing(dirs()) != watched:
                 break
+
+
+def _timed(tick: Callable[[], object]) -> float:
+    """Run ``tick``; return how long the next one waits (:data:`PAUSE_PER_CPU`)."""
+    spent = time.thread_time()
+    tick()
+    return min(MAX_PAUSE, PAUSE_PER_CPU * (time.thread_time() - spent))
 
 
 def _existing(dirs: Sequence[str]) -> list[str]:

@@ -102,10 +102,30 @@ def _valid(name: str, v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and low <= v <= high
 
 
+_CHECKED: dict[type, tuple[tuple[str, float, float], ...]] = {}
+"""Per record model: (field, low, high) of the :data:`VALID` fields it has (the others are never set)."""
+
+
+def _bounds(model: type) -> tuple[tuple[str, float, float], ...]:
+    fields = getattr(model, "model_fields", {})
+    found = _CHECKED[model] = tuple((n, low, high) for n, (low, high) in VALID.items() if n in fields)
+    return found
+
+
 def _checked(r: Record, config_refused: bool) -> tuple[Record, int]:
     """The record with its impossible values as None, and how many there were (the record itself if none)."""
     values = r.__dict__
-    bad = [n for n in VALID if values.get(n) is not None and not _valid(n, values[n])]
+    get = values.get
+    bad = []
+    for n, low, high in _CHECKED.get(type(r)) or _bounds(type(r)):
+        v = get(n)
+        if v is None:
+            continue
+        t = type(v)  # the usual value, a plain finite int or float in bounds, without the calls of _valid
+        if (t is float and low <= v <= high and v != math.inf) or (t is int and low <= v <= high):
+            continue
+        if not _valid(n, v):
+            bad.append(n)
     update = dict.fromkeys(bad)
     if config_refused and values.get("draft_accept_rate") is not None and values.get("accepted_tokens") is None:
         update["draft_accept_rate"] = None  # derived from the refused draft-token count
@@ -157,9 +177,6 @@ class Fact:
     @property
     def key(self) -> RunKey:
         return run_key(self.record)
-
-
-_LOAD_FIELDS = ("gen_throughput", "running_req", "queue_req")
 
 
 @dataclass
@@ -218,9 +235,14 @@ class Normalizer:
             return Fact(r)
         values = r.__dict__
         load = None
-        if kind.load:
-            logged = tuple(values.get(name) for name in _LOAD_FIELDS)
-            state.load = tuple(new if new is not None else old for new, old in zip(logged, state.load, strict=True))
+        if kind.load:  # the load fields, spelled out (generators over a field list cost more, per stats line)
+            get, (old_tput, old_running, old_queue) = values.get, state.load
+            logged = (get("gen_throughput"), get("running_req"), get("queue_req"))
+            state.load = (
+                old_tput if logged[0] is None else logged[0],
+                old_running if logged[1] is None else logged[1],
+                old_queue if logged[2] is None else logged[2],
+            )
         tput, running, queue = logged if kind.load else state.load
         steady = queue == 0 and not state.after_prefill
         state.after_prefill = False

@@ -30,6 +30,8 @@ SUFFIX = re.compile(r"[.\-_](?:\d[\dT:\-_]*|gz|bz2|xz|zst|old)$")
 """One rotation suffix: a number or date (``.1``, ``-20260226``), a compressor's or ``.old``."""
 KEPT_PER_FAMILY = 256
 """At most this many first lines are remembered per family (the oldest go first)."""
+FAMILIES_KEPT = 4096
+"""At most this many paths' families are remembered (past it, they are found again)."""
 
 
 def family(path: str) -> tuple[str, bool]:
@@ -46,11 +48,18 @@ class Heads:
 
     def __init__(self) -> None:
         self._by_family: dict[str, dict[str, None]] = {}
+        self._family_of: dict[str, str] = {}
+        """Each path's family, found once: :meth:`add` runs for every followed file at every tick."""
 
     def add(self, path: str, fingerprint: str | None) -> None:
         if fingerprint is None:
             return
-        seen = self._by_family.setdefault(family(path)[0], {})
+        base = self._family_of.get(path)
+        if base is None:
+            if len(self._family_of) >= FAMILIES_KEPT:
+                self._family_of.clear()
+            base = self._family_of[path] = family(path)[0]
+        seen = self._by_family.setdefault(base, {})
         seen[fingerprint] = None
         if len(seen) > KEPT_PER_FAMILY:
             del seen[next(iter(seen))]
