@@ -25,6 +25,7 @@ from acceptmon.parse.fast.careful import Entry, accept_lines, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates, template_from_line
+from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
@@ -102,6 +103,8 @@ class FastLane:
         self.every = list(self.templates)
         self.full: dict[str, Any] | None = None
         """The state compiled from every template, kept for careful segments once learning dropped some."""
+        self.yearless = Yearless(grammars, fmt, columns, (self.counted, self.launch_anchors))
+        """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self._compile()
 
     @property
@@ -229,6 +232,8 @@ class FastLane:
         if quick is not None:
             self._account(parser, quick, base, parts)
             return True
+        if self._yearless(parser, buf, (s, e, base), parts):
+            return True
         entries: list[Entry] = []
         parser.line = base
         lines = buf.count(b"\n", s + 1, e + 1)
@@ -302,7 +307,9 @@ class FastLane:
         """Add the template of ``raw`` if the lane then writes ``row`` for it exactly as the parser does."""
         assert self.shape is not None
         t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
-        if t is None or any(x.key == t.key for x in self.every):
+        if t is None:
+            return self.yearless.learn(parser, raw, row, chunk([row])[1])
+        if any(x.key == t.key for x in self.every):
             return False
         want = chunk([row])[1]
         before = list(self.templates), list(self.every)
@@ -338,11 +345,22 @@ class FastLane:
         quick = None
         if self.native is not None and not parser.origin:
             quick = self._quick(parser, buf, start - 1, end - 1, base)
+        parts: list[Part] = []
+        if quick is None and self.native is not None and not parser.origin:
+            return parts if self._yearless(parser, buf, (start - 1, end - 1, base), parts) else None
         if not quick:
             return None
-        parts: list[Part] = []
         self._account(parser, quick, base, parts)
         return parts
+
+    def _yearless(self, parser: Parser, buf: Any, span: tuple[int, int, int], parts: list[Part]) -> bool:
+        """The segment through the year-less (vLLM) templates, if they explain all of it."""
+        s, e, base = span
+        quick = self.yearless.quick(parser, buf, s, e, base)
+        if not quick:
+            return False
+        self.yearless.account(parser, quick, base, parts)
+        return True
 
     def _account(self, parser: Parser, quick: Quick, base: int, parts: list[Part]) -> None:
         """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
@@ -368,7 +386,7 @@ class FastLane:
         got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at))
         if got is None:
             return False
-        nrows, rows, hits, anchors, accepts, lines = got
+        nrows, rows, hits, anchors, accepts, lines = got[:6]
         counts = [0] * len(self.templates)
         for i, n in zip(at, hits, strict=True):
             counts[i] = n

@@ -24,8 +24,28 @@ FLOAT = rb"(0\.(?!0000)[0-9]{0,5}[1-9]|[1-9][0-9]{0,8}\.[0-9]{0,5}[1-9]|(?:0|[1-
 BOOL = rb"(True|False)"
 STR = rb"([ !#-+\--\[\]-~]*)"
 """Printable ASCII without '"', ',' and backslash: neither CSV quoting nor JSON escaping applies."""
-VALUE: dict[str, bytes] = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
-"""Value kinds a fast template may capture; a grammar value of another kind has no fast lane."""
+NUMBER = rb"([0-9]{1,30}(?:\.[0-9]{1,30})?)"
+"""A number as the compiled matcher's loose step reads it (a converted value's text: see :data:`CONVERTED`)."""
+NUMBER_LIST = rb"([0-9]{1,30}(?:\.[0-9]{1,30})?(?:, [0-9]{1,30}(?:\.[0-9]{1,30})?)*)"
+VALUE: dict[str, bytes] = {
+    "int": INT,
+    "float": FLOAT,
+    "bool": BOOL,
+    "str": STR,
+    "count": INT,
+    "number": FLOAT,
+    "percent": NUMBER,
+    "float_list": NUMBER_LIST,
+    "engine": rb"([0-9]{1,30})",
+}
+"""Value kinds a fast template may capture; a grammar value of another kind has no fast lane. A ``count`` or
+``number`` is captured as the int's or float's own text; the :data:`CONVERTED` kinds are not."""
+CONVERTED = frozenset({"percent", "float_list", "engine"})
+"""Kinds whose cell is not the logged text (``57.3`` is 0.573, a list is written ``a;b;c``): their cells are
+the converter's, once per distinct text, as derived cells are (:class:`acceptmon.parse.fast.rows.Plan`)."""
+UNITS: dict[str, bytes] = {"count": rb" [A-Za-z/]{1,20}", "number": rb" [A-Za-z/]{1,20}", "percent": rb"%"}
+"""What may follow a value of these kinds as literal text (``1250 tokens``, ``412.5 tokens/s``, ``57.3%``):
+their converters read the number alone, so the value and its unit read as the number does."""
 EXTRA_KEY = rb"([^:,\r\n\x1b]+)"
 EXTRA_VALUE = rb"([^,\r\n\t\x1b]*)(?<![ \t])"
 """An unknown key's text: no ', ' (pieces stay pieces), no trailing blank (the parser strips it)."""
@@ -79,7 +99,9 @@ _CELL_WRITER = csv.writer(_SINK, lineterminator="")
 
 
 def csv_cell(value: Any) -> bytes:
-    """One value as the csv module writes it in a row of several cells."""
+    """One value as the csv module writes it in a row of several cells (a list ``;``-joined, as the table does)."""
+    if isinstance(value, list):
+        value = ";".join("" if v is None else str(v) for v in value)
     _CELL_WRITER.writerow(["", value])
     return _SINK.text[1:].encode()
 

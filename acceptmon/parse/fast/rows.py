@@ -16,13 +16,17 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from acceptmon.parse.fast.pieces import CAPTURED_JSON, Format, cell, escape_format, json_rank
+from acceptmon.parse.fast.pieces import CAPTURED_JSON, CONVERTED, Format, cell, escape_format, json_rank
 from acceptmon.parse.fast.templates import Template
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig
+from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS
 
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
+_LINE_FIELDS = frozenset({"line", "timestamp", "rank", "extra", *STREAM_FIELDS, "process", "pid", "level", "prefix"})
+"""Values a line gives besides its template's fields (envelope, stream prefix, unknown keys): a ``derive``
+that reads one makes the template's rows the parser's. Any other field a template lacks, its lines lack too."""
 SLOT = 16
 """In a :attr:`Plan.recipe`, the code of the template's first group."""
 BOOL_SLOT = SLOT + 256
@@ -54,6 +58,14 @@ class _Reads(dict[str, Any]):
         self.reads.add(str(key))
         return super().__contains__(key)
 
+    def pop(self, key: str, *default: Any) -> Any:
+        self.reads.add(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.reads.add(key)
+        return super().setdefault(key, default)
+
 
 class _Memo(dict[Any, tuple[bytes, ...]]):
     """Derived cells by dependency text; a missing entry is computed (see :meth:`Plan.derived_cells`)."""
@@ -79,15 +91,24 @@ class Plan:
     ) -> None:
         file, run, launch = context
         kind = KINDS[t.kind]
-        base: dict[str, Any] = {"file": file, "line": 0, "server": t.grammar.spec.server, **t.values, "run": run}
+        defaults = t.grammar.spec.defaults
+        base: dict[str, Any] = {
+            "file": file,
+            "line": 0,
+            "server": t.grammar.spec.server,
+            **defaults,
+            **t.values,
+            "run": run,
+        }
         probe = _Reads(base)
         if kind.derive is not None:
             kind.derive(probe, launch)
         reads, after = set(probe.reads), dict(probe)
-        written = [c for c in columns if c in after and (c not in base or after[c] is not base[c])]
-        if reads - set(t.fields) - CONSTANT_FIELDS - set(written):
-            raise Unsupported(t.kind)
-        deps = sorted(set(t.fields) & reads)
+        converted = {f for f, i in t.fields.items() if t.groups[i][1] in CONVERTED}
+        written = [c for c in columns if (c in after and (c not in base or after[c] is not base[c])) or c in converted]
+        if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
+            raise Unsupported(t.kind)  # a value of the line's that the template does not capture
+        deps = sorted(set(t.fields) & (reads | converted))
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
@@ -156,8 +177,8 @@ class Plan:
         values = dict(self.base)
         for (name, convert), text in zip(self.dep_fields, raw, strict=True):
             values[name] = convert(text.decode())
-        assert self.derive is not None
-        self.derive(values, self.launch)
+        if self.derive is not None:  # else only converted values (a percentage's fraction)
+            self.derive(values, self.launch)
         got = tuple(cell(values.get(c), self.fmt_kind) for c in self.derived)
         if len(self.memo) > 100_000:
             self.memo.clear()

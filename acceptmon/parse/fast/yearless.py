@@ -1,0 +1,281 @@
+"""vLLM's lines on the compiled matcher: its logging prefix, with year-less timestamps, and its values.
+
+vLLM prints ``[(PROCESS pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:N] message`` (``vllm_envelope.toml``). The
+compiled matcher reads that envelope itself (``cm_yearless`` in ``cmatch_match.c``: ANSI colour skipped
+where the parser strips it, ASCII names only) and dates each matched line from the scan's year state,
+the year and month of the last dated line, exactly as :meth:`Parser._dated` rolls it over at New Year
+and dates a late line from before it; a 29 February hands the segment to the parser. The message is a
+template of one grammar, built from a line of the log the general parser read (:func:`template_of`):
+its head, then its keys in order, each value captured as the int's or float's own text (``1250
+tokens``: the unit is literal), or, for percentages, per-position lists and engines, as text the row
+plan converts once per distinct value (:data:`~acceptmon.parse.fast.pieces.CONVERTED`). Unknown keys
+are literal too (the pair reader's careful path, which a list takes, reads a key it does not know as a
+key only if it looks like one). A template joins only once the compiled matcher writes the parser's row
+for its line (:meth:`Yearless.learn`); everything else stays with the parser. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import regex
+
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE, Format
+from acceptmon.parse.fast.rows import Plan, Unsupported
+from acceptmon.parse.fast.templates import ACCEPT, LINE_SECONDS, Template, aliases, read_head, value_unit
+from acceptmon.parse.grammar import Grammar, GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.pairs import keylike
+from acceptmon.parse.parser import ANSI, Parser
+from acceptmon.parse.records import Record
+
+LEARN_TEMPLATES = 32
+"""Templates learned at most (each is tried on every line the envelope matches)."""
+_NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
+_UNKNOWN_NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?((?: [A-Za-z/]{1,20})?%?)")
+"""An unknown key's value that is a number and its unit (``0.0%``, ``2 reqs``): read as one, not as text."""
+
+Quick = tuple[tuple[int, bytes], list[int], int, int]
+"""rows, matches per template, lines, 'accept' lines (as the lane's)."""
+
+
+def _envelopes(grammars: GrammarSet, server: str) -> list[Grammar]:
+    """The server's own logging prefix: envelopes with a year-less time and no foreign prefix group."""
+    return [
+        e
+        for e in grammars.envelopes_of(server)
+        if any(f.kind == "monthday" for f in e.spec.fields.values()) and "prefix" not in e.spec.fields
+    ]
+
+
+def _grammars(grammars: GrammarSet) -> list[tuple[Grammar, list[Grammar]]]:
+    """Table grammars of a year-less server that read pairs, with the grammars of their anchor before them."""
+    out = []
+    for g in grammars.records:
+        kind = KINDS.get(g.spec.record or "")
+        if kind is None or not kind.table or kind.starts_run or g.spec.body != "pairs" or not g.anchor:
+            continue
+        if not _envelopes(grammars, g.spec.server):
+            continue
+        out.append((g, grammars.records))
+    return out
+
+
+def template_of(grammars: GrammarSet, line: str) -> Template | None:
+    """The template of one log line behind its server's year-less envelope, or None.
+
+    No grammar the parser tries before the line's (those of every anchor the line holds, in anchor order)
+    may match it. ``line`` is without colour (ANSI), as the parser reads it."""
+    for g, records in _grammars(grammars):
+        if not g.anchor or g.anchor not in line:
+            continue
+        envelope = "|".join(f"(?:{e.spec.pattern})" for e in _envelopes(grammars, g.spec.server))
+        split = regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")
+        try:
+            m = split.match(line, timeout=LINE_SECONDS)
+            if m is None:
+                continue
+            tried = [x for a in grammars.anchors if a in line for x in records if x.anchor == a]
+            if any(x.regex is not None and x.regex.match(line, timeout=LINE_SECONDS) for x in tried[: tried.index(g)]):
+                return None
+        except TimeoutError:
+            return None
+        return _template(g, m, [a.encode() for a in grammars.anchors])
+    return None
+
+
+def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template | None:
+    t = Template(g, g.spec.record or "", b"")
+    head, _ = read_head(g, m, m.start("fastlane_message"), m.start("body"), t)
+    if head is None:
+        return None
+    t.head, t.head_groups = head, len(t.groups)
+    body = m.group("body")
+    stripped = body.rstrip(", \t")
+    tail = m.string[m.end("body") :]
+    if body[len(stripped) :] not in ("", ", ") or (tail and (body != stripped or not tail.strip())):
+        return None
+    pieces = _pieces(g, stripped.split(", "))
+    if pieces is None or not _body(g, t, pieces, anchors):
+        return None
+    if tail:
+        t.ops.append(("lit", tail.encode()))
+    t.literal = _literal(t)
+    t.body += re.escape(tail.encode())
+    return t if (g.anchor or "").encode() in t.literal else None
+
+
+def _pieces(g: Grammar, pieces: list[str]) -> list[str] | None:
+    """The body's pairs: a list value's numbers (pieces without ': ') joined to its key's piece."""
+    out: list[str] = []
+    for piece in pieces:
+        if ": " in piece:
+            out.append(piece)
+            continue
+        key = out[-1].partition(": ")[0] if out else ""
+        spec = g.spec.keys.get(key)
+        if spec is None or spec.kind != "float_list" or not _NUMBER.fullmatch(piece):
+            return None
+        out[-1] += ", " + piece
+    return out
+
+
+def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> bool:
+    """The keys in order as steps: known keys (and their aliases, if each holds every anchor as often) with
+    their values; unknown ones literal, their values a number (and unit) where the line has one, else text."""
+    found: set[str] = set()
+    patterns: list[bytes] = []
+    for i, piece in enumerate(pieces):
+        key, _, value = piece.partition(": ")
+        t.ops += [("lit", b", ")] if i else []
+        conv = g.keys.get(key)
+        if conv is None:
+            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or "," in value or "\x1b" in value:
+                return False
+            shaped = _UNKNOWN_NUMBER.fullmatch(value)
+            loose = [("lnumber", -1), ("lit", shaped.group(1).encode())] if shaped else [("lstr", -1)]
+            t.ops += [("lit", key.encode() + b": "), *[op for op in loose if op != ("lit", b"")]]
+            patterns.append(re.escape(key.encode() + b": ") + rb"[^,\r\n\x1b]*")
+            continue
+        spec = g.spec.keys[key]
+        number, unit = value_unit(spec.kind, value)
+        if number is None:
+            return False
+        names = aliases(g, key) if i else [key]
+        if len({tuple(n.encode().count(a) for a in anchors) for n in names}) > 1:
+            names = [key]
+        t.ops += [("alt", tuple(n.encode() + b": " for n in names)), (spec.kind, len(t.groups))]
+        patterns.append(
+            b"(?:" + b"|".join(re.escape(n.encode()) for n in names) + b"): " + VALUE[spec.kind] + re.escape(unit)
+        )
+        t.ops += [("lit", unit)] if unit else []
+        if not (conv.fallback and conv.field in found):
+            t.fields[conv.field] = len(t.groups)
+            t.values[conv.field] = conv(value)
+            found.add(conv.field)
+        t.groups.append((conv.field, spec.kind))
+    t.body = b", ".join(patterns)
+    return True
+
+
+def _literal(t: Template) -> bytes:
+    """Every fixed byte of the template, in line order, a NUL where a value is."""
+    out = []
+    for op, arg in t.ops:
+        out.append(arg if op == "lit" else arg[0] if op == "alt" else b"\0")
+    return b"".join(out)
+
+
+class Yearless:
+    """The templates of year-less lines a lane learned, compiled, and their row plans for a parser."""
+
+    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...], needles: tuple[list[bytes], ...]):
+        self.grammars, self.fmt, self.columns = grammars, fmt, columns
+        self.counted, self.launch = needles
+        self.templates: list[Template] = []
+        self.program: Any = None
+        self.context: tuple[str, int, Any] | None = None
+        self.plans: list[Any] = []
+        self.data = frozenset(k.name for k in KINDS.values() if k.series is not None)
+        """Kinds whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
+
+    @property
+    def full(self) -> bool:
+        return len(self.templates) >= LEARN_TEMPLATES
+
+    def _compile(self) -> None:
+        self.context, self.plans, self.program = None, [], None
+        module = native.load()
+        steps = [native.yearless_steps(t) for t in self.templates]
+        if module is None or not self.templates or any(s is None for s in steps):
+            return
+        needles = [*self.counted, *self.launch, ACCEPT]
+        compiled = [native.codes(module, s) for s in steps if s is not None]
+        self.program = module.Program(b"", b"", compiled, needles, len(self.launch), module.ENV_YEARLESS)
+        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.exempt = [t.kind in self.data and ACCEPT in t.literal for t in self.templates]
+        self.unsure = [
+            t.kind in self.data and ACCEPT not in t.literal and any(op in ("lstr", "str") for op, _ in t.ops)
+            for t in self.templates
+        ]
+        """Data templates whose lines may say 'accept' only in a text value (then counted carefully)."""
+
+    def plans_for(self, parser: Parser) -> list[Any]:
+        """Per template, what the compiled matcher writes for it (see :func:`native.plans`)."""
+        context = (parser.file, parser.run, parser.launch)
+        if context != self.context:
+            self.context, self.plans = context, []
+            for t in self.templates:
+                try:
+                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context)
+                except Unsupported:
+                    self.plans.append(False)
+                    continue
+                ok = plan.recipe is not None and len(plan.dep_slots) <= native.max_deps()
+                self.plans.append((plan.recipe, plan.dep_slots, plan.memo) if ok else False)
+        return self.plans
+
+    def quick(self, parser: Parser, buf: Any, s: int, e: int, base: int) -> Quick | Literal[False] | None:
+        """The segment ``buf[s+1:e+1]`` read whole by the compiled matcher, or None (the parser's); False if a
+        line holds a launch anchor. The parser's year state advances with the dated lines."""
+        if self.program is None or parser.year is None or parser.origin:
+            return None
+        plans = self.plans_for(parser)
+        try:
+            got = self.program.scan(buf, s + 1, e + 1, base, plans, parser.year, parser.month or 0)
+        except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
+            return None  # a value its converter refuses (a percentage over 100): the parser's to say
+        if got is None:
+            return None
+        nrows, rows, hits, anchors, accepts, lines, year, month = got
+        if any(n and plan is False for n, plan in zip(hits, plans, strict=True)):
+            return None
+        for j in range(len(self.counted)):
+            if anchors[j] != sum(n * self.anchor_counts[i][j] for i, n in enumerate(hits) if n):
+                return None
+        if accepts and any(n and self.unsure[i] for i, n in enumerate(hits)):
+            return None
+        parser.year, parser.month = year, month or None
+        return (nrows, rows), hits, lines, accepts
+
+    def account(self, parser: Parser, quick: Quick, base: int, parts: list[tuple[int, bytes]]) -> None:
+        """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
+        (nrows, rows), counts, lines, accepts = quick
+        if nrows:
+            parts.append((nrows, rows))
+        kinds = parser.tally.kinds
+        for i, n in enumerate(counts):
+            kinds[self.templates[i].kind] += n
+        kinds["other"] += lines - sum(counts)
+        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
+            parser.launch_open, parser.closed = None, True
+        parser.tally.accept_noise += accepts - sum(n for i, n in enumerate(counts) if self.exempt[i])
+        parser.line = base + lines
+
+    def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:
+        """Add the template of ``raw`` if the compiled matcher then writes ``want`` (the parser's row) for it."""
+        stamp = getattr(row, "timestamp", None)
+        if self.full or native.load() is None or stamp is None:
+            return False
+        text = raw.decode("utf-8", "replace")
+        t = template_of(self.grammars, ANSI.sub("", text) if "\x1b" in text else text)
+        if t is None or any(x.key == t.key and x.ops == t.ops for x in self.templates):
+            return False
+        self.templates.append(t)
+        self._compile()
+        got = None
+        if self.program is not None:
+            plans = self.plans_for(parser)
+            try:
+                got = self.program.scan(
+                    b"\n" + raw + b"\n", 1, len(raw) + 2, row.line - 1, plans, stamp.year, stamp.month
+                )
+            except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
+                got = None
+        if got is not None and got[0] == 1 and got[1] == want and got[2][-1] == 1:
+            return True
+        self.templates.pop()
+        self._compile()
+        return False
