@@ -128,7 +128,8 @@ def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
     program = _program([("LIT", -1, (b"k: ",)), ("INT", 0, ())])
     block = b"\nzqzqzq accept accept\nzzq\n[2026-02-26 10:00:00] k: 3\naccept\n"
     got = program.scan(block, 1, len(block), 10, [((0, b"\r\n"), (), {})])
-    assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4, 0, 0)  # no year state: a dated envelope
+    # a dated envelope: no year state (0, 0); the scan went to the end (len(block)), not stopped at a line (0)
+    assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4, 0, 0, len(block), 0)  # fmt: skip
     launch = block + b"Launch! now\n"
     assert program.scan(launch, 1, len(launch), 10, [None]) is None
 

@@ -205,7 +205,7 @@ def test_the_program_owns_its_texts():
     gc.collect()
     junk = [bytes(bytearray(b"x" * 3)) for _ in range(10000)]
     assert program.scan(BUF + b"zq accept\n", 1, len(BUF) + 10, 0, [((SLOT, b"\n"), (), {})]) == (
-        1, b"7\n", [1], [1], 1, 2, 0, 0,
+        1, b"7\n", [1], [1], 1, 2, 0, 0, len(BUF) + 10, 0,
     )  # fmt: skip
     del junk
 

@@ -54,31 +54,65 @@ static void count_needles(const Program *pg, const uint8_t *p, Py_ssize_t len, P
 
 /* ---- scan ------------------------------------------------------------------------------------ */
 
+/* Whether a line holds one of the counted anchors (the needles before the launch anchors and 'accept'). */
+static int holds_anchor(const Program *pg, const uint8_t *p, Py_ssize_t len) {
+    Py_ssize_t counts[MAX_NEEDLES], accepts;
+    count_needles(pg, p, len, counts, &accepts);
+    for (int i = 0; i < pg->nneedles - 1 - pg->nlaunch; i++)
+        if (counts[i]) return 1;
+    return 0;
+}
+
+/* How a scan goes on past a line it cannot say: to the end (the caller checks the counts), or it stops there. */
+typedef struct {
+    int on; /* stop at the first line that holds a counted anchor and matches no template, or whose date is the
+               parser's to give */
+    Py_ssize_t at; /* where the scan stopped: that line's offset, or e */
+    int enveloped; /* the line it stopped at has the program's envelope */
+} Stop;
+
 /* The lines of buf[s:e]: hits per template, rows into o; -1 (a Python error set) if a row fails, 1 if a matched
- * line's year-less date is the parser's to give (the scan's result is then None). */
+ * line's year-less date is the parser's to give and the scan does not stop (its result is then None). */
 static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base,
-                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o, Year *y) {
+                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o, Year *y,
+                      Stop *stop) {
     Cap env[4], caps[MAX_SLOTS];
-    const uint8_t *p = buf + s, *stop = buf + e;
+    const uint8_t *p = buf + s, *stop_at = buf + e;
     long long line = base; /* scan checked that base + the lines of buf[s:e] does not overflow */
-    while (p < stop) {
-        const uint8_t *end = memchr(p, '\n', (size_t)(stop - p));
+    stop->at = e;
+    while (p < stop_at) {
+        const uint8_t *end = memchr(p, '\n', (size_t)(stop_at - p));
         if (end == NULL) break;
-        if ((++line & 255) == 0) { /* let another thread (the pool's result reader) take the GIL */
+        if (((line + 1) & 255) == 0) { /* let another thread (the pool's result reader) take the GIL */
             Py_BEGIN_ALLOW_THREADS
             Py_END_ALLOW_THREADS
         }
         const uint8_t *m = pg->envelope == ENV_YEARLESS ? cm_yearless(p, end, env) : cm_envelope(pg, p, end, env);
+        int matched = 0;
         for (int i = 0; m != NULL && i < pg->ntmpls; i++) {
             if (!cm_match(&pg->tmpls[i], p, m, end, caps)) continue;
-            if (pg->envelope == ENV_YEARLESS && !cm_date(y, env)) return 1;
+            if (stop->on && plans[i].parser) break; /* the parser's line: stop at it */
+            if (pg->envelope == ENV_YEARLESS) {
+                Year before = *y;
+                if (!cm_date(y, env)) {
+                    if (!stop->on) return 1;
+                    *y = before;
+                    break;
+                }
+            }
+            matched = 1;
             hits[i]++;
             if (plans[i].recipe != NULL) {
-                if (cm_row(o, &plans[i], line, env, caps) < 0) return -1;
+                if (cm_row(o, &plans[i], line + 1, env, caps) < 0) return -1;
                 (*nrows)++;
             }
             break;
         }
+        if (!matched && stop->on && holds_anchor(pg, p, end - p)) {
+            stop->at = p - buf, stop->enveloped = m != NULL;
+            break;
+        }
+        line++;
         p = end + 1;
     }
     *nlines = (Py_ssize_t)(line - base);
@@ -114,11 +148,12 @@ static int range_ok(const Py_buffer *view, Py_ssize_t s, Py_ssize_t e, long long
 
 static PyObject *scan_result(Py_ssize_t nrows, const Out *o, const Py_ssize_t *hits, int ntmpls,
                              const Py_ssize_t *counts, int ncounted, Py_ssize_t accepts, Py_ssize_t nlines,
-                             const Year *y) {
+                             const Year *y, const Stop *stop) {
     PyObject *rows = PyBytes_FromStringAndSize(o->buf ? o->buf : "", (Py_ssize_t)o->len);
     PyObject *hits_list = list_of(hits, ntmpls), *counts_list = list_of(counts, ncounted), *result = NULL;
     if (rows != NULL && hits_list != NULL && counts_list != NULL)
-        result = Py_BuildValue("nOOOnnii", nrows, rows, hits_list, counts_list, accepts, nlines, y->year, y->month);
+        result = Py_BuildValue("nOOOnniini", nrows, rows, hits_list, counts_list, accepts, nlines, y->year, y->month,
+                               stop->at, stop->enveloped);
     Py_XDECREF(rows);
     Py_XDECREF(hits_list);
     Py_XDECREF(counts_list);
@@ -131,7 +166,9 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     long long base;
     PyObject *plans_obj;
     Year year = {0, 0, {0}};
-    if (!PyArg_ParseTuple(args, "y*nnLO|ii", &view, &s, &e, &base, &plans_obj, &year.year, &year.month)) return NULL;
+    Stop stop = {0, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*nnLO|iip", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on))
+        return NULL;
     if (!pg->ready) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_RuntimeError, "scan: the program is not built (its __init__ did not run, or failed)");
@@ -167,9 +204,15 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
             goto done;
         }
     }
-    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year);
+    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop);
     if (rc < 0) goto done;
-    result = rc ? Py_NewRef(Py_None) : scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines, &year);
+    if (rc == 0 && stop.at < e) { /* the counts of the lines before the stop */
+        Py_BEGIN_ALLOW_THREADS
+        count_needles(pg, (const uint8_t *)view.buf + s, stop.at - s, counts, &accepts);
+        Py_END_ALLOW_THREADS
+    }
+    result = rc ? Py_NewRef(Py_None)
+                : scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
 done:
     PyMem_Free(o.buf);
     cm_plans_free(plans, ntmpls);
@@ -181,9 +224,9 @@ done:
 
 static PyMethodDef Program_methods[] = {
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
-     "scan(buf, s, e, base, plans[, year, month]) -> (rows, row bytes, hits per template, count per counted anchor,\n"
-     "accept lines, lines, year, month), or None if a launch anchor is in the lines (or a year-less date is the\n"
-     "parser's to give)"},
+     "scan(buf, s, e, base, plans[, year, month, stop]) -> (rows, row bytes, hits per template, count per counted\n"
+     "anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or None if a\n"
+     "launch anchor is in the lines (or, without stop, a year-less date is the parser's to give)"},
     {NULL, NULL, 0, NULL},
 };
 

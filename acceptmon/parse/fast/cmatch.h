@@ -103,6 +103,7 @@ typedef struct {
     Py_ssize_t ncells;
     int dep[MAX_DEPS];
     int ndep;
+    int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
 } Plan;
 
 /* cmatch_rows.c */

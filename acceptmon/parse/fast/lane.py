@@ -232,7 +232,7 @@ class FastLane:
         if quick is not None:
             self._account(parser, quick, base, parts)
             return True
-        if self._yearless(parser, buf, (s, e, base), parts):
+        if self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
             return True
         entries: list[Entry] = []
         parser.line = base
@@ -347,20 +347,11 @@ class FastLane:
             quick = self._quick(parser, buf, start - 1, end - 1, base)
         parts: list[Part] = []
         if quick is None and self.native is not None and not parser.origin:
-            return parts if self._yearless(parser, buf, (start - 1, end - 1, base), parts) else None
+            return parts if self.yearless.whole(parser, buf, start, end, base, parts) else None
         if not quick:
             return None
         self._account(parser, quick, base, parts)
         return parts
-
-    def _yearless(self, parser: Parser, buf: Any, span: tuple[int, int, int], parts: list[Part]) -> bool:
-        """The segment through the year-less (vLLM) templates, if they explain all of it."""
-        s, e, base = span
-        quick = self.yearless.quick(parser, buf, s, e, base)
-        if not quick:
-            return False
-        self.yearless.account(parser, quick, base, parts)
-        return True
 
     def _account(self, parser: Parser, quick: Quick, base: int, parts: list[Part]) -> None:
         """A quick segment's rows into ``parts``; its tallies and lines into the parser."""

@@ -17,6 +17,7 @@ for its line (:meth:`Yearless.learn`); everything else stays with the parser. Pu
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 import regex
@@ -34,11 +35,34 @@ from acceptmon.parse.records import Record
 LEARN_TEMPLATES = 32
 """Templates learned at most (each is tried on every line the envelope matches)."""
 _NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
-_UNKNOWN_NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?((?: [A-Za-z/]{1,20})?%?)")
-"""An unknown key's value that is a number and its unit (``0.0%``, ``2 reqs``): read as one, not as text."""
 
-Quick = tuple[tuple[int, bytes], list[int], int, int]
-"""rows, matches per template, lines, 'accept' lines (as the lane's)."""
+Part = tuple[int, bytes]
+Chunk = Callable[[list[Record]], Part]
+Scan = tuple[Part, list[int], int, int, int, int, int, int]
+"""rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
+the envelope."""
+LEARN_TRIES = 64
+"""Line shapes (numbers masked) the lane tries to learn a template from at most; each is tried once."""
+_MASK = re.compile(rb"[0-9]+")
+
+
+def _fed(parser: Parser, lines: bytes, chunk: Chunk) -> list[Part]:
+    """``lines`` read by the general parser, in pieces (its records are a few kB each)."""
+    out = []
+    for piece in _cut(lines):
+        records = parser.feed(piece)
+        if records:
+            out.append(chunk(records))
+    return out
+
+
+def _cut(lines: bytes, size: int = 128 << 10) -> list[bytes]:
+    out, s = [], 0
+    while len(lines) - s > size:
+        cut = lines.find(b"\n", s + size) + 1 or len(lines)
+        out.append(lines[s:cut])
+        s = cut
+    return [*out, lines[s:]] if s < len(lines) else out
 
 
 def _envelopes(grammars: GrammarSet, server: str) -> list[Grammar]:
@@ -116,10 +140,23 @@ def _pieces(g: Grammar, pieces: list[str]) -> list[str] | None:
             continue
         key = out[-1].partition(": ")[0] if out else ""
         spec = g.spec.keys.get(key)
-        if spec is None or spec.kind != "float_list" or not _NUMBER.fullmatch(piece):
-            return None
-        out[-1] += ", " + piece
+        if not out or (spec is not None and (spec.kind != "float_list" or not _NUMBER.fullmatch(piece))):
+            return None  # a piece that joins a known key's value, which is not a list's
+        out[-1] += ", " + piece  # the careful reader joins it to the pair before
     return out
+
+
+def _shaped(value: str) -> list[tuple[str, Any]] | None:
+    """An unknown key's value as steps: its numbers loose, the text between them literal."""
+    if any(c in value for c in "\x1b\r\n\t") or value != value.rstrip():
+        return None
+    ops: list[tuple[str, Any]] = []
+    pos = 0
+    for m in _NUMBER.finditer(value):
+        ops += [("lit", value[pos : m.start()].encode())] if m.start() > pos else []
+        ops.append(("lnumber", -1))
+        pos = m.end()
+    return ops + ([("lit", value[pos:].encode())] if pos < len(value) else [])
 
 
 def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> bool:
@@ -132,15 +169,22 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
         t.ops += [("lit", b", ")] if i else []
         conv = g.keys.get(key)
         if conv is None:
-            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or "," in value or "\x1b" in value:
+            shaped = _shaped(value)
+            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or shaped is None:
                 return False
-            shaped = _UNKNOWN_NUMBER.fullmatch(value)
-            loose = [("lnumber", -1), ("lit", shaped.group(1).encode())] if shaped else [("lstr", -1)]
-            t.ops += [("lit", key.encode() + b": "), *[op for op in loose if op != ("lit", b"")]]
-            patterns.append(re.escape(key.encode() + b": ") + rb"[^,\r\n\x1b]*")
+            t.ops += [("lit", key.encode() + b": "), *shaped]
+            patterns.append(re.escape(key.encode() + b": ") + _NUMBER.sub("0", value).encode())
             continue
         spec = g.spec.keys[key]
         number, unit = value_unit(spec.kind, value)
+        if number is None and _nan(conv, value):  # 'nan' (no value yet): one spelling, a constant of its own
+            t.ops += [("alt", (key.encode() + b": " + value.encode(),))]
+            patterns.append(re.escape(key.encode() + b": " + value.encode()))
+            if not (conv.fallback and conv.field in found):
+                t.values[conv.field] = None
+                t.fields.pop(conv.field, None)
+                found.add(conv.field)
+            continue
         if number is None:
             return False
         names = aliases(g, key) if i else [key]
@@ -160,6 +204,16 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
     return True
 
 
+def _nan(conv: Any, value: str) -> bool:
+    """Whether a value is ``nan`` (with its unit), which the converter reads as no value."""
+    if value.partition(" ")[0].removesuffix("%") != "nan":
+        return False
+    try:
+        return conv(value) is None
+    except ValueError:
+        return False
+
+
 def _literal(t: Template) -> bytes:
     """Every fixed byte of the template, in line order, a NUL where a value is."""
     out = []
@@ -175,6 +229,7 @@ class Yearless:
         self.grammars, self.fmt, self.columns = grammars, fmt, columns
         self.counted, self.launch = needles
         self.templates: list[Template] = []
+        self.tried: set[bytes] = set()
         self.program: Any = None
         self.context: tuple[str, int, Any] | None = None
         self.plans: list[Any] = []
@@ -217,42 +272,106 @@ class Yearless:
                 self.plans.append((plan.recipe, plan.dep_slots, plan.memo) if ok else False)
         return self.plans
 
-    def quick(self, parser: Parser, buf: Any, s: int, e: int, base: int) -> Quick | Literal[False] | None:
-        """The segment ``buf[s+1:e+1]`` read whole by the compiled matcher, or None (the parser's); False if a
-        line holds a launch anchor. The parser's year state advances with the dated lines."""
-        if self.program is None or parser.year is None or parser.origin:
-            return None
+    def _scan(self, parser: Parser, buf: Any, s: int, e: int, base: int, stop: bool) -> Scan | Literal[False] | None:
+        """``buf[s:e]`` (whole lines) through the compiled matcher: the part it can say, up to the line it
+        stopped at (with ``stop``: the first that holds an anchor and matches no template); None if that part
+        is not exact (the parser's); False if a line holds a launch anchor."""
         plans = self.plans_for(parser)
+        assert parser.year is not None
         try:
-            got = self.program.scan(buf, s + 1, e + 1, base, plans, parser.year, parser.month or 0)
+            got = self.program.scan(buf, s, e, base, plans, parser.year, parser.month or 0, stop)
         except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
             return None  # a value its converter refuses (a percentage over 100): the parser's to say
         if got is None:
-            return None
-        nrows, rows, hits, anchors, accepts, lines, year, month = got
-        if any(n and plan is False for n, plan in zip(hits, plans, strict=True)):
-            return None
+            return False if stop else None
+        nrows, rows, hits, anchors, accepts, lines, year, month, at, enveloped = got
+        exact = not any(n and plan is False for n, plan in zip(hits, plans, strict=True))
         for j in range(len(self.counted)):
-            if anchors[j] != sum(n * self.anchor_counts[i][j] for i, n in enumerate(hits) if n):
-                return None
+            exact = exact and anchors[j] == sum(n * self.anchor_counts[i][j] for i, n in enumerate(hits) if n)
         if accepts and any(n and self.unsure[i] for i, n in enumerate(hits)):
-            return None
-        parser.year, parser.month = year, month or None
-        return (nrows, rows), hits, lines, accepts
+            exact = False
+        return ((nrows, rows), hits, lines, accepts, year, month, at, enveloped) if exact else None
 
-    def account(self, parser: Parser, quick: Quick, base: int, parts: list[tuple[int, bytes]]) -> None:
-        """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
-        (nrows, rows), counts, lines, accepts = quick
+    def whole(self, parser: Parser, buf: Any, s: int, e: int, base: int, parts: list[Part]) -> bool:
+        """Rows and tallies of ``buf[s:e]`` if the compiled matcher says every line of it."""
+        if self.program is None or parser.year is None or parser.origin:
+            return False
+        got = self._scan(parser, buf, s, e, base, False)
+        if not got or got[6] < e:
+            return False
+        self._account(parser, got, base, parts)
+        return True
+
+    def segment(self, parser: Parser, buf: bytes, span: tuple[int, int, int], parts: list[Part], chunk: Chunk) -> bool:
+        """Rows and tallies of the lines ``buf[s:e]`` of a segment: the compiled matcher's, and the general
+        parser's for each line it stops at (which the lane then learns from), in order. False (nothing done)
+        where the year is not known yet, a line holds a launch anchor, or the matcher says nothing before a
+        line that is not behind its envelope (another server's segment)."""
+        s, e, _ = span
+        if self.program is None or parser.year is None or parser.origin:
+            return False
+        got = self._scan(parser, buf, s, e, parser.line, True)
+        if got is False or (got is not None and got[6] < e and not got[7] and not any(got[1])):
+            return False
+        self._lines(parser, buf, (s, e), (parts, chunk), got)
+        return True
+
+    def _lines(
+        self, parser: Parser, buf: bytes, span: tuple[int, int], out: tuple[list[Part], Chunk], got: Any
+    ) -> None:
+        """:meth:`segment` from ``got``, the scan of ``span`` (a part that is not exact is read in halves, down to
+        the one line the parser reads)."""
+        (pos, e), (parts, _) = span, out
+        while pos < e:
+            got = got if got is not None else self._scan(parser, buf, pos, e, parser.line, True)
+            if not got:
+                mid = buf.rfind(b"\n", pos, pos + (e - pos) // 2) + 1
+                mid = mid if mid > pos else buf.index(b"\n", pos, e) + 1
+                if mid >= e:
+                    self._feed(parser, buf, pos, e, out)
+                else:
+                    self._lines(parser, buf, (pos, mid), out, None)
+                    self._lines(parser, buf, (mid, e), out, None)
+                return
+            self._account(parser, got, parser.line, parts)
+            if got[6] >= e:
+                return
+            pos = self._feed(parser, buf, got[6], buf.index(b"\n", got[6], e) + 1, out)
+            got = None
+
+    def _feed(self, parser: Parser, buf: bytes, s: int, e: int, out: tuple[list[Part], Chunk]) -> int:
+        """The line ``buf[s:e]`` read by the general parser (and learned from); where the next line starts."""
+        parts, chunk = out
+        records = parser.feed(buf[s:e])
+        if records:
+            parts.append(chunk(records))
+            self._learn_from(parser, buf[s : e - 1].rstrip(b"\r"), records, chunk)
+        return e
+
+    def _learn_from(self, parser: Parser, raw: bytes, records: list[Record], chunk: Chunk) -> None:
+        """Learn the template of a line the matcher stopped at (each line shape is tried once)."""
+        shape = _MASK.sub(b"0", raw)
+        if len(records) != 1 or not KINDS[records[0].kind].table or shape in self.tried:
+            return
+        if len(self.tried) < LEARN_TRIES:
+            self.tried.add(shape)
+            self.learn(parser, raw, records[0], chunk(records)[1])
+
+    def _account(self, parser: Parser, got: Scan, base: int, parts: list[Part]) -> None:
+        """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
+        (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
             parts.append((nrows, rows))
         kinds = parser.tally.kinds
         for i, n in enumerate(counts):
-            kinds[self.templates[i].kind] += n
+            if n:
+                kinds[self.templates[i].kind] += n
         kinds["other"] += lines - sum(counts)
         if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
             parser.launch_open, parser.closed = None, True
         parser.tally.accept_noise += accepts - sum(n for i, n in enumerate(counts) if self.exempt[i])
         parser.line = base + lines
+        parser.year, parser.month = year, month or None
 
     def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:
         """Add the template of ``raw`` if the compiled matcher then writes ``want`` (the parser's row) for it."""
