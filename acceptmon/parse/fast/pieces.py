@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
@@ -95,13 +96,23 @@ class _Sink:
 
 
 _SINK = _Sink()
+_PLAIN = re.compile(r"[\w.;:/+-]*", re.ASCII)
+"""Text the csv writer writes as it is (no delimiter, quote, line break or space)."""
 _CELL_WRITER = csv.writer(_SINK, lineterminator="")
 
 
 def csv_cell(value: Any) -> bytes:
     """One value as the csv module writes it in a row of several cells (a list ``;``-joined, as the table does)."""
-    if isinstance(value, list):
+    kind = type(value)
+    if value is None:
+        return b""
+    if kind is int or kind is bool or kind is float:
+        return str(value).encode()  # what the writer's str() gives: no quoting, ever
+    if kind is list:
         value = ";".join("" if v is None else str(v) for v in value)
+        kind = str
+    if kind is str and _PLAIN.fullmatch(value):
+        return str(value).encode()  # nothing the writer quotes
     _CELL_WRITER.writerow(["", value])
     return _SINK.text[1:].encode()
 

@@ -88,7 +88,10 @@ class Plan:
         fmt: Format,
         columns: tuple[str, ...],
         context: tuple[str, int, LaunchConfig | None],
+        every: bool = False,
     ) -> None:
+        """``every``: the derive depends on every captured field (not only those it read of the template's sample,
+        as a branch the sample did not take may read others)."""
         file, run, launch = context
         kind = KINDS[t.kind]
         defaults = t.grammar.spec.defaults
@@ -108,11 +111,15 @@ class Plan:
         written = [c for c in columns if (c in after and (c not in base or after[c] is not base[c])) or c in converted]
         if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
             raise Unsupported(t.kind)  # a value of the line's that the template does not capture
-        deps = sorted(set(t.fields) & (reads | converted))
+        deps = sorted(set(t.fields) & (reads | converted | (set(t.fields) if every and kind.derive else set())))
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
+        self.dep_index = {f: i for i, f in enumerate(deps)}
+        self.dep_convert = dict(self.dep_fields)
+        self.solo: dict[str, dict[bytes, bytes]] = {}
+        """Cells of converted values by their text, for a kind without ``derive``."""
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
@@ -174,6 +181,12 @@ class Plan:
         if got is not None:
             return got
         raw = texts if len(self.dep) > 1 else (texts,)
+        if self.derive is None:  # converted values alone: each cell is its own text's (memoised apart)
+            got = tuple(self._converted(c, raw[self.dep_index[c]]) for c in self.derived)
+            if len(self.memo) > 100_000:
+                self.memo.clear()
+            self.memo[texts] = got
+            return got
         values = dict(self.base)
         for (name, convert), text in zip(self.dep_fields, raw, strict=True):
             values[name] = convert(text.decode())
@@ -183,6 +196,15 @@ class Plan:
         if len(self.memo) > 100_000:
             self.memo.clear()
         self.memo[texts] = got
+        return got
+
+    def _converted(self, name: str, text: bytes) -> bytes:
+        memo = self.solo.setdefault(name, {})
+        got = memo.get(text)
+        if got is None:
+            if len(memo) > 100_000:
+                memo.clear()
+            got = memo[text] = cell(self.dep_convert[name](text.decode()), self.fmt_kind)
         return got
 
     def json_cells(self, groups: tuple[bytes, ...]) -> tuple[bytes, ...]:

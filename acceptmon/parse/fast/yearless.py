@@ -264,7 +264,7 @@ class Yearless:
             self.context, self.plans = context, []
             for t in self.templates:
                 try:
-                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context)
+                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context, every=True)
                 except Unsupported:
                     self.plans.append(False)
                     continue
