@@ -247,6 +247,7 @@ class FastLane:
             return chunk(records)
 
         pieces: list[bytes] = []
+        undated = parser.year is None
         try:
             rescan.scan(self, parser, buf, (s, e, base), entries)
             if entries:
@@ -262,7 +263,8 @@ class FastLane:
         learned = (
             bool(slow) and self._may_learn() and self._learn_lines(parser, buf, (s, e, base), slow[:CANDIDATES], chunk)
         )
-        if learned and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
+        dated = undated and parser.year is not None and self.yearless.program is not None  # year-less lines may go on
+        if (learned or dated) and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
             return self._segment(parser, buf, s + len(pieces[0]), e, parts, chunk)
         for piece in pieces[1:]:
             records = parser.feed(piece)
