@@ -41,8 +41,8 @@ def _sglang_stamp(sec: int, millis: bool = False) -> str:
 
 
 def _vllm_stamp(sec: int) -> str:
-    """Year-less, from 12-31 23:00: the log crosses New Year an hour in."""
-    sec += 364 * 86400 + 23 * 3600
+    """Year-less, from 11-01 (a 256 MiB log spans days, not a New Year: ranges of ``-j`` guess no year wrong)."""
+    sec += 304 * 86400
     day = sec // 86400 % 365
     month = next(m for m in range(12, 0, -1) if day >= _MONTH_START[m - 1])
     return f"{month:02d}-{day - _MONTH_START[month - 1] + 1:02d} {sec // 3600 % 24:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}"

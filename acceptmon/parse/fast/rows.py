@@ -119,6 +119,7 @@ class Plan:
         self.dep_index = {f: i for i, f in enumerate(deps)}
         self.dep_convert = dict(self.dep_fields)
         self.solo: dict[str, dict[bytes, bytes]] = {}
+        self.cells: dict[tuple[type, Any], bytes] = {}
         """Cells of converted values by their text, for a kind without ``derive``."""
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
         self.derived = written if deps else []
@@ -192,10 +193,22 @@ class Plan:
             values[name] = convert(text.decode())
         if self.derive is not None:  # else only converted values (a percentage's fraction)
             self.derive(values, self.launch)
-        got = tuple(cell(values.get(c), self.fmt_kind) for c in self.derived)
+        got = tuple(map(self._cell, map(values.get, self.derived)))
         if len(self.memo) > 100_000:
             self.memo.clear()
         self.memo[texts] = got
+        return got
+
+    def _cell(self, value: Any) -> bytes:
+        """A derived value's cell (a launch's algorithm, a source's name: the same values row after row)."""
+        if type(value) is list or type(value) is float:
+            return cell(value, self.fmt_kind)
+        key = (type(value), value)  # 1, 1.0 and True are equal keys but different cells
+        got = self.cells.get(key)
+        if got is None:
+            if len(self.cells) > 10_000:
+                self.cells.clear()
+            got = self.cells[key] = cell(value, self.fmt_kind)
         return got
 
     def _converted(self, name: str, text: bytes) -> bytes:

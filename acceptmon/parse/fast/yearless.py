@@ -231,7 +231,7 @@ class Yearless:
         self.templates: list[Template] = []
         self.tried: set[bytes] = set()
         self.program: Any = None
-        self.context: tuple[str, int, Any] | None = None
+        self.context: tuple[str, int, Any, frozenset[str]] | None = None
         self.plans: list[Any] = []
         self.data = frozenset(k.name for k in KINDS.values() if k.series is not None)
         """Kinds whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
@@ -259,12 +259,15 @@ class Yearless:
 
     def plans_for(self, parser: Parser) -> list[Any]:
         """Per template, what the compiled matcher writes for it (see :func:`native.plans`)."""
-        context = (parser.file, parser.run, parser.launch)
+        context = (parser.file, parser.run, parser.launch, parser.wanted)
         if context != self.context:
             self.context, self.plans = context, []
             for t in self.templates:
+                if t.kind not in parser.wanted:  # a line the parser only counts is not dated: the year state is its
+                    self.plans.append(False)
+                    continue
                 try:
-                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context, every=True)
+                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context[:3], every=True)
                 except Unsupported:
                     self.plans.append(False)
                     continue
