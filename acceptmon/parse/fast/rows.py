@@ -24,6 +24,9 @@ from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS
 
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
+MEMO = 8192
+"""Derived cells a plan remembers at most (then it starts again): a decode line's accept len has a few hundred
+spellings, a vLLM spec line's counts one per line, whose cells would only fill memory."""
 _LINE_FIELDS = frozenset({"line", "timestamp", "rank", "extra", *STREAM_FIELDS, "process", "pid", "level", "prefix"})
 """Values a line gives besides its template's fields (envelope, stream prefix, unknown keys): a ``derive``
 that reads one makes the template's rows the parser's. Any other field a template lacks, its lines lack too."""
@@ -184,7 +187,7 @@ class Plan:
         raw = texts if len(self.dep) > 1 else (texts,)
         if self.derive is None:  # converted values alone: each cell is its own text's (memoised apart)
             got = tuple(self._converted(c, raw[self.dep_index[c]]) for c in self.derived)
-            if len(self.memo) > 100_000:
+            if len(self.memo) > MEMO:
                 self.memo.clear()
             self.memo[texts] = got
             return got
@@ -194,7 +197,7 @@ class Plan:
         if self.derive is not None:  # else only converted values (a percentage's fraction)
             self.derive(values, self.launch)
         got = tuple(map(self._cell, map(values.get, self.derived)))
-        if len(self.memo) > 100_000:
+        if len(self.memo) > MEMO:
             self.memo.clear()
         self.memo[texts] = got
         return got
@@ -206,7 +209,7 @@ class Plan:
         key = (type(value), value)  # 1, 1.0 and True are equal keys but different cells
         got = self.cells.get(key)
         if got is None:
-            if len(self.cells) > 10_000:
+            if len(self.cells) > MEMO:
                 self.cells.clear()
             got = self.cells[key] = cell(value, self.fmt_kind)
         return got
@@ -215,7 +218,7 @@ class Plan:
         memo = self.solo.setdefault(name, {})
         got = memo.get(text)
         if got is None:
-            if len(memo) > 100_000:
+            if len(memo) > MEMO:
                 memo.clear()
             got = memo[text] = cell(self.dep_convert[name](text.decode()), self.fmt_kind)
         return got
