@@ -39,8 +39,17 @@ STRICT = {
     "engine": "LINT",
     "lstr": "LSTR",
     "lnumber": "LFLOAT",
+    "lint": "LINT",
 }
-LOOSE = {"int": "LINT", "float": "LFLOAT", "bool": "BOOL", "str": "LSTR", "lstr": "LSTR", "lnumber": "LFLOAT"}
+LOOSE = {
+    "int": "LINT",
+    "float": "LFLOAT",
+    "bool": "BOOL",
+    "str": "LSTR",
+    "lstr": "LSTR",
+    "lnumber": "LFLOAT",
+    "lint": "LINT",
+}
 """Value steps of a template whose rows are written (strict, captured) or only counted (loose), by name:
 a step's code is the module's ``OP_<name>`` (the numbers of the protocol are the C module's own)."""
 RECIPE_CODES = {"SLOT": SLOT, "BOOL_SLOT": BOOL_SLOT, "JSON_RANK": JSON_RANK}

@@ -25,7 +25,7 @@ import regex
 from acceptmon.parse.fast import native
 from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE, Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, LINE_SECONDS, Template, aliases, read_head, value_unit
+from acceptmon.parse.fast.templates import ACCEPT, LINE_SECONDS, Template, aliases, value_unit
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
@@ -112,7 +112,7 @@ def template_of(grammars: GrammarSet, line: str) -> Template | None:
 
 def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template | None:
     t = Template(g, g.spec.record or "", b"")
-    head, _ = read_head(g, m, m.start("fastlane_message"), m.start("body"), t)
+    head = _head(g, m, t)
     if head is None:
         return None
     t.head, t.head_groups = head, len(t.groups)
@@ -129,6 +129,46 @@ def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template
     t.literal = _literal(t)
     t.body += re.escape(tail.encode())
     return t if (g.anchor or "").encode() in t.literal else None
+
+
+def _head(g: Grammar, m: regex.Match[str], t: Template) -> bytes | None:
+    """The head as steps: literal text and the grammar's own fields (see :func:`templates.read_head`); a field
+    whose converter gives the same for any number in it (``2 Engines Aggregated`` is ``all``) is literal
+    text with its numbers loose, and its value a constant of the template."""
+    start, stop = m.start("fastlane_message"), m.start("body")
+    spans = sorted((m.start(n), m.end(n), n) for n in g.fields if start <= m.start(n) < stop)
+    pos, out = start, []
+    for s, e, name in spans:
+        text, conv = m.string[s:e], g.fields[name]
+        t.ops.append(("lit", m.string[pos:s].encode()))
+        out.append(re.escape(m.string[pos:s].encode()))
+        kind = g.spec.fields[name].kind
+        if kind in VALUE and re.fullmatch(VALUE[kind], text.encode()):
+            t.ops.append((kind, len(t.groups)))
+            t.fields[conv.field] = len(t.groups)
+            t.groups.append((conv.field, kind))
+            out.append(VALUE[kind])
+        else:
+            shaped = _shaped(text) if re.search(r"[0-9]", text) and not re.search(r"[0-9]\.[0-9]", text) else None
+            if shaped is None or not _invariant(conv, text):
+                return None
+            t.ops += [("lint", -1) if op[0] == "lnumber" else op for op in shaped]  # a group's \d++: digits only
+            out.append(_NUMBER.sub("0", text).encode())
+            t.fields.pop(conv.field, None)
+        t.values[conv.field] = conv(text)
+        pos = e
+    t.ops.append(("lit", m.string[pos:stop].encode()))
+    t.ops = [op for op in t.ops if op != ("lit", b"")]
+    return b"".join([*out, re.escape(m.string[pos:stop].encode())])
+
+
+def _invariant(conv: Any, text: str) -> bool:
+    """Whether ``conv`` gives the same for ``text`` with other numbers in it (tried with a few)."""
+    try:
+        want = conv(text)
+        return all(conv(_NUMBER.sub(n, text)) == want for n in ("0", "7", "12", "65536"))
+    except ValueError:
+        return False
 
 
 def _pieces(g: Grammar, pieces: list[str]) -> list[str] | None:
