@@ -118,7 +118,7 @@ def test_real_stamps_and_ranks_match():
         (b"[2024-12-31T23:59:59.120 DP1 TP3 EP3] k: 0", b"2024-12-31|23:59:59|.120|DP1 TP3 EP3|0\r\n"),
         (b"[2026-02-26 10:00:00] k: 12, \r", b"2026-02-26|10:00:00|||12\r\n"),
         (b"[2026-02-29 10:00:00] k: 1", b""),  # not every year has it: the general parser dates it
-        (b"[2026-02-26 10:00:00.000] k: 1", b""),  # printed without its fraction: the general parser
+        (b"[2026-02-26 10:00:00.000] k: 1", b"2026-02-26|10:00:00|||1\r\n"),  # read, printed without a fraction
         (b"[2026-02-26 10:00:00 TP0] k: 01", b""),
     ]:
         assert _c_row(program, line, captured=True)[0] == row

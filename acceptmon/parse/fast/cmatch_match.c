@@ -53,9 +53,11 @@ static const uint8_t *timestamp(const uint8_t *p, const uint8_t *end, Cap *env) 
     env[1].p = t, env[1].n = 8;
     const uint8_t *f = t + 8;
     env[2].p = f, env[2].n = 0;
-    if (end - f >= 4 && f[0] == '.' && is_digit(f[1]) && is_digit(f[2]) && is_digit(f[3]) && memcmp(f + 1, "000", 3))
-        env[2].n = 4;
-    return f + env[2].n;
+    if (end - f >= 4 && f[0] == '.' && is_digit(f[1]) && is_digit(f[2]) && is_digit(f[3])) {
+        env[2].n = memcmp(f + 1, "000", 3) ? 4 : 0; /* .000 is read, and printed as none */
+        return f + 4;
+    }
+    return f;
 }
 
 /* [A-Z][A-Z_]*[0-9]+ */

@@ -17,6 +17,7 @@ stream columns are empty and their run is the plain source's.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -47,7 +48,10 @@ NOISE_EXEMPT = "decode"
 LEARN_TEMPLATES = 32
 """Templates a lane learns from the log at most (each one makes its pattern longer)."""
 LEARN_TRIES = 64
-"""Line shapes (numbers masked) a lane tries to learn a template from at most; each is tried once."""
+"""Lines a lane tries to learn a template from at most."""
+SHAPE_TRIES = 3
+"""Lines of one shape (numbers masked) tried at most: a line with a value the lane writes no cell for (a time
+at .000 milliseconds, a float of 7 decimals) fails the proof, and the next line of its shape may not."""
 CANDIDATES = 4
 """Rows of the general parser per segment whose lines the lane tries to learn from."""
 
@@ -92,7 +96,8 @@ class FastLane:
         self.grammars = grammars
         self.from_log: list[Template] = []
         """Templates learned from the log's own lines (:meth:`_learn_lines`)."""
-        self.tried: set[bytes] = set()
+        self.tried: Counter[bytes] = Counter()
+        """Tries per line shape (numbers masked): :data:`SHAPE_TRIES` once one proved."""
         shape, templates = build_templates(grammars)
         self.shape = shape
         self.templates: list[Template] = templates if shape is not None else []
@@ -272,7 +277,8 @@ class FastLane:
         return True
 
     def _may_learn(self) -> bool:
-        return self.shape is not None and len(self.from_log) < LEARN_TEMPLATES and len(self.tried) < LEARN_TRIES
+        tries = self.tried.total()
+        return self.shape is not None and len(self.from_log) < LEARN_TEMPLATES and tries < LEARN_TRIES
 
     def _learn_lines(
         self, parser: Parser, buf: bytes, span: tuple[int, int, int], rows: list[Record], chunk: Chunk
@@ -300,9 +306,11 @@ class FastLane:
                 break
             raw = buf[pos:end].rstrip(b"\r")
             shape = _MASK.sub(b"0", raw)
-            if shape not in self.tried:
-                self.tried.add(shape)
-                learned = self._try_template(parser, raw, r, chunk) or learned
+            if self.tried[shape] < SHAPE_TRIES:  # a line whose values the lane refuses proves nothing of the next
+                self.tried[shape] += 1
+                ok = self._try_template(parser, raw, r, chunk)
+                self.tried[shape] = SHAPE_TRIES if ok else self.tried[shape]
+                learned = ok or learned
         return learned
 
     def _try_template(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:

@@ -75,8 +75,8 @@ DATE = (
 )
 """Only dates every year has (no 29 February): ``datetime.fromisoformat`` accepts each."""
 TIME = rb"((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
-FRACTION = rb"((?:\.(?!000)[0-9]{3})?)"
-"""Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 prints none."""
+FRACTION = rb"((?:\.(?!000)[0-9]{3})?)(?:\.000)?"
+"""Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 is read and prints none."""
 TIMESTAMP = DATE + rb"[ T]" + TIME + FRACTION
 RANK = rb"(?: (?=[A-Z][A-Z_]*[0-9]))?((?<= )[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*|)"
 """Rank tokens, each behind a space as the envelope's ``(?:\\s[A-Z][A-Z_]*+\\d++)*+`` has them; group 1

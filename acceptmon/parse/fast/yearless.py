@@ -17,6 +17,7 @@ for its line (:meth:`Yearless.learn`); everything else stays with the parser. Pu
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -42,7 +43,8 @@ Scan = tuple[Part, list[int], int, int, int, int, int, int]
 """rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
 the envelope."""
 LEARN_TRIES = 64
-"""Line shapes (numbers masked) the lane tries to learn a template from at most; each is tried once."""
+"""Lines the lane tries to learn a template from at most (of each shape, numbers masked, SHAPE_TRIES)."""
+SHAPE_TRIES = 3
 _MASK = re.compile(rb"[0-9]+")
 
 
@@ -269,7 +271,7 @@ class Yearless:
         self.grammars, self.fmt, self.columns = grammars, fmt, columns
         self.counted, self.launch = needles
         self.templates: list[Template] = []
-        self.tried: set[bytes] = set()
+        self.tried: Counter[bytes] = Counter()
         self.program: Any = None
         self.context: tuple[str, int, Any, frozenset[str]] | None = None
         self.plans: list[Any] = []
@@ -392,13 +394,14 @@ class Yearless:
         return e
 
     def _learn_from(self, parser: Parser, raw: bytes, records: list[Record], chunk: Chunk) -> None:
-        """Learn the template of a line the matcher stopped at (each line shape is tried once)."""
+        """Learn the template of a line the matcher stopped at (a few lines of each shape are tried)."""
         shape = _MASK.sub(b"0", raw)
-        if len(records) != 1 or not KINDS[records[0].kind].table or shape in self.tried:
+        if len(records) != 1 or not KINDS[records[0].kind].table or self.tried[shape] >= SHAPE_TRIES:
             return
-        if len(self.tried) < LEARN_TRIES:
-            self.tried.add(shape)
-            self.learn(parser, raw, records[0], chunk(records)[1])
+        if self.tried.total() < LEARN_TRIES:
+            self.tried[shape] += 1
+            if self.learn(parser, raw, records[0], chunk(records)[1]):
+                self.tried[shape] = SHAPE_TRIES
 
     def _account(self, parser: Parser, got: Scan, base: int, parts: list[Part]) -> None:
         """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
