@@ -8,6 +8,13 @@ same (every field grep+awk pulls, compared as numbers); and acceptmon's start-up
 two-line log. Generated files live in a temporary directory that is deleted at the end.
 
     python benchmarks/bench_parse.py [--mb 256] [--jobs N] [--repeat 3] [--pure] [--server vllm] [--format jsonl]
+    python benchmarks/bench_parse.py --shape all|NAME [--mib 8] [--repeat 3] [--jobs N]
+
+``--shape`` times one line shape each (``benchmarks/parse_shapes.py``: SGLang's older `Decode batch.`, its
+newest, DP attention on Ascend, a hybrid model's, vLLM 0.10 DP, vLLM 0.20+ with 15 per-position rates,
+vLLM v0) on a generated log of ``--mib`` MiB (8 for a quick look; the goal is 256) and prints one table:
+acceptmon's wall time and memory against grep+mawk's (each awk present) pulling the same fields, in the
+same run, and whether the rows are the same.
 
 acceptmon runs as a normal install would: its bytecode cached (PYTHONDONTWRITEBYTECODE is
 dropped) by a first run, whose start-up is printed apart.
@@ -30,6 +37,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parse_shapes import SHAPES, Shape  # noqa: E402
+from parse_shapes import awk as shape_awk  # noqa: E402
+from parse_shapes import generate as generate_shape  # noqa: E402
+
 OUT = Path(tempfile.gettempdir()) / "acceptmon-bench"
 """Where the other benchmarks keep a generated log between runs (outside the repository)."""
 AWK = (
@@ -226,12 +238,75 @@ def main() -> None:
     ap.add_argument("--pure", action="store_true", help="time the pure-Python lane (ACCEPTMON_PURE_PYTHON=1)")
     ap.add_argument("--server", choices=("sglang", "vllm"), default="sglang", help="which server's log to generate")
     ap.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="acceptmon's output format")
+    ap.add_argument("--shape", choices=("all", *SHAPES), help="time line shapes (see parse_shapes.py) instead")
+    ap.add_argument("--mib", type=float, default=8, help="with --shape: each log's size")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="acceptmon-bench-"))
     try:
-        run(a, tmp)
+        if a.shape:
+            run_shapes(a, tmp)
+        else:
+            run(a, tmp)
     finally:
         shutil.rmtree(tmp)
+
+
+def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
+    """One table: per shape, acceptmon and each awk in alternating order, ``--repeat`` times."""
+    names = list(SHAPES) if a.shape == "all" else [a.shape]
+    awks = [name for name in ("mawk", "gawk") if shutil.which(name)] or ["awk"]
+    startup(tmp, sys.executable)  # bytecode written, as an installed acceptmon has it
+    if a.pure:
+        ENV["ACCEPTMON_PURE_PYTHON"] = "1"
+    rows = []
+    for name in names:
+        shape, log = SHAPES[name], tmp / f"{name}.log"
+        generate_shape(shape, log, a.mib)
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # the page cache warm for all
+        out = tmp / "out.csv"
+        acceptmon = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out)]
+        acceptmon += ["-j", str(a.jobs)] if a.jobs else []
+        commands: dict[str, tuple[str | list[str], bool]] = {"acceptmon": (acceptmon, False)}
+        commands |= {f"grep+{w}": (shape_awk(shape, log, tmp / "awk.txt", w), True) for w in awks}
+        results: dict[str, list[tuple[float, int]]] = {n: [] for n in commands}
+        for i in range(a.repeat):
+            for n in list(commands)[:: 1 if i % 2 == 0 else -1]:
+                results[n].append(timed(*commands[n]))
+        n_awk, n_am, equal = same_shape_rows(shape, tmp / "awk.txt", out)
+        rows.append((name, log.stat().st_size, results, (n_awk, n_am, equal)))
+        log.unlink()
+    print(f"{a.mib:g} MiB per log, {a.repeat} runs each, best wall time; memory: peak RSS summed over processes")
+    print(f"lane: {lane(a.pure)}; acceptmon parse LOG -o out.csv{f' -j {a.jobs}' if a.jobs else ''}")
+    head = f"{'shape':14} {'MiB':>5} {'acceptmon':>10} {'MiB':>5}"
+    for w in awks:
+        head += f" {'grep+' + w:>10} {'MiB':>5} {'ratio':>6}"
+    print(head + f" {'rows':>9}  same")
+    for name, size, results, (n_awk, n_am, equal) in rows:
+        best = {n: min(w for w, _ in r) for n, r in results.items()}
+        peak = {n: max(m for _, m in r) / 2**20 for n, r in results.items()}
+        line = f"{name:14} {size / 2**20:5.0f} {best['acceptmon']:9.2f}s {peak['acceptmon']:5.0f}"
+        for w in awks:
+            n = f"grep+{w}"
+            line += f" {best[n]:9.2f}s {peak[n]:5.0f} {best['acceptmon'] / best[n]:5.2f}x"
+        print(line + f" {n_am:9,}  {'SAME' if equal else f'DIFFERENT ({n_awk:,} awk rows)'}")
+
+
+def same_shape_rows(shape: Shape, awk_out: Path, csv_out: Path) -> tuple[int, int, bool]:
+    """Row counts, and whether every field grep+awk pulls equals acceptmon's (as numbers; a per-position
+    list by its first rate, which is what awk's split on ', ' leaves it)."""
+    with awk_out.open() as a, csv_out.open(newline="") as c:
+        ours = (row for row in csv.DictReader(c) if row["kind"] == shape.kind)
+        n_awk = n_am = 0
+        equal = True
+        for theirs, row in zip(a, ours, strict=False):
+            n_awk, n_am = n_awk + 1, n_am + 1
+            for (_, column, scale), text in zip(shape.fields, theirs.rstrip("\n").split(",")[1:], strict=True):
+                mine = float((row[column] or "nan").split(";")[0])
+                if abs(float(text) * scale - mine) > 1e-9 * max(1.0, abs(mine)):
+                    equal = False
+        n_awk += sum(1 for _ in a)
+        n_am += sum(1 for _ in ours)
+    return n_awk, n_am, equal and n_awk == n_am
 
 
 def run(a: argparse.Namespace, tmp: Path) -> None:

@@ -118,7 +118,7 @@ def test_real_stamps_and_ranks_match():
         (b"[2024-12-31T23:59:59.120 DP1 TP3 EP3] k: 0", b"2024-12-31|23:59:59|.120|DP1 TP3 EP3|0\r\n"),
         (b"[2026-02-26 10:00:00] k: 12, \r", b"2026-02-26|10:00:00|||12\r\n"),
         (b"[2026-02-29 10:00:00] k: 1", b""),  # not every year has it: the general parser dates it
-        (b"[2026-02-26 10:00:00.000] k: 1", b""),  # printed without its fraction: the general parser
+        (b"[2026-02-26 10:00:00.000] k: 1", b"2026-02-26|10:00:00|||1\r\n"),  # read, printed without a fraction
         (b"[2026-02-26 10:00:00 TP0] k: 01", b""),
     ]:
         assert _c_row(program, line, captured=True)[0] == row
@@ -128,7 +128,8 @@ def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
     program = _program([("LIT", -1, (b"k: ",)), ("INT", 0, ())])
     block = b"\nzqzqzq accept accept\nzzq\n[2026-02-26 10:00:00] k: 3\naccept\n"
     got = program.scan(block, 1, len(block), 10, [((0, b"\r\n"), (), {})])
-    assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4)
+    # a dated envelope: no year state (0, 0); the scan went to the end (len(block)), not stopped at a line (0)
+    assert got == (1, b"13\r\n", [1], [block.count(b"zq")], 2, 4, 0, 0, len(block), 0)  # fmt: skip
     launch = block + b"Launch! now\n"
     assert program.scan(launch, 1, len(launch), 10, [None]) is None
 

@@ -23,7 +23,7 @@ from tests.conftest import SAMPLES
 
 GRAMMARS = load_grammars()
 LOGS = sorted(p for p in SAMPLES.glob("*.log") if not p.name.startswith("vllm_"))
-"""SGLang logs: the lines the compiled lane has templates for (vLLM lines all go to the general parser)."""
+"""SGLang logs (the vLLM ones, whose year-less times need a fixed year here, are fuzzed apart below)."""
 CASES_PER_LOG = 10
 ODD = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\r", b"\t", b",", b", ", b" ", b"\x1b[0m", b":"]
 WORDS = [b"accept", b"accept len: ", b"Decode batch", b"TP0", b"[2026-02-26 10:00:00] ", b"server_args=", b"True"]
@@ -136,3 +136,43 @@ def test_a_10_mb_line_and_lines_at_the_edges_of_blocks():
         fast, general = _lane_and_parser(data, cuts, "csv")
         assert fast == general
         assert fast[1][3] == 4 and fast[0].count(b"\n") >= 3
+
+
+VLLM_LOGS = sorted(SAMPLES.glob("vllm_*.log"))
+
+
+@pytest.mark.parametrize("log", VLLM_LOGS, ids=lambda p: p.stem)
+def test_mutated_vllm_sample_logs_give_the_general_parsers_bytes(log, monkeypatch):
+    """vLLM's envelope (process prefixes, colour, year-less times) and values, mutated, as the parser reads them."""
+    from acceptmon.parse.fast import lane as fastlane
+
+    monkeypatch.setattr(fastlane, "LEARN_PIECE", 1 << 10)  # the lane learns within the first lines
+    monkeypatch.setattr(GRAMMARS, "year_for", lambda file, stamp: 2025)
+    source = log.read_bytes()
+    for case in range(CASES_PER_LOG // 2):  # three logs: the job's time stays the SGLang fuzz's
+        rng = random.Random(f"{log.name}:{case}")
+        data = _log(source, rng)
+        fast, general = _lane_and_parser(data, _blocks(data, rng), "csv")
+        assert fast == general, f"{log.name} case {case}"
+
+
+def test_a_10_mb_vllm_line_between_lines_that_match(monkeypatch):
+    """A spec line with a per-position list, a count and a process name of 10 MB each, between lines that match."""
+    from acceptmon.parse.fast import lane as fastlane
+
+    monkeypatch.setattr(fastlane, "LEARN_PIECE", 1 << 10)
+    monkeypatch.setattr(GRAMMARS, "year_for", lambda file, stamp: 2025)
+    line = next(x for x in (SAMPLES / "vllm_v1_0.8.5.log").read_bytes().split(b"\n") if b"Per-position" in x)
+    rates = line.index(b"Per-position acceptance rate: ") + len(b"Per-position acceptance rate: ")
+    huge = [
+        line[:rates] + b"0.5, " * 2_000_000 + b"0.5",
+        line.replace(b"Accepted: ", b"Accepted: " + b"7" * 10_000_000),
+        b"(" + b"A" * 10_000_000 + b" pid=1) " + line,
+    ]
+    for big in huge:
+        data = b"".join(x + b"\n" for x in [line] * 40 + [big, line])
+        cuts = [data[: len(line) * 40], data[len(line) * 40 :]]
+        cuts = [cuts[0][: cuts[0].rfind(b"\n") + 1], data[cuts[0].rfind(b"\n") + 1 :]]
+        fast, general = _lane_and_parser(data, cuts, "csv")
+        assert fast == general
+        assert fast[1][3] == 42 and fast[0].count(b"\n") >= 41

@@ -4,6 +4,7 @@ is proven to be the general parser's, and everything unproven stays with the par
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from acceptmon.parse.fast import lane as fastlane
 from acceptmon.parse.fast import templates
@@ -99,7 +100,7 @@ def test_a_template_whose_row_is_not_the_parsers_is_not_kept(tmp_path, monkeypat
 
 
 def test_learning_is_bounded_by_shapes_tried(tmp_path, monkeypatch):
-    """Each line shape (numbers masked) is tried once, and at most LEARN_TRIES shapes per lane."""
+    """Each line shape (numbers masked) is tried at most SHAPE_TRIES times, at most LEARN_TRIES lines per lane."""
     tries: list[bytes] = []
     original = fastlane.FastLane._try_template
 
@@ -115,4 +116,5 @@ def test_learning_is_bounded_by_shapes_tried(tmp_path, monkeypatch):
 
     path = _log(tmp_path, n=400, line=many_shapes)
     _same(path, "csv")
-    assert 0 < len(tries) <= 5 and len({fastlane._MASK.sub(b"0", t) for t in tries}) == len(tries)
+    shapes = Counter(fastlane._MASK.sub(b"0", t) for t in tries)
+    assert 0 < len(tries) <= 5 and max(shapes.values()) <= fastlane.SHAPE_TRIES

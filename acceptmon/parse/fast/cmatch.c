@@ -54,29 +54,65 @@ static void count_needles(const Program *pg, const uint8_t *p, Py_ssize_t len, P
 
 /* ---- scan ------------------------------------------------------------------------------------ */
 
-/* The lines of buf[s:e]: hits per template, rows into o; -1 (a Python error set) if a row fails. */
+/* Whether a line holds one of the counted anchors (the needles before the launch anchors and 'accept'). */
+static int holds_anchor(const Program *pg, const uint8_t *p, Py_ssize_t len) {
+    Py_ssize_t counts[MAX_NEEDLES], accepts;
+    count_needles(pg, p, len, counts, &accepts);
+    for (int i = 0; i < pg->nneedles - 1 - pg->nlaunch; i++)
+        if (counts[i]) return 1;
+    return 0;
+}
+
+/* How a scan goes on past a line it cannot say: to the end (the caller checks the counts), or it stops there. */
+typedef struct {
+    int on; /* stop at the first line that holds a counted anchor and matches no template, or whose date is the
+               parser's to give */
+    Py_ssize_t at; /* where the scan stopped: that line's offset, or e */
+    int enveloped; /* the line it stopped at has the program's envelope */
+} Stop;
+
+/* The lines of buf[s:e]: hits per template, rows into o; -1 (a Python error set) if a row fails, 1 if a matched
+ * line's year-less date is the parser's to give and the scan does not stop (its result is then None). */
 static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base,
-                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o) {
+                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o, Year *y,
+                      Stop *stop) {
     Cap env[4], caps[MAX_SLOTS];
-    const uint8_t *p = buf + s, *stop = buf + e;
+    const uint8_t *p = buf + s, *stop_at = buf + e;
     long long line = base; /* scan checked that base + the lines of buf[s:e] does not overflow */
-    while (p < stop) {
-        const uint8_t *end = memchr(p, '\n', (size_t)(stop - p));
+    stop->at = e;
+    while (p < stop_at) {
+        const uint8_t *end = memchr(p, '\n', (size_t)(stop_at - p));
         if (end == NULL) break;
-        if ((++line & 255) == 0) { /* let another thread (the pool's result reader) take the GIL */
+        if (((line + 1) & 255) == 0) { /* let another thread (the pool's result reader) take the GIL */
             Py_BEGIN_ALLOW_THREADS
             Py_END_ALLOW_THREADS
         }
-        const uint8_t *m = cm_envelope(pg, p, end, env);
+        const uint8_t *m = pg->envelope == ENV_YEARLESS ? cm_yearless(p, end, env) : cm_envelope(pg, p, end, env);
+        int matched = 0;
         for (int i = 0; m != NULL && i < pg->ntmpls; i++) {
             if (!cm_match(&pg->tmpls[i], p, m, end, caps)) continue;
+            if (stop->on && plans[i].parser) break; /* the parser's line: stop at it */
+            if (pg->envelope == ENV_YEARLESS) {
+                Year before = *y;
+                if (!cm_date(y, env)) {
+                    if (!stop->on) return 1;
+                    *y = before;
+                    break;
+                }
+            }
+            matched = 1;
             hits[i]++;
             if (plans[i].recipe != NULL) {
-                if (cm_row(o, &plans[i], line, env, caps) < 0) return -1;
+                if (cm_row(o, &plans[i], line + 1, env, caps) < 0) return -1;
                 (*nrows)++;
             }
             break;
         }
+        if (!matched && stop->on && holds_anchor(pg, p, end - p)) {
+            stop->at = p - buf, stop->enveloped = m != NULL;
+            break;
+        }
+        line++;
         p = end + 1;
     }
     *nlines = (Py_ssize_t)(line - base);
@@ -111,11 +147,13 @@ static int range_ok(const Py_buffer *view, Py_ssize_t s, Py_ssize_t e, long long
 }
 
 static PyObject *scan_result(Py_ssize_t nrows, const Out *o, const Py_ssize_t *hits, int ntmpls,
-                             const Py_ssize_t *counts, int ncounted, Py_ssize_t accepts, Py_ssize_t nlines) {
+                             const Py_ssize_t *counts, int ncounted, Py_ssize_t accepts, Py_ssize_t nlines,
+                             const Year *y, const Stop *stop) {
     PyObject *rows = PyBytes_FromStringAndSize(o->buf ? o->buf : "", (Py_ssize_t)o->len);
     PyObject *hits_list = list_of(hits, ntmpls), *counts_list = list_of(counts, ncounted), *result = NULL;
     if (rows != NULL && hits_list != NULL && counts_list != NULL)
-        result = Py_BuildValue("nOOOnn", nrows, rows, hits_list, counts_list, accepts, nlines);
+        result = Py_BuildValue("nOOOnniini", nrows, rows, hits_list, counts_list, accepts, nlines, y->year, y->month,
+                               stop->at, stop->enveloped);
     Py_XDECREF(rows);
     Py_XDECREF(hits_list);
     Py_XDECREF(counts_list);
@@ -127,10 +165,18 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     Py_ssize_t s, e;
     long long base;
     PyObject *plans_obj;
-    if (!PyArg_ParseTuple(args, "y*nnLO", &view, &s, &e, &base, &plans_obj)) return NULL;
+    Year year = {0, 0, {0}};
+    Stop stop = {0, 0, 0};
+    if (!PyArg_ParseTuple(args, "y*nnLO|iip", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on))
+        return NULL;
     if (!pg->ready) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_RuntimeError, "scan: the program is not built (its __init__ did not run, or failed)");
+        return NULL;
+    }
+    if (pg->ready && pg->envelope == ENV_YEARLESS && (year.year < 1 || year.year > 9999 || year.month < 0 || year.month > 12)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "scan: a year-less envelope needs the year (1-9999) and month (0-12)");
         return NULL;
     }
     if (!range_ok(&view, s, e, base)) {
@@ -158,8 +204,15 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
             goto done;
         }
     }
-    if (scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o) < 0) goto done;
-    result = scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines);
+    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop);
+    if (rc < 0) goto done;
+    if (rc == 0 && stop.at < e) { /* the counts of the lines before the stop */
+        Py_BEGIN_ALLOW_THREADS
+        count_needles(pg, (const uint8_t *)view.buf + s, stop.at - s, counts, &accepts);
+        Py_END_ALLOW_THREADS
+    }
+    result = rc ? Py_NewRef(Py_None)
+                : scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
 done:
     PyMem_Free(o.buf);
     cm_plans_free(plans, ntmpls);
@@ -171,8 +224,9 @@ done:
 
 static PyMethodDef Program_methods[] = {
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
-     "scan(buf, s, e, base, plans) -> (rows, row bytes, hits per template, count per counted anchor, accept lines,\n"
-     "lines), or None if a launch anchor is in the lines"},
+     "scan(buf, s, e, base, plans[, year, month, stop]) -> (rows, row bytes, hits per template, count per counted\n"
+     "anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or None if a\n"
+     "launch anchor is in the lines (or, without stop, a year-less date is the parser's to give)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -207,7 +261,7 @@ static const struct {
     {"MAX_SLOTS", MAX_SLOTS}, {"MAX_NEEDLES", MAX_NEEDLES}, {"MAX_DEPS", MAX_DEPS},
     {"OP_LIT", OP_LIT}, {"OP_ALT", OP_ALT}, {"OP_INT", OP_INT}, {"OP_FLOAT", OP_FLOAT}, {"OP_BOOL", OP_BOOL},
     {"OP_STR", OP_STR}, {"OP_LINT", OP_LINT}, {"OP_LFLOAT", OP_LFLOAT}, {"OP_LSTR", OP_LSTR},
-    {"OP_EXTRA", OP_EXTRA},
+    {"OP_EXTRA", OP_EXTRA}, {"OP_LIST", OP_LIST}, {"ENV_DATED", ENV_DATED}, {"ENV_YEARLESS", ENV_YEARLESS},
 };
 
 PyMODINIT_FUNC PyInit_cmatch(void) {

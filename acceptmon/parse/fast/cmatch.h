@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 4
+#define CMATCH_VERSION 5
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -24,7 +24,11 @@
 #define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
 #define MAX_DEPS 8 /* capture groups a derived cell may depend on */
 
-enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_COUNT };
+enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_COUNT };
+
+/* Envelopes a program reads: SGLang's (literal prefix, timestamp, rank, literal suffix) or vLLM's logging prefix
+ * (process prefixes, level, year-less MM-DD HH:MM:SS, source), whose year is the scan's year state. */
+enum { ENV_DATED, ENV_YEARLESS };
 
 typedef struct {
     const uint8_t *s; /* in a Program: its own copy (cmatch_build.c frees it) */
@@ -51,6 +55,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
+    int envelope; /* ENV_* */
     int ready; /* set last by a successful __init__, cleared first by every __init__: scan refuses without it */
     int scans; /* scans running (a memo callback or another thread may start one): __init__ refuses while any */
     Text prefix, suffix;
@@ -72,6 +77,12 @@ typedef struct {
     Py_ssize_t n;
 } Cap;
 
+/* The year of year-less timestamps as the parser keeps it (Parser._dated): the year and month of the last one. */
+typedef struct {
+    int year, month;
+    char date[16]; /* the matched line's date, YYYY-MM-DD */
+} Year;
+
 typedef struct {
     char *buf;
     size_t len, cap;
@@ -92,6 +103,7 @@ typedef struct {
     Py_ssize_t ncells;
     int dep[MAX_DEPS];
     int ndep;
+    int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
 } Plan;
 
 /* cmatch_rows.c */
@@ -107,6 +119,11 @@ int cm_captures(int code);
 
 /* cmatch_match.c: env[0..3] = date, time, fraction, rank; caps[slot] for each capturing step */
 const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env);
+/* vLLM's envelope: env[0..1] = MM-DD and time (the caller dates env[0] with cm_date), env[2..3] empty. */
+const uint8_t *cm_yearless(const uint8_t *p, const uint8_t *end, Cap *env);
+/* The line's date in the year state, as Parser._dated gives it (env[0] then points at y->date); 0 if the
+ * parser must read the segment (29 February, a year out of range). */
+int cm_date(Year *y, Cap *env);
 int cm_match(const Tmpl *t, const uint8_t *line, const uint8_t *p, const uint8_t *end, Cap *caps);
 
 /* cmatch_prescan.c */

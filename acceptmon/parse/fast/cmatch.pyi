@@ -20,6 +20,9 @@ OP_LINT: int
 OP_LFLOAT: int
 OP_LSTR: int
 OP_EXTRA: int
+OP_LIST: int
+ENV_DATED: int
+ENV_YEARLESS: int
 
 class Program:
     def __init__(
@@ -29,10 +32,11 @@ class Program:
         templates: Sequence[Sequence[tuple[int, int, Sequence[bytes]]]],
         needles: Sequence[bytes],
         nlaunch: int,
+        envelope: int = ...,
     ) -> None: ...
     def scan(
-        self, buf: bytes, s: int, e: int, base: int, plans: list[Any]
-    ) -> tuple[int, bytes, list[int], list[int], int, int] | None: ...
+        self, buf: bytes, s: int, e: int, base: int, plans: list[Any], year: int = ..., month: int = ...
+    ) -> tuple[int, bytes, list[int], list[int], int, int, int, int] | None: ...
 
 def find_any(buf: Any, start: int, end: int, words: Sequence[bytes]) -> int: ...
 def newlines(buf: Any, start: int, end: int) -> int: ...

@@ -10,7 +10,7 @@
 /* True for the steps that capture a group (the others take no slot). */
 int cm_captures(int code) {
     return code == OP_INT || code == OP_LINT || code == OP_FLOAT || code == OP_BOOL || code == OP_STR ||
-           code == OP_LSTR;
+           code == OP_LSTR || code == OP_LFLOAT || code == OP_LIST;
 }
 
 static int text_copy(PyObject *obj, Text *out) {
@@ -137,6 +137,7 @@ static void program_free(Program *pg) {
     text_free(&pg->prefix);
     text_free(&pg->suffix);
     pg->tmpls = NULL, pg->needles = NULL;
+    pg->envelope = ENV_DATED;
     pg->ntmpls = pg->maxslots = pg->nneedles = pg->nlaunch = pg->stride = pg->nprobes = 0;
     memset(pg->probes, 0, sizeof pg->probes);
     memset(pg->by_first, 0, sizeof pg->by_first);
@@ -163,12 +164,12 @@ static int templates_of(Program *pg, PyObject *templates) {
     return rc;
 }
 
-/* Program(prefix, suffix, templates, needles, nlaunch): needles are the counted anchors, then nlaunch
+/* Program(prefix, suffix, templates, needles, nlaunch[, envelope]): needles are the counted anchors, then nlaunch
  * launch anchors, then 'accept', each at least 2 bytes. A failed __init__ leaves an empty program that
  * scan refuses; __init__ during a scan of the same program is refused. */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
     PyObject *prefix, *suffix, *templates, *needles;
-    int nlaunch;
+    int nlaunch, envelope = ENV_DATED;
     if (pg->scans > 0) {
         PyErr_SetString(PyExc_RuntimeError, "Program.__init__ while the program is scanning");
         return -1;
@@ -178,7 +179,11 @@ int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_TypeError, "Program() takes no keyword arguments");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "SSOOi", &prefix, &suffix, &templates, &needles, &nlaunch)) return -1;
+    if (!PyArg_ParseTuple(args, "SSOOi|i", &prefix, &suffix, &templates, &needles, &nlaunch, &envelope)) return -1;
+    if (envelope != ENV_DATED && envelope != ENV_YEARLESS) {
+        PyErr_SetString(PyExc_ValueError, "no such envelope");
+        return -1;
+    }
     int rc = text_copy(prefix, &pg->prefix) < 0 || text_copy(suffix, &pg->suffix) < 0 ? -1 : 0;
     if (rc == 0) rc = templates_of(pg, templates);
     if (rc == 0) rc = texts_of(needles, &pg->needles, &pg->nneedles, MAX_NEEDLES);
@@ -189,6 +194,7 @@ int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
         program_free(pg);
         return -1;
     }
+    pg->envelope = envelope;
     pg->ready = 1;
     return 0;
 }

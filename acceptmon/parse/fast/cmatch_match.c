@@ -53,9 +53,11 @@ static const uint8_t *timestamp(const uint8_t *p, const uint8_t *end, Cap *env) 
     env[1].p = t, env[1].n = 8;
     const uint8_t *f = t + 8;
     env[2].p = f, env[2].n = 0;
-    if (end - f >= 4 && f[0] == '.' && is_digit(f[1]) && is_digit(f[2]) && is_digit(f[3]) && memcmp(f + 1, "000", 3))
-        env[2].n = 4;
-    return f + env[2].n;
+    if (end - f >= 4 && f[0] == '.' && is_digit(f[1]) && is_digit(f[2]) && is_digit(f[3])) {
+        env[2].n = memcmp(f + 1, "000", 3) ? 4 : 0; /* .000 is read, and printed as none */
+        return f + 4;
+    }
+    return f;
 }
 
 /* [A-Z][A-Z_]*[0-9]+ */
@@ -90,6 +92,110 @@ const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *e
     p = rank(p, end, env);
     if (!starts(p, end, &pg->suffix)) return NULL;
     return p + pg->suffix.n;
+}
+
+/* ---- vLLM's envelope ------------------------------------------------------------------------ */
+
+/* \x1b[ [0-9;]* [A-Za-z]: the colour the parser strips (ANSI) before it matches; skipped where vLLM colours. */
+static const uint8_t *ansi(const uint8_t *p, const uint8_t *end) {
+    while (end - p >= 3 && p[0] == 0x1b && p[1] == '[') {
+        const uint8_t *q = p + 2;
+        while (q < end && (is_digit(*q) || *q == ';')) q++;
+        if (q >= end || !((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z'))) return p;
+        p = q + 1;
+    }
+    return p;
+}
+
+static inline int in_word(uint8_t c) { return is_digit(c) || is_upper(c) || (c >= 'a' && c <= 'z') || c == '_'; }
+
+/* (?:\((?:(?P<process>[\w.-]++)\s)?pid=\d++(?:,\sip=[\w.:]++)?\)\s++): one process prefix, ASCII only
+ * (a narrower set than the envelope's \w, never a wider one), its colour around it skipped. */
+static const uint8_t *process(const uint8_t *p, const uint8_t *end) {
+    p = ansi(p, end);
+    if (p >= end || *p != '(') return NULL;
+    const uint8_t *q = p + 1;
+    while (q < end && (in_word(*q) || *q == '.' || *q == '-')) q++;
+    if (q < end && *q == ' ' && q > p + 1) q++;
+    else q = p + 1; /* no process name: the group is left out, as the possessive name then finds no space */
+    if (end - q < 4 || memcmp(q, "pid=", 4) != 0) return NULL;
+    const uint8_t *d = digits(q + 4, end);
+    if (d == q + 4) return NULL;
+    if (end - d >= 5 && memcmp(d, ", ip=", 5) == 0) {
+        const uint8_t *w = d + 5;
+        while (w < end && (in_word(*w) || *w == '.' || *w == ':')) w++;
+        if (w == d + 5) return NULL;
+        d = w;
+    }
+    if (d >= end || *d != ')') return NULL;
+    q = ansi(d + 1, end);
+    if (q >= end || *q != ' ') return NULL;
+    while (q < end && *q == ' ') q++;
+    return q;
+}
+
+static const char *const LEVELS[] = {"DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL "};
+static const int DAYS[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+/* vllm_envelope.toml without its stream prefixes (a line with one is the parser's): up to two process
+ * prefixes, LEVEL MM-DD HH:MM:SS, [file.py:N] (or file.py:N] before 0.8.3), a space. */
+const uint8_t *cm_yearless(const uint8_t *p, const uint8_t *end, Cap *env) {
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *q = process(p, end);
+        if (q == NULL) break;
+        p = q;
+    }
+    p = ansi(p, end);
+    int level = -1;
+    for (int i = 0; level < 0 && i < 5; i++) {
+        size_t n = strlen(LEVELS[i]);
+        if ((size_t)(end - p) >= n && memcmp(p, LEVELS[i], n) == 0) level = i, p += n;
+    }
+    if (level < 0) return NULL;
+    p = ansi(p, end);
+    if (end - p < 15) return NULL;
+    const uint8_t *t = p + 6;
+    for (int i = 0; i < 14; i++)
+        if (i != 2 && i != 5 && i != 8 && i != 11 && !is_digit(p[i])) return NULL;
+    if (p[2] != '-' || p[5] != ' ' || t[2] != ':' || t[5] != ':') return NULL;
+    int month = two(p), day = two(p + 3);
+    if (month < 1 || month > 12 || day < 1 || day > DAYS[month]) return NULL;
+    if (two(t) > 23 || two(t + 3) > 59 || two(t + 6) > 59) return NULL;
+    env[0].p = p, env[0].n = 5;
+    env[1].p = t, env[1].n = 8;
+    env[2].p = t + 8, env[2].n = 0;
+    env[3].p = t + 8, env[3].n = 0;
+    p = ansi(t + 8, end);
+    if (p >= end || *p != ' ') return NULL;
+    p = ansi(p + 1, end);
+    if (p < end && *p == '[') p++;
+    const uint8_t *q = p;
+    while (q < end && (in_word(*q) || *q == '.' || *q == '/' || *q == '-')) q++;
+    if (q == p || q >= end || *q != ':') return NULL;
+    const uint8_t *d = digits(q + 1, end);
+    if (d == q + 1 || d >= end || *d != ']') return NULL;
+    p = ansi(d + 1, end);
+    return p < end && *p == ' ' ? p + 1 : NULL;
+}
+
+int cm_date(Year *y, Cap *env) {
+    int month = two(env[0].p), day = two(env[0].p + 3), year = y->year;
+    if (month == 2 && day == 29) return 0; /* a ValueError in a common year: the parser's to say */
+    if (y->month && month < y->month - 6) {
+        year = ++y->year; /* New Year */
+        y->month = month;
+    } else if (y->month && month > y->month + 6) {
+        year = y->year - 1; /* a late line from before New Year: the month stays */
+    } else {
+        y->month = month;
+    }
+    if (year < 1 || year > 9999) return 0;
+    y->date[0] = (char)('0' + year / 1000), y->date[1] = (char)('0' + year / 100 % 10);
+    y->date[2] = (char)('0' + year / 10 % 10), y->date[3] = (char)('0' + year % 10);
+    y->date[4] = '-';
+    memcpy(y->date + 5, env[0].p, 5);
+    env[0].p = (const uint8_t *)y->date, env[0].n = 10;
+    return 1;
 }
 
 /* ---- values ---------------------------------------------------------------------------------- */
@@ -165,7 +271,14 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
         return q;
     }
     case OP_LFLOAT:
-        return loose_float(p, end);
+        q = loose_float(p, end);
+        if (q == NULL) return NULL;
+        break;
+    case OP_LIST: /* loose floats joined by ", ": a ", " goes on the list only before a digit */
+        q = loose_float(p, end);
+        while (q != NULL && end - q >= 3 && q[0] == ',' && q[1] == ' ' && is_digit(q[2])) q = loose_float(q + 2, end);
+        if (q == NULL) return NULL;
+        break;
     case OP_BOOL:
         if (end - p >= 4 && memcmp(p, "True", 4) == 0) q = p + 4;
         else if (end - p >= 5 && memcmp(p, "False", 5) == 0) q = p + 5;

@@ -76,6 +76,7 @@ int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {
     for (int i = 0; i < pg->ntmpls; i++) {
         PyObject *p = PyList_GET_ITEM(plans, i), *recipe, *deps, *memo;
         Plan *pl = &out[i];
+        pl->parser = p == Py_False;
         if (!PyTuple_Check(p)) continue;
         if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &recipe, &PyTuple_Type, &deps, &memo)) return -1;
         pl->recipe = Py_NewRef(recipe), pl->memo = Py_NewRef(memo);

@@ -17,6 +17,7 @@ stream columns are empty and their run is the plain source's.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from acceptmon.parse.fast.careful import Entry, accept_lines, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates, template_from_line
+from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
@@ -46,7 +48,10 @@ NOISE_EXEMPT = "decode"
 LEARN_TEMPLATES = 32
 """Templates a lane learns from the log at most (each one makes its pattern longer)."""
 LEARN_TRIES = 64
-"""Line shapes (numbers masked) a lane tries to learn a template from at most; each is tried once."""
+"""Lines a lane tries to learn a template from at most."""
+SHAPE_TRIES = 3
+"""Lines of one shape (numbers masked) tried at most: a line with a value the lane writes no cell for (a time
+at .000 milliseconds, a float of 7 decimals) fails the proof, and the next line of its shape may not."""
 CANDIDATES = 4
 """Rows of the general parser per segment whose lines the lane tries to learn from."""
 
@@ -91,7 +96,8 @@ class FastLane:
         self.grammars = grammars
         self.from_log: list[Template] = []
         """Templates learned from the log's own lines (:meth:`_learn_lines`)."""
-        self.tried: set[bytes] = set()
+        self.tried: Counter[bytes] = Counter()
+        """Tries per line shape (numbers masked): :data:`SHAPE_TRIES` once one proved."""
         shape, templates = build_templates(grammars)
         self.shape = shape
         self.templates: list[Template] = templates if shape is not None else []
@@ -102,6 +108,8 @@ class FastLane:
         self.every = list(self.templates)
         self.full: dict[str, Any] | None = None
         """The state compiled from every template, kept for careful segments once learning dropped some."""
+        self.yearless = Yearless(grammars, fmt, columns, (self.counted, self.launch_anchors))
+        """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self._compile()
 
     @property
@@ -229,6 +237,8 @@ class FastLane:
         if quick is not None:
             self._account(parser, quick, base, parts)
             return True
+        if self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
+            return True
         entries: list[Entry] = []
         parser.line = base
         lines = buf.count(b"\n", s + 1, e + 1)
@@ -242,6 +252,7 @@ class FastLane:
             return chunk(records)
 
         pieces: list[bytes] = []
+        undated = parser.year is None
         try:
             rescan.scan(self, parser, buf, (s, e, base), entries)
             if entries:
@@ -257,7 +268,8 @@ class FastLane:
         learned = (
             bool(slow) and self._may_learn() and self._learn_lines(parser, buf, (s, e, base), slow[:CANDIDATES], chunk)
         )
-        if learned and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
+        dated = undated and parser.year is not None and self.yearless.program is not None  # year-less lines may go on
+        if (learned or dated) and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
             return self._segment(parser, buf, s + len(pieces[0]), e, parts, chunk)
         for piece in pieces[1:]:
             records = parser.feed(piece)
@@ -265,7 +277,8 @@ class FastLane:
         return True
 
     def _may_learn(self) -> bool:
-        return self.shape is not None and len(self.from_log) < LEARN_TEMPLATES and len(self.tried) < LEARN_TRIES
+        tries = self.tried.total()
+        return self.shape is not None and len(self.from_log) < LEARN_TEMPLATES and tries < LEARN_TRIES
 
     def _learn_lines(
         self, parser: Parser, buf: bytes, span: tuple[int, int, int], rows: list[Record], chunk: Chunk
@@ -293,16 +306,20 @@ class FastLane:
                 break
             raw = buf[pos:end].rstrip(b"\r")
             shape = _MASK.sub(b"0", raw)
-            if shape not in self.tried:
-                self.tried.add(shape)
-                learned = self._try_template(parser, raw, r, chunk) or learned
+            if self.tried[shape] < SHAPE_TRIES:  # a line whose values the lane refuses proves nothing of the next
+                self.tried[shape] += 1
+                ok = self._try_template(parser, raw, r, chunk)
+                self.tried[shape] = SHAPE_TRIES if ok else self.tried[shape]
+                learned = ok or learned
         return learned
 
     def _try_template(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
         """Add the template of ``raw`` if the lane then writes ``row`` for it exactly as the parser does."""
         assert self.shape is not None
         t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
-        if t is None or any(x.key == t.key for x in self.every):
+        if t is None:
+            return self.yearless.learn(parser, raw, row, chunk([row])[1])
+        if any(x.key == t.key for x in self.every):
             return False
         want = chunk([row])[1]
         before = list(self.templates), list(self.every)
@@ -338,9 +355,11 @@ class FastLane:
         quick = None
         if self.native is not None and not parser.origin:
             quick = self._quick(parser, buf, start - 1, end - 1, base)
+        parts: list[Part] = []
+        if quick is None and self.native is not None and not parser.origin:
+            return parts if self.yearless.whole(parser, buf, start, end, base, parts) else None
         if not quick:
             return None
-        parts: list[Part] = []
         self._account(parser, quick, base, parts)
         return parts
 
@@ -368,7 +387,7 @@ class FastLane:
         got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at))
         if got is None:
             return False
-        nrows, rows, hits, anchors, accepts, lines = got
+        nrows, rows, hits, anchors, accepts, lines = got[:6]
         counts = [0] * len(self.templates)
         for i, n in zip(at, hits, strict=True):
             counts[i] = n

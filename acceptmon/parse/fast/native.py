@@ -25,10 +25,31 @@ from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 4
+VERSION = 5
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
-STRICT = {"int": "INT", "float": "FLOAT", "bool": "BOOL", "str": "STR"}
-LOOSE = {"int": "LINT", "float": "LFLOAT", "bool": "BOOL", "str": "LSTR"}
+STRICT = {
+    "int": "INT",
+    "float": "FLOAT",
+    "bool": "BOOL",
+    "str": "STR",
+    "count": "INT",
+    "number": "FLOAT",
+    "percent": "LFLOAT",
+    "float_list": "LIST",
+    "engine": "LINT",
+    "lstr": "LSTR",
+    "lnumber": "LFLOAT",
+    "lint": "LINT",
+}
+LOOSE = {
+    "int": "LINT",
+    "float": "LFLOAT",
+    "bool": "BOOL",
+    "str": "LSTR",
+    "lstr": "LSTR",
+    "lnumber": "LFLOAT",
+    "lint": "LINT",
+}
 """Value steps of a template whose rows are written (strict, captured) or only counted (loose), by name:
 a step's code is the module's ``OP_<name>`` (the numbers of the protocol are the C module's own)."""
 RECIPE_CODES = {"SLOT": SLOT, "BOOL_SLOT": BOOL_SLOT, "JSON_RANK": JSON_RANK}
@@ -46,6 +67,7 @@ CLASSES: dict[str, frozenset[int]] = {
     "STR": _PRINTABLE - frozenset(b'",\\'),
     "LSTR": _ANY - frozenset(b",\r\n\x1b"),
     "EXTRA": _ANY - frozenset(b",\r\n\t\x1b"),
+    "LIST": _DIGITS | {ord(".")},
 }
 """Bytes a greedy step may go on reading: the next step must not start with one of them."""
 END = frozenset(b",\r\n")
@@ -113,6 +135,17 @@ def program(
     return scan.Program(shape.prefix, shape.suffix, compiled, needles, len(launch))
 
 
+def yearless_steps(t: Template) -> list[Step] | None:
+    """A year-less envelope's template as steps (:mod:`acceptmon.parse.fast.yearless`), or None."""
+    return _steps(t)
+
+
+def max_deps() -> int:
+    """Capture groups a derived cell may depend on in the loaded module (0 without one)."""
+    module = load()
+    return 0 if module is None else int(module.MAX_DEPS)
+
+
 def plans(plans: Sequence[Plan | bool | None], at: Sequence[int]) -> list[Any]:
     """Per template in C order: None (counted), False (the parser writes it), or the row recipe."""
     out: list[Any] = []
@@ -140,12 +173,27 @@ def _steps(t: Template) -> list[Step] | None:
             return None
         if step[0] != "LIT" or step[2][0]:
             steps.append(step)
-    for here, after in zip(steps, [*steps[1:], None], strict=True):
+    for at, (here, after) in enumerate(zip(steps, [*steps[1:], None], strict=True)):
         if here[0] in CLASSES and _starts(after) & CLASSES[here[0]]:
             return None
         if here[0] == "ALT" and any(a != b and b.startswith(a) for a in here[2] for b in here[2]):
             return None
+        if here[0] == "LIST" and after is not None and _goes_on_list(steps[at + 1 : at + 3]):
+            return None
     return steps
+
+
+def _goes_on_list(after: list[Step]) -> bool:
+    """Whether what follows a list could be read as the list going on (', ' then a digit): the list reads
+    ', ' only before a digit, so the literal after it must not have one there."""
+    texts = [b""]
+    for code, _, options in after:
+        if code not in ("LIT", "ALT"):
+            return True
+        texts = [t + o for t in texts for o in options]
+        if all(len(t) >= 3 for t in texts):
+            break
+    return any(t[:2] == b", " and (len(t) < 3 or t[2:3].isdigit() or t[2:3] == b".") for t in texts)
 
 
 def _step(op: str, arg: Any, table: bool) -> Step | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
@@ -24,8 +25,28 @@ FLOAT = rb"(0\.(?!0000)[0-9]{0,5}[1-9]|[1-9][0-9]{0,8}\.[0-9]{0,5}[1-9]|(?:0|[1-
 BOOL = rb"(True|False)"
 STR = rb"([ !#-+\--\[\]-~]*)"
 """Printable ASCII without '"', ',' and backslash: neither CSV quoting nor JSON escaping applies."""
-VALUE: dict[str, bytes] = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
-"""Value kinds a fast template may capture; a grammar value of another kind has no fast lane."""
+NUMBER = rb"([0-9]{1,30}(?:\.[0-9]{1,30})?)"
+"""A number as the compiled matcher's loose step reads it (a converted value's text: see :data:`CONVERTED`)."""
+NUMBER_LIST = rb"([0-9]{1,30}(?:\.[0-9]{1,30})?(?:, [0-9]{1,30}(?:\.[0-9]{1,30})?)*)"
+VALUE: dict[str, bytes] = {
+    "int": INT,
+    "float": FLOAT,
+    "bool": BOOL,
+    "str": STR,
+    "count": INT,
+    "number": FLOAT,
+    "percent": NUMBER,
+    "float_list": NUMBER_LIST,
+    "engine": rb"([0-9]{1,30})",
+}
+"""Value kinds a fast template may capture; a grammar value of another kind has no fast lane. A ``count`` or
+``number`` is captured as the int's or float's own text; the :data:`CONVERTED` kinds are not."""
+CONVERTED = frozenset({"percent", "float_list", "engine"})
+"""Kinds whose cell is not the logged text (``57.3`` is 0.573, a list is written ``a;b;c``): their cells are
+the converter's, once per distinct text, as derived cells are (:class:`acceptmon.parse.fast.rows.Plan`)."""
+UNITS: dict[str, bytes] = {"count": rb" [A-Za-z/]{1,20}", "number": rb" [A-Za-z/]{1,20}", "percent": rb"%"}
+"""What may follow a value of these kinds as literal text (``1250 tokens``, ``412.5 tokens/s``, ``57.3%``):
+their converters read the number alone, so the value and its unit read as the number does."""
 EXTRA_KEY = rb"([^:,\r\n\x1b]+)"
 EXTRA_VALUE = rb"([^,\r\n\t\x1b]*)(?<![ \t])"
 """An unknown key's text: no ', ' (pieces stay pieces), no trailing blank (the parser strips it)."""
@@ -54,8 +75,8 @@ DATE = (
 )
 """Only dates every year has (no 29 February): ``datetime.fromisoformat`` accepts each."""
 TIME = rb"((?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9])"
-FRACTION = rb"((?:\.(?!000)[0-9]{3})?)"
-"""Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 prints none."""
+FRACTION = rb"((?:\.(?!000)[0-9]{3})?)(?:\.000)?"
+"""Milliseconds as the writer prints them (``isoformat(timespec="milliseconds")``); .000 is read and prints none."""
 TIMESTAMP = DATE + rb"[ T]" + TIME + FRACTION
 RANK = rb"(?: (?=[A-Z][A-Z_]*[0-9]))?((?<= )[A-Z][A-Z_]*[0-9]+(?: [A-Z][A-Z_]*[0-9]+)*|)"
 """Rank tokens, each behind a space as the envelope's ``(?:\\s[A-Z][A-Z_]*+\\d++)*+`` has them; group 1
@@ -75,11 +96,23 @@ class _Sink:
 
 
 _SINK = _Sink()
+_PLAIN = re.compile(r"[\w.;:/+-]*", re.ASCII)
+"""Text the csv writer writes as it is (no delimiter, quote, line break or space)."""
 _CELL_WRITER = csv.writer(_SINK, lineterminator="")
 
 
 def csv_cell(value: Any) -> bytes:
-    """One value as the csv module writes it in a row of several cells."""
+    """One value as the csv module writes it in a row of several cells (a list ``;``-joined, as the table does)."""
+    kind = type(value)
+    if value is None:
+        return b""
+    if kind is int or kind is bool or kind is float:
+        return str(value).encode()  # what the writer's str() gives: no quoting, ever
+    if kind is list:
+        value = ";".join("" if v is None else str(v) for v in value)
+        kind = str
+    if kind is str and _PLAIN.fullmatch(value):
+        return str(value).encode()  # nothing the writer quotes
     _CELL_WRITER.writerow(["", value])
     return _SINK.text[1:].encode()
 

@@ -16,13 +16,20 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from acceptmon.parse.fast.pieces import CAPTURED_JSON, Format, cell, escape_format, json_rank
+from acceptmon.parse.fast.pieces import CAPTURED_JSON, CONVERTED, Format, cell, escape_format, json_rank
 from acceptmon.parse.fast.templates import Template
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig
+from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS
 
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
+MEMO = 8192
+"""Derived cells a plan remembers at most (then it starts again): a decode line's accept len has a few hundred
+spellings, a vLLM spec line's counts one per line, whose cells would only fill memory."""
+_LINE_FIELDS = frozenset({"line", "timestamp", "rank", "extra", *STREAM_FIELDS, "process", "pid", "level", "prefix"})
+"""Values a line gives besides its template's fields (envelope, stream prefix, unknown keys): a ``derive``
+that reads one makes the template's rows the parser's. Any other field a template lacks, its lines lack too."""
 SLOT = 16
 """In a :attr:`Plan.recipe`, the code of the template's first group."""
 BOOL_SLOT = SLOT + 256
@@ -54,6 +61,14 @@ class _Reads(dict[str, Any]):
         self.reads.add(str(key))
         return super().__contains__(key)
 
+    def pop(self, key: str, *default: Any) -> Any:
+        self.reads.add(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self.reads.add(key)
+        return super().setdefault(key, default)
+
 
 class _Memo(dict[Any, tuple[bytes, ...]]):
     """Derived cells by dependency text; a missing entry is computed (see :meth:`Plan.derived_cells`)."""
@@ -76,22 +91,39 @@ class Plan:
         fmt: Format,
         columns: tuple[str, ...],
         context: tuple[str, int, LaunchConfig | None],
+        every: bool = False,
     ) -> None:
+        """``every``: the derive depends on every captured field (not only those it read of the template's sample,
+        as a branch the sample did not take may read others)."""
         file, run, launch = context
         kind = KINDS[t.kind]
-        base: dict[str, Any] = {"file": file, "line": 0, "server": t.grammar.spec.server, **t.values, "run": run}
+        defaults = t.grammar.spec.defaults
+        base: dict[str, Any] = {
+            "file": file,
+            "line": 0,
+            "server": t.grammar.spec.server,
+            **defaults,
+            **t.values,
+            "run": run,
+        }
         probe = _Reads(base)
         if kind.derive is not None:
             kind.derive(probe, launch)
         reads, after = set(probe.reads), dict(probe)
-        written = [c for c in columns if c in after and (c not in base or after[c] is not base[c])]
-        if reads - set(t.fields) - CONSTANT_FIELDS - set(written):
-            raise Unsupported(t.kind)
-        deps = sorted(set(t.fields) & reads)
+        converted = {f for f, i in t.fields.items() if t.groups[i][1] in CONVERTED}
+        written = [c for c in columns if (c in after and (c not in base or after[c] is not base[c])) or c in converted]
+        if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
+            raise Unsupported(t.kind)  # a value of the line's that the template does not capture
+        deps = sorted(set(t.fields) & (reads | converted | (set(t.fields) if every and kind.derive else set())))
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
+        self.dep_index = {f: i for i, f in enumerate(deps)}
+        self.dep_convert = dict(self.dep_fields)
+        self.solo: dict[str, dict[bytes, bytes]] = {}
+        self.cells: dict[tuple[type, Any], bytes] = {}
+        """Cells of converted values by their text, for a kind without ``derive``."""
         self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
@@ -153,15 +185,42 @@ class Plan:
         if got is not None:
             return got
         raw = texts if len(self.dep) > 1 else (texts,)
+        if self.derive is None:  # converted values alone: each cell is its own text's (memoised apart)
+            got = tuple(self._converted(c, raw[self.dep_index[c]]) for c in self.derived)
+            if len(self.memo) > MEMO:
+                self.memo.clear()
+            self.memo[texts] = got
+            return got
         values = dict(self.base)
         for (name, convert), text in zip(self.dep_fields, raw, strict=True):
             values[name] = convert(text.decode())
-        assert self.derive is not None
-        self.derive(values, self.launch)
-        got = tuple(cell(values.get(c), self.fmt_kind) for c in self.derived)
-        if len(self.memo) > 100_000:
+        if self.derive is not None:  # else only converted values (a percentage's fraction)
+            self.derive(values, self.launch)
+        got = tuple(map(self._cell, map(values.get, self.derived)))
+        if len(self.memo) > MEMO:
             self.memo.clear()
         self.memo[texts] = got
+        return got
+
+    def _cell(self, value: Any) -> bytes:
+        """A derived value's cell (a launch's algorithm, a source's name: the same values row after row)."""
+        if type(value) is list or type(value) is float:
+            return cell(value, self.fmt_kind)
+        key = (type(value), value)  # 1, 1.0 and True are equal keys but different cells
+        got = self.cells.get(key)
+        if got is None:
+            if len(self.cells) > MEMO:
+                self.cells.clear()
+            got = self.cells[key] = cell(value, self.fmt_kind)
+        return got
+
+    def _converted(self, name: str, text: bytes) -> bytes:
+        memo = self.solo.setdefault(name, {})
+        got = memo.get(text)
+        if got is None:
+            if len(memo) > MEMO:
+                memo.clear()
+            got = memo[text] = cell(self.dep_convert[name](text.decode()), self.fmt_kind)
         return got
 
     def json_cells(self, groups: tuple[bytes, ...]) -> tuple[bytes, ...]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import regex
 
-from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
+from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, UNITS, VALUE, loosen
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 
@@ -168,7 +168,7 @@ def _shape(g: Grammar, m: regex.Match[str], kinds: dict[str, str]) -> Shape | No
 def _template(g: Grammar, m: regex.Match[str], others: set[bytes]) -> Template | None:
     start, body_start = m.start("fastlane_message"), m.start("body")
     t = Template(g, g.spec.record or "", b"")
-    head, literal = _head(g, m, start, body_start, t)
+    head, literal = read_head(g, m, start, body_start, t)
     if head is None:
         return None
     t.head, t.literal, t.head_groups = head, literal, len(t.groups)
@@ -181,7 +181,7 @@ def _template(g: Grammar, m: regex.Match[str], others: set[bytes]) -> Template |
     return t
 
 
-def _head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Template) -> tuple[bytes | None, bytes]:
+def read_head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Template) -> tuple[bytes | None, bytes]:
     """The head's pattern (literals and the grammar's groups) and its literal bytes."""
     spans = sorted((m.start(n), m.end(n), n) for n in g.fields if start <= m.start(n) < stop)
     out, literal, pos = [], [], start
@@ -224,11 +224,16 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
             t.groups += [(None, "str"), (None, "str")]
             continue
         spec = g.spec.keys[key]
-        if spec.kind not in VALUE or not re.fullmatch(VALUE[spec.kind], value.encode()):
+        number, unit = value_unit(spec.kind, value)
+        if number is None:
             return False
-        names = _aliases(g, key) if i else [key]
+        names = aliases(g, key) if i else [key]
         patterns.append(b"(?:" + b"|".join(re.escape(n.encode()) for n in names) + b"): " + VALUE[spec.kind])
         ops += [("alt", tuple(n.encode() + b": " for n in names)), (spec.kind, len(t.groups))]
+        if unit:
+            patterns[-1] += re.escape(unit)
+            ops.append(("lit", unit))
+            literal.append(unit)
         literal.append(key.encode())
         if not (conv.fallback and conv.field in found):
             t.fields[conv.field] = len(t.groups)
@@ -241,7 +246,19 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
     return True
 
 
-def _aliases(g: Grammar, key: str) -> list[str]:
+def value_unit(kind: str, value: str) -> tuple[bytes | None, bytes]:
+    """A value's number and the unit after it (:data:`~acceptmon.parse.fast.pieces.UNITS`), or (None, b"")
+    if the value has no fast form."""
+    text = value.encode()
+    if kind not in VALUE:
+        return None, b""
+    if re.fullmatch(VALUE[kind], text):
+        return text, b""
+    m = re.fullmatch(VALUE[kind] + b"(" + UNITS[kind] + b")", text) if kind in UNITS else None
+    return (m.group(1), m.group(2)) if m else (None, b"")
+
+
+def aliases(g: Grammar, key: str) -> list[str]:
     """Keys the pair reader treats exactly like ``key`` (same field, kind and fallback rule)."""
     spec = g.spec.keys[key]
     same = [

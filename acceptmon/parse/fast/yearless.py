@@ -1,0 +1,243 @@
+"""vLLM's lines on the compiled matcher: its logging prefix, with year-less timestamps, and its values.
+
+vLLM prints ``[(PROCESS pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:N] message`` (``vllm_envelope.toml``). The
+compiled matcher reads that envelope itself (``cm_yearless`` in ``cmatch_match.c``: ANSI colour skipped
+where the parser strips it, ASCII names only) and dates each matched line from the scan's year state,
+the year and month of the last dated line, exactly as :meth:`Parser._dated` rolls it over at New Year
+and dates a late line from before it; a 29 February is the parser's. The message is a template of one
+grammar (:mod:`acceptmon.parse.fast.yearless_templates`), built from a line of the log the general
+parser read; it joins only once the compiled matcher writes the parser's row for that line
+(:meth:`Yearless.learn`). A scan stops at a line it cannot say, which the parser reads; everything
+unproven stays with the parser. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, Literal
+
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.pieces import Format
+from acceptmon.parse.fast.rows import Plan, Unsupported
+from acceptmon.parse.fast.templates import ACCEPT, Template
+from acceptmon.parse.fast.yearless_templates import template_of
+from acceptmon.parse.grammar import GrammarSet
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import ANSI, Parser
+from acceptmon.parse.records import Record
+
+LEARN_TEMPLATES = 32
+"""Templates learned at most (each is tried on every line the envelope matches)."""
+
+Part = tuple[int, bytes]
+Chunk = Callable[[list[Record]], Part]
+Scan = tuple[Part, list[int], int, int, int, int, int, int]
+"""rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
+the envelope."""
+LEARN_TRIES = 64
+"""Lines the lane tries to learn a template from at most (of each shape, numbers masked, SHAPE_TRIES)."""
+SHAPE_TRIES = 3
+_MASK = re.compile(rb"[0-9]+")
+
+
+def _fed(parser: Parser, lines: bytes, chunk: Chunk) -> list[Part]:
+    """``lines`` read by the general parser, in pieces (its records are a few kB each)."""
+    out = []
+    for piece in _cut(lines):
+        records = parser.feed(piece)
+        if records:
+            out.append(chunk(records))
+    return out
+
+
+def _cut(lines: bytes, size: int = 128 << 10) -> list[bytes]:
+    out, s = [], 0
+    while len(lines) - s > size:
+        cut = lines.find(b"\n", s + size) + 1 or len(lines)
+        out.append(lines[s:cut])
+        s = cut
+    return [*out, lines[s:]] if s < len(lines) else out
+
+
+class Yearless:
+    """The templates of year-less lines a lane learned, compiled, and their row plans for a parser."""
+
+    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...], needles: tuple[list[bytes], ...]):
+        self.grammars, self.fmt, self.columns = grammars, fmt, columns
+        self.counted, self.launch = needles
+        self.templates: list[Template] = []
+        self.tried: Counter[bytes] = Counter()
+        self.program: Any = None
+        self.context: tuple[str, int, Any, frozenset[str]] | None = None
+        self.plans: list[Any] = []
+        self.data = frozenset(k.name for k in KINDS.values() if k.series is not None)
+        """Kinds whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
+
+    @property
+    def full(self) -> bool:
+        return len(self.templates) >= LEARN_TEMPLATES
+
+    def _compile(self) -> None:
+        self.context, self.plans, self.program = None, [], None
+        module = native.load()
+        steps = [native.yearless_steps(t) for t in self.templates]
+        if module is None or not self.templates or any(s is None for s in steps):
+            return
+        needles = [*self.counted, *self.launch, ACCEPT]
+        compiled = [native.codes(module, s) for s in steps if s is not None]
+        self.program = module.Program(b"", b"", compiled, needles, len(self.launch), module.ENV_YEARLESS)
+        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.exempt = [t.kind in self.data and ACCEPT in t.literal for t in self.templates]
+        self.unsure = [
+            t.kind in self.data and ACCEPT not in t.literal and any(op in ("lstr", "str") for op, _ in t.ops)
+            for t in self.templates
+        ]
+        """Data templates whose lines may say 'accept' only in a text value (then counted carefully)."""
+
+    def plans_for(self, parser: Parser) -> list[Any]:
+        """Per template, what the compiled matcher writes for it (see :func:`native.plans`)."""
+        context = (parser.file, parser.run, parser.launch, parser.wanted)
+        if context != self.context:
+            self.context, self.plans = context, []
+            for t in self.templates:
+                if t.kind not in parser.wanted:  # a line the parser only counts is not dated: the year state is its
+                    self.plans.append(False)
+                    continue
+                try:
+                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context[:3], every=True)
+                except Unsupported:
+                    self.plans.append(False)
+                    continue
+                ok = plan.recipe is not None and len(plan.dep_slots) <= native.max_deps()
+                self.plans.append((plan.recipe, plan.dep_slots, plan.memo) if ok else False)
+        return self.plans
+
+    def _scan(self, parser: Parser, buf: Any, s: int, e: int, base: int, stop: bool) -> Scan | Literal[False] | None:
+        """``buf[s:e]`` (whole lines) through the compiled matcher: the part it can say, up to the line it
+        stopped at (with ``stop``: the first that holds an anchor and matches no template); None if that part
+        is not exact (the parser's); False if a line holds a launch anchor."""
+        plans = self.plans_for(parser)
+        assert parser.year is not None
+        try:
+            got = self.program.scan(buf, s, e, base, plans, parser.year, parser.month or 0, stop)
+        except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
+            return None  # a value its converter refuses (a percentage over 100): the parser's to say
+        if got is None:
+            return False if stop else None
+        nrows, rows, hits, anchors, accepts, lines, year, month, at, enveloped = got
+        exact = not any(n and plan is False for n, plan in zip(hits, plans, strict=True))
+        for j in range(len(self.counted)):
+            exact = exact and anchors[j] == sum(n * self.anchor_counts[i][j] for i, n in enumerate(hits) if n)
+        if accepts and any(n and self.unsure[i] for i, n in enumerate(hits)):
+            exact = False
+        return ((nrows, rows), hits, lines, accepts, year, month, at, enveloped) if exact else None
+
+    def whole(self, parser: Parser, buf: Any, s: int, e: int, base: int, parts: list[Part]) -> bool:
+        """Rows and tallies of ``buf[s:e]`` if the compiled matcher says every line of it."""
+        if self.program is None or parser.year is None or parser.origin:
+            return False
+        got = self._scan(parser, buf, s, e, base, False)
+        if not got or got[6] < e:
+            return False
+        self._account(parser, got, base, parts)
+        return True
+
+    def segment(self, parser: Parser, buf: bytes, span: tuple[int, int, int], parts: list[Part], chunk: Chunk) -> bool:
+        """Rows and tallies of the lines ``buf[s:e]`` of a segment: the compiled matcher's, and the general
+        parser's for each line it stops at (which the lane then learns from), in order. False (nothing done)
+        where the year is not known yet, a line holds a launch anchor, or the matcher says nothing before a
+        line that is not behind its envelope (another server's segment)."""
+        s, e, _ = span
+        if self.program is None or parser.year is None or parser.origin:
+            return False
+        got = self._scan(parser, buf, s, e, parser.line, True)
+        if got is False or (got is not None and got[6] < e and not got[7] and not any(got[1])):
+            return False
+        self._lines(parser, buf, (s, e), (parts, chunk), got)
+        return True
+
+    def _lines(
+        self, parser: Parser, buf: bytes, span: tuple[int, int], out: tuple[list[Part], Chunk], got: Any
+    ) -> None:
+        """:meth:`segment` from ``got``, the scan of ``span`` (a part that is not exact is read in halves, down to
+        the one line the parser reads)."""
+        (pos, e), (parts, _) = span, out
+        while pos < e:
+            got = got if got is not None else self._scan(parser, buf, pos, e, parser.line, True)
+            if not got:
+                mid = buf.rfind(b"\n", pos, pos + (e - pos) // 2) + 1
+                mid = mid if mid > pos else buf.index(b"\n", pos, e) + 1
+                if mid >= e:
+                    self._feed(parser, buf, pos, e, out)
+                else:
+                    self._lines(parser, buf, (pos, mid), out, None)
+                    self._lines(parser, buf, (mid, e), out, None)
+                return
+            self._account(parser, got, parser.line, parts)
+            if got[6] >= e:
+                return
+            pos = self._feed(parser, buf, got[6], buf.index(b"\n", got[6], e) + 1, out)
+            got = None
+
+    def _feed(self, parser: Parser, buf: bytes, s: int, e: int, out: tuple[list[Part], Chunk]) -> int:
+        """The line ``buf[s:e]`` read by the general parser (and learned from); where the next line starts."""
+        parts, chunk = out
+        records = parser.feed(buf[s:e])
+        if records:
+            parts.append(chunk(records))
+            self._learn_from(parser, buf[s : e - 1].rstrip(b"\r"), records, chunk)
+        return e
+
+    def _learn_from(self, parser: Parser, raw: bytes, records: list[Record], chunk: Chunk) -> None:
+        """Learn the template of a line the matcher stopped at (a few lines of each shape are tried)."""
+        shape = _MASK.sub(b"0", raw)
+        if len(records) != 1 or not KINDS[records[0].kind].table or self.tried[shape] >= SHAPE_TRIES:
+            return
+        if self.tried.total() < LEARN_TRIES:
+            self.tried[shape] += 1
+            if self.learn(parser, raw, records[0], chunk(records)[1]):
+                self.tried[shape] = SHAPE_TRIES
+
+    def _account(self, parser: Parser, got: Scan, base: int, parts: list[Part]) -> None:
+        """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
+        (nrows, rows), counts, lines, accepts, year, month = got[:6]
+        if nrows:
+            parts.append((nrows, rows))
+        kinds = parser.tally.kinds
+        for i, n in enumerate(counts):
+            if n:
+                kinds[self.templates[i].kind] += n
+        kinds["other"] += lines - sum(counts)
+        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
+            parser.launch_open, parser.closed = None, True
+        parser.tally.accept_noise += accepts - sum(n for i, n in enumerate(counts) if self.exempt[i])
+        parser.line = base + lines
+        parser.year, parser.month = year, month or None
+
+    def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:
+        """Add the template of ``raw`` if the compiled matcher then writes ``want`` (the parser's row) for it."""
+        stamp = getattr(row, "timestamp", None)
+        if self.full or native.load() is None or stamp is None:
+            return False
+        text = raw.decode("utf-8", "replace")
+        t = template_of(self.grammars, ANSI.sub("", text) if "\x1b" in text else text)
+        if t is None or any(x.key == t.key and x.ops == t.ops for x in self.templates):
+            return False
+        self.templates.append(t)
+        self._compile()
+        got = None
+        if self.program is not None:
+            plans = self.plans_for(parser)
+            try:
+                got = self.program.scan(
+                    b"\n" + raw + b"\n", 1, len(raw) + 2, row.line - 1, plans, stamp.year, stamp.month
+                )
+            except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
+                got = None
+        if got is not None and got[0] == 1 and got[1] == want and got[2][-1] == 1:
+            return True
+        self.templates.pop()
+        self._compile()
+        return False
