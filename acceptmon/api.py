@@ -19,10 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from acceptmon.diagnose.read import DoctorResult, examine
-from acceptmon.diagnose.rules import load_rules
+from acceptmon.diagnose.rules import load_rules, speedup_thresholds
 from acceptmon.errors import InputError
 from acceptmon.inputs.refs import parse_ref
 from acceptmon.inputs.remote import expand
@@ -35,6 +35,7 @@ from acceptmon.parse.load import load_grammars
 from acceptmon.parse.records import Record
 from acceptmon.pipeline.batch import records, run
 from acceptmon.pipeline.sides import read_side
+from acceptmon.pipeline.sweep import Both, RunSides, with_speedups
 from acceptmon.sinks.parquet import pyarrow_module, table_schema
 from acceptmon.sinks.runs_table import StatsJob
 
@@ -75,11 +76,28 @@ def read(paths: Paths, kinds: Iterable[str] | None = None, *, grammars: GrammarS
                 yield r
 
 
-def runs(paths: Paths, *, grammars: GrammarSet | None = None, jobs: int = 1) -> list[RunSummary]:
-    """One summary per server launch, as ``acceptmon runs`` prints them (same fields as its JSON)."""
+def runs(
+    paths: Paths,
+    *,
+    baseline: str | os.PathLike[str] | bool | None = None,
+    grammars: GrammarSet | None = None,
+    jobs: int = 1,
+) -> list[RunSummary]:
+    """One summary per server launch, as ``acceptmon runs`` prints them (same fields as its JSON).
+
+    ``baseline`` (``runs --baseline``): a log or run without speculation (``"base.log#1"``), or True for the
+    runs without speculation among ``paths``; each summary is then a
+    :class:`~acceptmon.measure.verdicts.SweepRun` with its speedup, interval, verdict and place."""
+    gset, files = grammars or load_grammars(), _paths(paths)
     job = StatsJob()
-    result = run(_paths(paths), grammars or load_grammars(), job, jobs=max(1, jobs))
-    return with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
+    sides = RunSides() if baseline not in (None, False) else None
+    both: Any = job if sides is None else Both(job, sides)
+    result = run(files, gset, both, jobs=max(1, jobs))
+    summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
+    if sides is None:
+        return summaries
+    ref = "" if baseline is True else os.fspath(cast("str | os.PathLike[str]", baseline))
+    return with_speedups(summaries, sides, ref, gset, max(1, jobs), speedup_thresholds(load_rules()))[0]
 
 
 def compare(

@@ -236,3 +236,13 @@ def test_without_running_requests_on_either_side_s_is_the_ratio_of_mean_throughp
     logged.add(2.0, None, 10.0, 3, True)
     blank.add(2.0, None, 10.0, None, False)
     assert (running_logged(logged), running_logged(blank)) == (True, False)
+
+
+def test_the_library_gives_what_the_command_prints(sweep, capsys):
+    import acceptmon
+
+    got = acceptmon.runs(SEED, baseline=BASE)
+    assert [r.model_dump(mode="json") for r in got] == [sweep[SEED, n] for n in range(1, 6)]
+    auto = acceptmon.runs([SEED, BASE], baseline=True)
+    assert [r.speedup for r in auto[:5]] == [sweep[SEED, n]["speedup"] for n in range(1, 6)]
+    assert not hasattr(acceptmon.runs(SEED)[0], "speedup")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +20,11 @@ from acceptmon.cli.args import (
 from acceptmon.cli.hints import checked_io, looks_binary, no_rows_hint, progress_printer
 from acceptmon.display import plural
 from acceptmon.errors import InputError
-from acceptmon.inputs.files import check_path
-from acceptmon.inputs.refs import parse_ref
 from acceptmon.pipeline.batch import Job, run
 from acceptmon.sinks.atomic import atomic_output, stdout_writes
 
 if TYPE_CHECKING:
     from acceptmon.measure.summary import RunSummary
-    from acceptmon.measure.verdicts import Baseline
-    from acceptmon.parse.grammar import GrammarSet
-    from acceptmon.pipeline.sweep import RunKey, RunSides
 
 RUNS_HELP = """\
 One row per server launch: its speculative config, accept length, rates and throughput.
@@ -86,9 +80,9 @@ def add_parser(sub: Subcommands) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from acceptmon.cli.wiring import say_left_out, say_unrecognized
+    from acceptmon.cli.wiring import say, say_left_out, say_unrecognized
     from acceptmon.measure.summary import with_unrecognized
-    from acceptmon.pipeline.sweep import Both, RunSides
+    from acceptmon.pipeline.sweep import Both, RunSides, with_speedups
     from acceptmon.sinks.runs_table import StatsJob  # the run statistics: not on `parse`'s path
 
     args.files, args.output = checked_io(args.files, args.output)
@@ -102,7 +96,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     )
     summaries = with_unrecognized(job.stats.summaries(), result.tally.unrecognized_runs)
     if sides is not None:
-        summaries = _with_speedups(summaries, sides, args.baseline, grammars, max(1, args.jobs))
+        from acceptmon.diagnose.rules import load_rules, speedup_thresholds
+
+        thresholds = speedup_thresholds(load_rules())
+        summaries, found = with_speedups(summaries, sides, args.baseline, grammars, max(1, args.jobs), thresholds)
+        if not found:
+            say("no run without speculation in these files to measure a speedup against: give --baseline FILE")
     say_year(grammars, result.tally)
     if job.records or not any(map(looks_binary, args.files)):  # a binary file's "lines" are no format change
         say_unrecognized(result.tally)
@@ -111,58 +110,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
         no_rows_hint(args.files)
     _print_runs(summaries, fmt, args.output)
     return 0
-
-
-def _with_speedups(
-    summaries: list[RunSummary], sides: RunSides, ref: str, grammars: GrammarSet, jobs: int
-) -> list[RunSummary]:
-    """``--baseline``: each run with its speedup against the baseline runs (``ref``, else the runs without
-    speculation among ``sides``), its verdict, and the best of them (:mod:`acceptmon.measure.verdicts`)."""
-    from acceptmon.cli.wiring import say
-    from acceptmon.diagnose.rules import load_rules, speedup_thresholds
-    from acceptmon.measure.speedup import baseline_runs
-    from acceptmon.measure.verdicts import sweep_verdicts
-    from acceptmon.pipeline.sweep import read_runs
-
-    if ref:
-        path, number = parse_ref(ref)
-        check_path(path)
-        base_sides, _ = read_runs([path], grammars, jobs)
-        chosen = baseline_runs(ref, number, _speculating(base_sides))
-        baselines = _baselines(base_sides, lambda key: key[2] in chosen)
-    else:
-        baselines = _baselines(sides, lambda key: True)
-        if not baselines:
-            say("no run without speculation in these files to measure a speedup against: give --baseline FILE")
-    runs = [(s, sides.samples.get(k := (s.file, s.source, s.run)), _spec(sides, k)) for s in summaries]
-    return list(sweep_verdicts(runs, baselines, thresholds=speedup_thresholds(load_rules())))
-
-
-def _spec(sides: RunSides, key: RunKey) -> bool:
-    """Whether the run speculates (:func:`acceptmon.measure.speedup.speculates`)."""
-    from acceptmon.measure.columns import missing
-    from acceptmon.measure.speedup import speculates
-
-    lengths = sides.samples[key].batches.column("accept_len") if key in sides.samples else ()
-    return speculates(sides.configs.get(key), len(lengths) - missing(lengths))
-
-
-def _speculating(sides: RunSides) -> dict[int, bool]:
-    """The runs with stats lines, by number: whether each speculates."""
-    return {key[2]: _spec(sides, key) for key in sides.samples}
-
-
-def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline]:
-    """The runs without speculation that ``keep`` takes, as baselines."""
-    from acceptmon.measure.verdicts import Baseline
-
-    out = []
-    for key, sample in sides.samples.items():
-        if keep(key) and not _spec(sides, key):
-            config = sides.configs.get(key)
-            name = Path(key[0]).name if key[0] != "-" else "stdin"
-            out.append(Baseline(name, key[2], config.model_path if config else None, sample.side("", copy=False)))
-    return out
 
 
 RUNS_SUFFIXES = {".csv": "csv", ".json": "json", ".parquet": "parquet"}

@@ -1,4 +1,4 @@
-"""Every run of the files as one side of a comparison, keyed as ``runs`` keys them. Pure wiring.
+"""Every run of the files as one side of a comparison, keyed as ``runs`` keys them, and their speedups. Wiring.
 
 ``acceptmon runs --baseline`` reads its runs here, beside the run statistics in the same reading
 (:class:`Both`): per run (file, source, launch number), the batches normalized in file order
@@ -9,18 +9,24 @@ launch config. A baseline reference (``FILE`` or ``FILE#N``) is read the same wa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from acceptmon.measure.columns import Packed, pack, unpack
+from acceptmon.inputs.files import check_path
+from acceptmon.inputs.refs import parse_ref
+from acceptmon.measure.columns import Packed, missing, pack, unpack
 from acceptmon.measure.compare import Sample
 from acceptmon.measure.normalize import READS, Normalizer
+from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW, baseline_runs, speculates
+from acceptmon.measure.summary import RunSummary
+from acceptmon.measure.verdicts import Baseline, sweep_verdicts
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.records import LaunchConfig, Record
 from acceptmon.pipeline.batch import Job, RunResult, run
 
-__all__ = ["Both", "RunKey", "RunSides", "read_runs"]
+__all__ = ["Both", "RunKey", "RunSides", "read_runs", "with_speedups"]
 
 RunKey = tuple[str, str, int]
 """A run as ``runs`` names it: its file, its stream source ("" for a plain file) and its launch number."""
@@ -81,3 +87,48 @@ def read_runs(paths: Sequence[str], grammars: GrammarSet, jobs: int = 1, **how: 
     """The runs of ``paths`` as sides."""
     sides = RunSides()
     return sides, run(paths, grammars, sides, jobs=jobs, **how)
+
+
+def with_speedups(
+    summaries: Sequence[RunSummary],
+    sides: RunSides,
+    ref: str,
+    grammars: GrammarSet,
+    jobs: int = 1,
+    thresholds: tuple[float, float] = (LOSES_BELOW, MARGINAL_BELOW),
+) -> tuple[list[RunSummary], bool]:
+    """Each run with its speedup against the baseline runs (``ref``: ``FILE`` or ``FILE#N``; empty: the runs
+    without speculation among ``sides``), its verdict, and the best of them (:mod:`acceptmon.measure.verdicts`);
+    and whether there was a baseline run. A baseline reference that names no run without speculation: one line."""
+    if ref:
+        path, number = parse_ref(ref)
+        check_path(path)
+        base_sides, _ = read_runs([path], grammars, jobs)
+        chosen = baseline_runs(ref, number, _speculating(base_sides))
+        baselines = _baselines(base_sides, lambda key: key[2] in chosen)
+    else:
+        baselines = _baselines(sides, lambda key: True)
+    runs = [(s, sides.samples.get(k := (s.file, s.source, s.run)), _spec(sides, k)) for s in summaries]
+    return list(sweep_verdicts(runs, baselines, thresholds=thresholds)), bool(baselines)
+
+
+def _spec(sides: RunSides, key: RunKey) -> bool:
+    """Whether the run speculates (:func:`acceptmon.measure.speedup.speculates`)."""
+    lengths = sides.samples[key].batches.column("accept_len") if key in sides.samples else ()
+    return speculates(sides.configs.get(key), len(lengths) - missing(lengths))
+
+
+def _speculating(sides: RunSides) -> dict[int, bool]:
+    """The runs with stats lines, by number: whether each speculates."""
+    return {key[2]: _spec(sides, key) for key in sides.samples}
+
+
+def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline]:
+    """The runs without speculation that ``keep`` takes, as baselines."""
+    out = []
+    for key, sample in sides.samples.items():
+        if keep(key) and not _spec(sides, key):
+            config = sides.configs.get(key)
+            name = Path(key[0]).name if key[0] != "-" else "stdin"
+            out.append(Baseline(name, key[2], config.model_path if config else None, sample.side("", copy=False)))
+    return out
