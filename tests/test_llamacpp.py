@@ -476,3 +476,10 @@ def test_speedup_against_a_run_without_a_draft_is_the_ratio_of_decode_speeds_sai
         assert r["speedup_ci_low"] < r["speedup"] < r["speedup_ci_high"]
         assert r["speedup_note"].startswith("neither run logs its running requests")
     assert [r["best"] for r in runs] == [True, False]
+
+
+def test_no_year_note_where_no_timestamp_needed_a_year(tmp_path):
+    """llama.cpp's `M.SS.mmm.uuu` stamps are times since start, not year-less dates: no command speaks of a year."""
+    for command in (("runs",), ("parse", "-o", str(tmp_path / "out.csv")), ("doctor",)):
+        out = _cli(*command, str(LOG))
+        assert out.returncode == 0 and "year of year-less" not in out.stderr, out.stderr

@@ -173,7 +173,8 @@ def say_year(grammars: GrammarSet, tally: Tally | None = None) -> None:
     had them (``tally``: the lines read, whose vLLM lines say so too)."""
     years = grammars.year_for
     seen = tally is not None and (tally.kinds["spec"] or tally.kinds["throughput"])
-    if isinstance(years, YearSource) and (years.used or seen):
+    # spec and throughput lines without a year dated (llama.cpp's, or vLLM's without a timestamp): nothing to say
+    if isinstance(years, YearSource) and (years.used or (seen and years.year is not None)):
         print(f"acceptmon: {years.describe()}", file=sys.stderr)
 
 
