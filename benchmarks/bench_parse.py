@@ -220,14 +220,14 @@ def startup(tmp: Path, python: str) -> list[float]:
 
 
 def lane(pure: bool) -> str:
-    """Which fast lane the acceptmon runs took."""
+    """Which path the acceptmon runs took: the compiled fast lane or the general parser."""
     if pure:
-        return "pure Python (ACCEPTMON_PURE_PYTHON=1)"
+        return "general parser (ACCEPTMON_PURE_PYTHON=1: no fast lane)"
     found = subprocess.run(
         [sys.executable, "-c", "from acceptmon.parse.fast import native; print(native.load() is not None)"],
         env=ENV, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return "compiled matcher (cmatch)" if found.stdout.strip() == "True" else "pure Python (cmatch not built)"
+    return "compiled matcher (cmatch)" if found.stdout.strip() == "True" else "general parser (cmatch not built)"
 
 
 def main() -> None:
@@ -235,7 +235,7 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=256)
     ap.add_argument("--jobs", type=int, help="acceptmon -j (default: its own default)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--pure", action="store_true", help="time the pure-Python lane (ACCEPTMON_PURE_PYTHON=1)")
+    ap.add_argument("--pure", action="store_true", help="time the general parser alone (ACCEPTMON_PURE_PYTHON=1)")
     ap.add_argument("--server", choices=("sglang", "vllm"), default="sglang", help="which server's log to generate")
     ap.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="acceptmon's output format")
     ap.add_argument("--shape", choices=("all", *SHAPES), help="time line shapes (see parse_shapes.py) instead")

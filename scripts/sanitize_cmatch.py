@@ -28,11 +28,10 @@ import hatch_build  # noqa: E402
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1")
 FLAGS = ("-shared", "-fPIC", "-std=c11", *hatch_build.WARNINGS, *SANITIZE)
 GROUPS = (
-    ["tests/test_fastlane.py", "tests/test_fastlane_vllm.py", "-k", "compiled or fastlane_vllm"],
+    ["tests/test_fastlane.py", "tests/test_fastlane_vllm.py"],
     ["tests/test_cmatch.py", "tests/test_cmatch_faults.py", "tests/test_cmatch_fuzz.py"],
 )
-"""Two pytest runs side by side (a core each). test_fastlane.py runs every case on the compiled matcher and on
-``re``: only the compiled half reaches C (test_fastlane_vllm.py's cases are all compiled)."""
+"""Two pytest runs side by side (a core each): every fast-lane case runs on the compiled matcher."""
 TIMEOUT = 300
 SITECUSTOMIZE = '''"""Loads the sanitized build of acceptmon.parse.fast.cmatch instead of the tree's (sanitize_cmatch.py)."""
 import importlib.util

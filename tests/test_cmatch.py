@@ -143,10 +143,10 @@ def test_a_greedy_reading_that_could_differ_is_refused():
         t.ops = ops
         return t
 
-    assert native._steps(template([("lit", b"k: "), ("int", 0), ("lit", b"5")])) is None
-    assert native._steps(template([("alt", (b"a: ", b"a: b")), ("int", 0)])) is None
-    assert native._steps(template([("lit", b"k: "), ("str", 0), ("lit", b" x")])) is None
-    assert native._steps(template([("lit", b"k: "), ("int", 0), ("lit", b", ")])) is not None
+    assert native.steps(template([("lit", b"k: "), ("int", 0), ("lit", b"5")])) is None
+    assert native.steps(template([("alt", (b"a: ", b"a: b")), ("int", 0)])) is None
+    assert native.steps(template([("lit", b"k: "), ("str", 0), ("lit", b" x")])) is None
+    assert native.steps(template([("lit", b"k: "), ("int", 0), ("lit", b", ")])) is not None
 
 
 def test_a_recipe_that_names_an_uncaptured_group_is_refused():
@@ -194,3 +194,27 @@ def test_json_codes_write_a_rank_or_null_and_booleans(line, row):
     buf = b"\n" + line + b"\n"
     got = program.scan(buf, 1, len(buf), 0, [(recipe, (), {})])
     assert got is not None and got[:2] == (1, row)
+
+
+def test_a_scan_lists_each_match_with_its_line_offset_template_and_row():
+    """The careful path's matches: (the newline before the line, template, row or b'') per matched line whose plan
+    is not False (a counted kind's with no row; a template the parser writes is left out), in order."""
+    assert CMATCH is not None
+    two = [native.codes(CMATCH, [("LIT", -1, (b"k: ",)), ("INT", 0, ())])]
+    two.append(native.codes(CMATCH, [("LIT", -1, (b"j: ",)), ("INT", 0, ())]))
+    program = CMATCH.Program(SHAPE.prefix, SHAPE.suffix, two, [b"zq", b"Launch!", b"accept"], 1)
+    lines = [STAMP + b"k: 7", b"hello zq", STAMP + b"j: 8", STAMP + b"k: 12, ", STAMP + b"k: x"]
+    buf = b"\n" + b"\n".join(lines) + b"\n"
+    at = [i for i, byte in enumerate(buf[:-1]) if byte == ord("\n")]
+    row = (0, b"|", SLOT, b"\r\n")
+    for plans, want in [
+        ([(row, (), {}), None], [(at[0], 0, b"41|7\r\n"), (at[2], 1, b""), (at[3], 0, b"44|12\r\n")]),
+        ([(row, (), {}), False], [(at[0], 0, b"41|7\r\n"), (at[3], 0, b"44|12\r\n")]),
+        ([False, (row, (), {})], [(at[2], 1, b"43|8\r\n")]),
+    ]:
+        entries: list[tuple[int, int, bytes]] = []
+        got = program.scan(buf, 1, len(buf), 40, plans, 0, 0, False, entries)
+        assert got is not None and got[2] == [2, 1]
+        assert entries == want
+    with pytest.raises(TypeError, match="entries must be a list"):
+        program.scan(buf, 1, len(buf), 0, [None, None], 0, 0, False, ())

@@ -28,16 +28,13 @@ GRAMMARS = load_grammars()
 LOGS = sorted(SAMPLES.glob("*.log"))
 
 
-@pytest.fixture(autouse=True, params=["compiled", "re"])
-def _fast_lane_on_small_inputs(monkeypatch, request):
-    """Small inputs skip the fast lane in normal use; here every input takes it, once with the
-    compiled matcher (``cmatch.c``) and once on ``re`` alone (its pure-Python fallback)."""
+@pytest.fixture(autouse=True)
+def _fast_lane_on_small_inputs(monkeypatch):
+    """Small inputs skip the fast lane in normal use; here every input takes it (the compiled matcher,
+    ``cmatch*.c``: the lane has no other)."""
     monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
-    if request.param == "re":
-        monkeypatch.setenv("ACCEPTMON_PURE_PYTHON", "1")
-    else:
-        monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
-        assert native.load() is not None
+    monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
+    assert native.load() is not None
 
 
 def _run(path, fmt, fast, jobs=1):
@@ -351,3 +348,32 @@ def test_a_fast_stats_line_ends_a_launch_group(tmp_path):
     log.write_text("\n".join([decode, launch, decode, launch, decode]) + "\n")
     rows, _ = _same(log, "csv")
     assert [row.split(b",")[15] for row in rows.splitlines()[1:]] == [b"0", b"1", b"2"]
+
+
+_NO_CMATCH = (
+    "import runpy, sys\n"
+    "sys.modules['acceptmon.parse.fast.cmatch'] = None  # its import fails, as where no C compiler built it\n"
+    "sys.argv = ['acceptmon', *sys.argv[1:]]\n"
+    "runpy.run_module('acceptmon', run_name='__main__', alter_sys=True)\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_without_the_compiled_matcher_parse_is_the_general_parsers_and_says_so_once(fmt, tmp_path):
+    """A stream takes the fast lane whatever its size; where the compiled matcher does not import, the general
+    parser reads it, the same bytes, and `parse` says so in one line."""
+    import subprocess
+    import sys
+
+    log = (SAMPLES / "newest_0.5.23.log").read_bytes() * 3
+    runs = {}
+    for name, head in (("compiled", ["-m", "acceptmon"]), ("general", ["-c", _NO_CMATCH])):
+        out = tmp_path / f"{name}.{fmt}"
+        done = subprocess.run(
+            [sys.executable, *head, "parse", "-", "-o", str(out), "-j", "1"], input=log, capture_output=True, check=True
+        )
+        runs[name] = (out.read_bytes(), done.stderr.decode())
+    assert runs["general"][0] == runs["compiled"][0] and runs["compiled"][0].count(b"\n") > 10
+    assert f"acceptmon: {batch.SLOW_NOTE}\n" in runs["general"][1]
+    assert runs["general"][1].count("fast lane") == 1
+    assert "fast lane" not in runs["compiled"][1]

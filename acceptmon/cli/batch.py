@@ -163,6 +163,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
                 on_progress=progress_printer(),
                 fast=fast,
                 as_read=streams,
+                note=lambda text: print(f"acceptmon: {text}", file=sys.stderr, flush=True),
             )
             job.finish()
     except KeyboardInterrupt:

@@ -202,6 +202,20 @@ class Parser:
             self._count_accept_noise(block, decoded)
         return records
 
+    def account(self, kinds: dict[str, int], lines: int, noise: int) -> None:
+        """Tally lines another reader said (the fast lane): ``kinds`` counts its lines by kind, ``lines`` how far
+        the line number goes on (lines not in ``kinds`` are ``other``), ``noise`` the lines saying 'accept' that
+        are grep bait. They are plain lines: a stats line among them ends the plain source's launch group, as in
+        :meth:`feed`."""
+        tally = self.tally.kinds
+        for kind, n in kinds.items():
+            tally[kind] += n
+        tally["other"] += lines - sum(kinds.values())
+        if any(n and kind in self.stats_kinds for kind, n in kinds.items()):
+            self._plain.launch_open, self._plain.closed = None, True
+        self.tally.accept_noise += noise
+        self.line += lines
+
     def skip_oversized(self) -> None:
         """Account for one line that the reader skipped for its length."""
         self.line += 1

@@ -41,7 +41,9 @@ FAST_BLOCK = (1 << 20) - (64 << 10)
 """Bytes the fast lane matches at a time: just under the source's MAX_LINE, which spares the
 reader its long-line check (it splits every block longer than MAX_LINE into lines)."""
 FAST_MIN_BYTES = 4 << 20
-"""Inputs smaller than this skip the fast lane: compiling its pattern would cost more than it saves."""
+"""Inputs smaller than this skip the fast lane: building its templates and matcher would cost more than it saves."""
+SLOW_NOTE = "the fast lane is not compiled (no C compiler at install): parse runs at the general parser's speed"
+"""What ``parse`` says once where it would take the fast lane but its compiled matcher is not built."""
 LEARN_BYTES = 1 << 20
 """The fast lane orders its templates by how often they match this much of the first file."""
 
@@ -89,6 +91,7 @@ def run(
     limit: int | None = None,
     fast: Format | None = None,
     as_read: bool = False,
+    note: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Parse every path in order, feeding ``job``; return the line tally.
 
@@ -98,6 +101,8 @@ def run(
     rows the fast lane can write come from it (:mod:`acceptmon.parse.fast`), same bytes.
     ``as_read``: a stream (stdin, a FIFO) is parsed as its lines come, each block's results handed on at
     once (``parse -``); else in whole blocks.
+    ``note``: told :data:`SLOW_NOTE` once, before anything is read, where the fast lane would be taken but
+    its compiled matcher is not built (the general parser then reads everything).
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
@@ -106,10 +111,15 @@ def run(
         is_stream(p) or _is_gzip(p) for p in paths
     )  # unknown sizes: a pipe, .gz
     if fast is not None and big:
+        from acceptmon.parse.fast import native
         from acceptmon.parse.fast.lane import FastLane, table_columns
 
-        lane = FastLane(grammars, fast, table_columns())
-        lane = lane if lane.enabled else None
+        if native.load() is None:
+            if note is not None:
+                note(SLOW_NOTE)
+        else:
+            lane = FastLane(grammars, fast, table_columns())
+            lane = lane if lane.enabled else None
     for path in paths:
         if jobs > 1 and not is_stream(path) and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)

@@ -1,16 +1,17 @@
 """The fast lane's careful path: a segment whose anchor or 'accept' counts the fast matches do not explain.
 
-Every line of the segment that holds an anchor is found. A fast match is kept only if its
-line holds no other grammar's anchor; every other anchor line goes to the general parser,
-in file order and at its own line number, so drift, unrecognized lines and their tallies
-are the parser's own. Lines saying 'accept' that are neither kept decode rows nor given to
-the parser are counted as noise, as :meth:`acceptmon.parse.parser.Parser.feed` counts them.
-Pure: no I/O.
+Every line of the segment that holds an anchor is found. A fast match (one the compiled matcher
+gave, :meth:`acceptmon.parse.fast.lane.FastLane._entries`) is kept only if its line holds no other
+grammar's anchor; every other anchor line goes to the general parser, in file order and at its own
+line number, so drift, unrecognized lines and their tallies are the parser's own. Lines saying
+'accept' that are neither kept decode rows nor given to the parser are counted as noise, as
+:meth:`acceptmon.parse.parser.Parser.feed` counts them; the kept lines' tallies are the parser's
+:meth:`~acceptmon.parse.parser.Parser.account`. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
@@ -21,15 +22,7 @@ from acceptmon.parse.state import line_starts
 
 Part = tuple[int, bytes]
 Entry = tuple[int, int, bytes]
-"""A fast match: (line start in the block, template index, row bytes or b'')."""
-
-
-def accept_lines(buf: bytes, s: int, e: int) -> int:
-    """How many lines in ``[s, e)`` say 'accept' (one C-level pass)."""
-    return len(_ACCEPT_LINE.findall(buf, s + 1, e + 1))
-
-
-_ACCEPT_LINE = re.compile(ACCEPT + rb"[^\n]*()")  # an empty group: findall lists b"", allocates nothing
+"""A fast match: (the newline before its line in the block, template index, row bytes or b'')."""
 
 
 class Lane(Protocol):
@@ -46,8 +39,9 @@ def careful_segment(
     lane: Lane,
     out: tuple[list[Part], Callable[[list[Record]], Part]],
 ) -> None:
-    """Rows and tallies of one segment from its fast ``entries`` and the general parser."""
-    s, e, base, lines = segment
+    """Rows and tallies of one segment (start, end, lines, lines saying 'accept') from its fast ``entries`` and
+    the general parser; the parser's line is the segment's first line's."""
+    s, e, lines, accepts = segment
     parts, chunk = out
     templates = lane.templates
     holding = {a: {x - 1 for x in line_starts(buf, a, s + 1, e + 1)} for a in lane.counted}  # their newlines
@@ -58,8 +52,9 @@ def careful_segment(
             kept[entry[0]] = entry
     leftover = set().union(*holding.values()) - set(kept)
     rows: list[bytes] = []
-    kinds = parser.tally.kinds
-    exempt, position, line = 0, s + 1, base
+    kinds: Counter[str] = Counter()
+    end_line = parser.line + lines
+    exempt, position, line = 0, s + 1, parser.line
     for start in sorted(set(kept) | leftover):
         line += buf.count(b"\n", position, start + 1)
         position = start + 1
@@ -67,8 +62,6 @@ def careful_segment(
         fast = kept.get(start)
         if fast is not None:
             kinds[templates[fast[1]].kind] += 1
-            if templates[fast[1]].kind in parser.stats_kinds:
-                parser.launch_open, parser.closed = None, True  # as Parser.feed does
             exempt += lane.exempt[fast[1]] and ACCEPT in buf[start + 1 : end]
             if fast[2]:
                 rows.append(fast[2])
@@ -77,12 +70,11 @@ def careful_segment(
             parts.append((len(rows), b"".join(rows)))
             rows = []
         exempt += ACCEPT in buf[start + 1 : end]  # the parser counts this line's noise itself
-        parser.line = line
+        parser.account(kinds, line - parser.line, 0)  # the lines before this one (a stats line ends a group)
+        kinds = Counter()
         records = parser.feed(buf[start + 1 : end])
         if records:
             parts.append(chunk(records))
     if rows:
         parts.append((len(rows), b"".join(rows)))
-    kinds["other"] += lines - len(kept) - len(leftover)
-    parser.tally.accept_noise += accept_lines(buf, s, e) - exempt
-    parser.line = base + lines
+    parser.account(kinds, end_line - parser.line, accepts - exempt)

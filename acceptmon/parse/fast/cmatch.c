@@ -71,11 +71,20 @@ typedef struct {
     int enveloped; /* the line it stopped at has the program's envelope */
 } Stop;
 
-/* The lines of buf[s:e]: hits per template, rows into o; -1 (a Python error set) if a row fails, 1 if a matched
- * line's year-less date is the parser's to give and the scan does not stop (its result is then None). */
+/* One match into the scan's entries: (offset of the newline before the line, template, its row or b""). */
+static int add_entry(PyObject *entries, Py_ssize_t at, int tmpl, const Out *o, size_t from) {
+    PyObject *entry = Py_BuildValue("niy#", at, tmpl, o->buf ? o->buf + from : "", (Py_ssize_t)(o->len - from));
+    int rc = entry == NULL ? -1 : PyList_Append(entries, entry);
+    Py_XDECREF(entry);
+    return rc;
+}
+
+/* The lines of buf[s:e]: hits per template, rows into o (and, with entries, each match that is not the parser's
+ * into it); -1 (a Python error set) if a row fails, 1 if a matched line's year-less date is the parser's to give
+ * and the scan does not stop (its result is then None). */
 static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base,
                       const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o, Year *y,
-                      Stop *stop) {
+                      Stop *stop, PyObject *entries) {
     Cap env[4], caps[MAX_SLOTS];
     const uint8_t *p = buf + s, *stop_at = buf + e;
     long long line = base; /* scan checked that base + the lines of buf[s:e] does not overflow */
@@ -102,10 +111,12 @@ static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
             }
             matched = 1;
             hits[i]++;
+            size_t from = o->len;
             if (plans[i].recipe != NULL) {
                 if (cm_row(o, &plans[i], line + 1, env, caps) < 0) return -1;
                 (*nrows)++;
             }
+            if (entries != NULL && !plans[i].parser && add_entry(entries, (p - buf) - 1, i, o, from) < 0) return -1;
             break;
         }
         if (!matched && stop->on && holds_anchor(pg, p, end - p)) {
@@ -167,8 +178,15 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     PyObject *plans_obj;
     Year year = {0, 0, {0}};
     Stop stop = {0, 0, 0};
-    if (!PyArg_ParseTuple(args, "y*nnLO|iip", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on))
+    PyObject *entries = Py_None;
+    if (!PyArg_ParseTuple(args, "y*nnLO|iipO", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on,
+                          &entries))
         return NULL;
+    if (entries != Py_None && !PyList_CheckExact(entries)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "scan: entries must be a list or None");
+        return NULL;
+    }
     if (!pg->ready) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_RuntimeError, "scan: the program is not built (its __init__ did not run, or failed)");
@@ -204,7 +222,8 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
             goto done;
         }
     }
-    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop);
+    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop,
+                        entries == Py_None ? NULL : entries);
     if (rc < 0) goto done;
     if (rc == 0 && stop.at < e) { /* the counts of the lines before the stop */
         Py_BEGIN_ALLOW_THREADS
@@ -224,9 +243,11 @@ done:
 
 static PyMethodDef Program_methods[] = {
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
-     "scan(buf, s, e, base, plans[, year, month, stop]) -> (rows, row bytes, hits per template, count per counted\n"
-     "anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or None if a\n"
-     "launch anchor is in the lines (or, without stop, a year-less date is the parser's to give)"},
+     "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes, hits per template, count per\n"
+     "counted anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or\n"
+     "None if a launch anchor is in the lines (or, without stop, a year-less date is the parser's to give).\n"
+     "entries: a list that gets (offset of the newline before the line, template, row or b'') per match whose\n"
+     "plan is not False"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,8 +35,17 @@ class Program:
         envelope: int = ...,
     ) -> None: ...
     def scan(
-        self, buf: bytes, s: int, e: int, base: int, plans: list[Any], year: int = ..., month: int = ...
-    ) -> tuple[int, bytes, list[int], list[int], int, int, int, int] | None: ...
+        self,
+        buf: bytes,
+        s: int,
+        e: int,
+        base: int,
+        plans: list[Any],
+        year: int = ...,
+        month: int = ...,
+        stop: bool = ...,
+        entries: list[tuple[int, int, bytes]] | None = ...,
+    ) -> tuple[int, bytes, list[int], list[int], int, int, int, int, int, int] | None: ...
 
 def find_any(buf: Any, start: int, end: int, words: Sequence[bytes]) -> int: ...
 def newlines(buf: Any, start: int, end: int) -> int: ...

@@ -1,14 +1,16 @@
 """The fast lane itself: a block of lines in, table rows and the parser's tallies out.
 
 A block is cut at its launch lines, which the general parser reads (they set the run and
-the launch that derived columns come from). In each segment between them one ``finditer``
-of the fast pattern writes the rows. Then the segment's count of each anchor, and of the
-word 'accept', is compared with what the fast matches account for: if every count agrees,
-no other line holds an anchor, and the tally is exact. If one differs, the segment is read
-again carefully: every line that holds an anchor and was not matched (or holds another
-grammar's anchor too) goes to the general parser, in order, at its own line number.
+the launch that derived columns come from). In each segment between them one scan of the
+compiled matcher (:mod:`acceptmon.parse.fast.native`) writes the rows. Then the segment's count of
+each anchor, and of the word 'accept', is compared with what the fast matches account for: if every
+count agrees, no other line holds an anchor, and the tally is exact. If one differs, the segment is
+read again carefully from the matcher's matches (:mod:`acceptmon.parse.fast.careful`): every line that
+holds an anchor and was not matched (or holds another grammar's anchor too) goes to the general
+parser, in order, at its own line number. Where the matcher is not built there is no lane: the general
+parser reads everything.
 
-The fast pattern starts at the server's own envelope, so a line with a stream prefix (``kubectl logs
+The compiled matcher starts at the server's own envelope, so a line with a stream prefix (``kubectl logs
 --prefix``, stern, compose, a CRI head: :mod:`acceptmon.parse.streams`) is never a fast match: its
 anchor goes unexplained and the parser reads it, in its source's run. Fast rows are plain lines: their
 stream columns are empty and their run is the plain source's.
@@ -21,11 +23,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
-from acceptmon.parse.fast import native, rescan
-from acceptmon.parse.fast.careful import Entry, accept_lines, careful_segment
+from acceptmon.parse.fast import native
+from acceptmon.parse.fast.careful import Entry, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, assemble, build_templates, template_from_line
+from acceptmon.parse.fast.templates import ACCEPT, Template, build_templates, template_from_line
 from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
@@ -46,7 +48,7 @@ NOISE_EXEMPT = "decode"
 
 
 LEARN_TEMPLATES = 32
-"""Templates a lane learns from the log at most (each one makes its pattern longer)."""
+"""Templates a lane learns from the log at most (each one is tried on the lines the ones before it do not match)."""
 LEARN_TRIES = 64
 """Lines a lane tries to learn a template from at most."""
 SHAPE_TRIES = 3
@@ -100,35 +102,27 @@ class FastLane:
         """Tries per line shape (numbers masked): :data:`SHAPE_TRIES` once one proved."""
         shape, templates = build_templates(grammars)
         self.shape = shape
-        self.templates: list[Template] = templates if shape is not None else []
+        self.templates: list[Template] = [t for t in templates if native.steps(t) is not None] if shape else []
+        """The templates the compiled matcher reads as the grammar's expression does (the others' lines are the
+        general parser's)."""
         self.anchors = [a.encode() for a in grammars.anchors]
         runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
         self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
-        self.every = list(self.templates)
-        self.full: dict[str, Any] | None = None
-        """The state compiled from every template, kept for careful segments once learning dropped some."""
         self.yearless = Yearless(grammars, fmt, columns, (self.counted, self.launch_anchors))
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self._compile()
 
     @property
     def enabled(self) -> bool:
-        return self.pattern is not None
+        return self.native is not None
 
     def _compile(self) -> None:
-        self.pattern: re.Pattern[bytes] | None = None
+        self.native: Any = None
+        self.plans: list[Plan | bool | None] = []
+        self.context: tuple[str, int, Any] | None = None
         if self.shape is None or not self.templates:
             return
-        text, numbers = assemble(self.shape, self.templates)
-        try:
-            self.pattern = re.compile(text)
-        except (re.error, RecursionError, OverflowError):
-            self.pattern = None
-            return
-        self.numbers = numbers
-        self.by_group = {outer: i for i, (outer, _) in enumerate(numbers)}
-        self.table = [KINDS[t.kind].table for t in self.templates]
         self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
         self.accepts = [t.literal.count(ACCEPT) for t in self.templates]
         self.exempt = [t.kind == NOISE_EXEMPT for t in self.templates]
@@ -136,53 +130,28 @@ class FastLane:
             t.kind == NOISE_EXEMPT and not t.literal.count(ACCEPT) and bool(t.extras) for t in self.templates
         ]
         """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
-        self.plans: list[Plan | bool | None] = []
-        self.context: tuple[str, int, Any] | None = None
-        self.native = None
-        if self.fmt == "csv" or not any(t.extras for t in self.templates if KINDS[t.kind].table):
-            # JSONL rows with unknown keys carry them in "extra", an object built in Python: the `re` lane's
-            self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
+        self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
         self.native_order = native.order(self.templates)
 
-    _STATE = (
-        *("pattern", "templates", "numbers", "by_group", "table", "anchor_counts", "accepts", "exempt", "unsure"),
-        *("native", "native_order"),
-    )
-
-    def _swap(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Install a compiled state (and its plans); return the one it replaces."""
-        old = {name: getattr(self, name) for name in (*self._STATE, "plans", "context")}
-        for name, value in state.items():
-            setattr(self, name, value)
-        return old
-
-    def _careful_state(self) -> dict[str, Any] | None:
-        """The every-template state, compiled on first need (None if the active one has every template)."""
-        if len(self.templates) == len(self.every):
-            return None
-        if self.full is None:
-            active = self._swap({"templates": list(self.every)})
-            self._compile()
-            self.full = self._swap(active)
-        return self.full
-
     def learn(self, sample: bytes) -> None:
-        """Keep the templates that match ``sample`` (the first MiB of the input), most frequent first.
-
-        Lines of the others still take the fast lane, in a careful segment: a pattern with fewer
-        templates has fewer groups, and each match object carries room for every group.
-        """
+        """Order the templates by how often they match ``sample`` (the first MiB of the input), most frequent
+        first: the compiled matcher tries them in that order (a line stops at the first that matches)."""
         self.learned = True
-        if self.pattern is None:
+        if self.native is None:
             return
         hits = [0] * len(self.templates)
-        for m in self.pattern.finditer(b"\n" + sample):
-            hits[self.by_group[m.lastindex or 0]] += 1
+        sample = sample[: sample.rfind(b"\n") + 1]  # whole lines
+        buf, pos, at = b"\n" + sample, 0, self.native_order
+        for start, end in [*self._launch_lines(sample), (len(sample), len(sample))]:
+            got = self.native.scan(buf, pos + 1, start + 1, 0, [None] * len(at)) if start > pos else None
+            for i, n in zip(at, got[2] if got else [], strict=False):
+                hits[i] += n
+            pos = end
         heads: dict[bytes, int] = {}
         for t, n in zip(self.templates, hits, strict=True):
             heads[t.head] = heads.get(t.head, 0) + n
         ranked = sorted(zip(self.templates, hits, strict=True), key=lambda th: (-heads[th[0].head], -th[1]))
-        self.templates = [t for t, n in ranked if n] or [t for t, _ in ranked]
+        self.templates = [t for t, _ in ranked]
         self._compile()
 
     def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
@@ -190,11 +159,11 @@ class FastLane:
 
         A file whose path names its pod (:attr:`Parser.origin`) is the parser's: its rows carry the
         names, which the lane's rows (the plain lines') leave empty."""
-        if self.pattern is None or not block.endswith(b"\n") or parser.origin:
+        if self.native is None or not block.endswith(b"\n") or parser.origin:
             return [chunk(parser.feed(block))]
         parts: list[Part] = []
         buf = b"\n" + block
-        if self.native is not None and self._segment(parser, buf, 0, len(block), parts, chunk):
+        if self._segment(parser, buf, 0, len(block), parts, chunk):
             return parts  # no launch line in the block: one segment
         pos = 0
         for start, end in self._launch_lines(block):
@@ -218,11 +187,9 @@ class FastLane:
         context = (parser.file, parser.run, parser.launch)
         if context != self.context:
             self.context, self.plans = context, []
-            for t, (_, numbers) in zip(self.templates, self.numbers, strict=True):
+            for t in self.templates:
                 try:
-                    self.plans.append(
-                        Plan(t, numbers, self.fmt, self.columns, context) if KINDS[t.kind].table else None
-                    )
+                    self.plans.append(Plan(t, self.fmt, self.columns, context) if KINDS[t.kind].table else None)
                 except Unsupported:
                     self.plans.append(False)
         return self.plans
@@ -231,7 +198,7 @@ class FastLane:
         """Rows and tallies of the lines between two launch lines; False (nothing done) if the
         compiled matcher finds a launch line among them."""
         base = parser.line
-        quick = self._quick(parser, buf, s, e, base) if self.native is not None else self._quick_re(parser, buf, s, e)
+        quick = self._quick(parser, buf, s, e, base)
         if quick is False:
             return False
         if quick is not None:
@@ -239,11 +206,7 @@ class FastLane:
             return True
         if self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
             return True
-        entries: list[Entry] = []
-        parser.line = base
         lines = buf.count(b"\n", s + 1, e + 1)
-        full = self._careful_state()
-        active = self._swap(full) if full is not None else None
         slow: list[Record] = []  # the first rows the general parser gives in this segment
 
         def kept(records: list[Record]) -> Part:
@@ -253,18 +216,14 @@ class FastLane:
 
         pieces: list[bytes] = []
         undated = parser.year is None
-        try:
-            rescan.scan(self, parser, buf, (s, e, base), entries)
-            if entries:
-                careful_segment(parser, buf, (s, e, base, lines), entries, self, (parts, kept))
-            else:  # no fast line (another server's log, or a shape not learned yet): the parser reads it
-                head = _head(buf, s, e) if self._may_learn() else e
-                pieces = _pieces(buf, s + 1, head + 1) + _pieces(buf, head + 1, e + 1)  # not a block's records at once
-                records = parser.feed(pieces[0]) if pieces else []
-                parts += [kept(records)] if records else []
-        finally:
-            if active is not None:
-                self.full = self._swap(active)
+        entries, accepts = self._entries(parser, buf, s, e, base)
+        if entries:
+            careful_segment(parser, buf, (s, e, lines, accepts), entries, self, (parts, kept))
+        else:  # no fast line (another server's log, or a shape not learned yet): the parser reads it
+            head = _head(buf, s, e) if self._may_learn() else e
+            pieces = _pieces(buf, s + 1, head + 1) + _pieces(buf, head + 1, e + 1)  # not a block's records at once
+            records = parser.feed(pieces[0]) if pieces else []
+            parts += [kept(records)] if records else []
         learned = (
             bool(slow) and self._may_learn() and self._learn_lines(parser, buf, (s, e, base), slow[:CANDIDATES], chunk)
         )
@@ -319,33 +278,29 @@ class FastLane:
         t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
         if t is None:
             return self.yearless.learn(parser, raw, row, chunk([row])[1])
-        if any(x.key == t.key for x in self.every):
+        if native.steps(t) is None or any(x.key == t.key for x in self.templates):
             return False
         want = chunk([row])[1]
-        before = list(self.templates), list(self.every)
         self.templates.append(t)
-        self.every.append(t)
-        self.full = None
         self._compile()
-        if self.pattern is not None and self._rows_of(parser, raw, row.line - 1) == [want] * 2:
+        if self.native is not None and self._row_of(parser, raw, row.line - 1) == want:
             self.from_log.append(t)
             return True
-        self.templates, self.every = before
-        self.full = None
+        self.templates.pop()
         self._compile()
         return False
 
-    def _rows_of(self, parser: Parser, raw: bytes, base: int) -> list[bytes | None]:
-        """The row of one line as the compiled matcher and the ``re`` pattern write it (the one that
-        is not built, the other's again)."""
+    def _row_of(self, parser: Parser, raw: bytes, base: int) -> bytes | None:
+        """The row of one line as the compiled matcher writes it (None if it writes none)."""
         buf = b"\n" + raw + b"\n"
-        got, count = rescan.scan(self, parser, buf, (0, len(raw) + 1, base), None)[:2]
-        by_re = got[0] if len(got) == 1 and sum(count) == 1 else None
-        if self.native is None:
-            return [by_re, by_re]
         quick = self._quick(parser, buf, 0, len(raw) + 1, base)
-        by_c = quick[0][1] if quick and quick[0][0] == 1 else None
-        return [by_re, by_c]
+        return quick[0][1] if quick and quick[0][0] == 1 else None
+
+    def _entries(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[Entry], int]:
+        """The compiled matcher's matches in a segment (template indexes the lane's), and its lines saying 'accept'."""
+        at, found = self.native_order, list[Entry]()
+        got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at), 0, 0, False, found)
+        return [(p, at[i], row) for p, i, row in found], got[4] if got else 0
 
     def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
         """Rows of ``buf[start:end]`` (complete lines, in any buffer) read in place by the
@@ -368,43 +323,32 @@ class FastLane:
         (nrows, rows), counts, lines, accepts = quick
         if nrows:
             parts.append((nrows, rows))
-        kinds = parser.tally.kinds
+        kinds: Counter[str] = Counter()
         for i, n in enumerate(counts):
             if n:
                 kinds[self.templates[i].kind] += n
-        kinds["other"] += lines - sum(counts)
-        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
-            parser.launch_open, parser.closed = None, True  # a stats line ends a launch group, as in Parser.feed
         exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
-        parser.tally.accept_noise += accepts - exempt
-        parser.line = base + lines
+        parser.line = base
+        parser.account(kinds, lines, accepts - exempt)
 
     def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
         """The segment through the compiled matcher (:mod:`acceptmon.parse.fast.native`), or None;
         False if a line holds a launch anchor."""
         at = self.native_order
         assert self.native is not None
-        got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at))
+        plans = native.plans(self.plans_for(parser), at)
+        got = self.native.scan(buf, s + 1, e + 1, base, plans)
         if got is None:
             return False
         nrows, rows, hits, anchors, accepts, lines = got[:6]
         counts = [0] * len(self.templates)
         for i, n in zip(at, hits, strict=True):
             counts[i] = n
-        if any(n and plan is False for n, plan in zip(counts, self.plans, strict=True)):
+        if any(n and plan is False for n, plan in zip(hits, plans, strict=True)):
             return None
         if not self._accounted(anchors.__getitem__, counts, accepts > 0):
             return None
         return (nrows, rows), counts, lines, accepts
-
-    def _quick_re(self, parser: Parser, buf: bytes, s: int, e: int) -> Quick | None:
-        """The segment through the ``re`` pattern, or None."""
-        rows, counts, clean = rescan.scan(self, parser, buf, (s, e, parser.line), None)
-        if not clean or not self._accounted(
-            lambda j: buf.count(self.counted[j], s + 1, e + 1), counts, ACCEPT in buf[s + 1 : e + 1]
-        ):
-            return None
-        return (len(rows), b"".join(rows)), counts, buf.count(b"\n", s + 1, e + 1), accept_lines(buf, s, e)
 
     def _accounted(self, found: Callable[[int], int], counts: list[int], says_accept: bool) -> bool:
         """Every anchor in the segment (``found(j)`` of ``counted[j]``) is one the fast matches'

@@ -1,13 +1,14 @@
 """The fast lane's compiled matcher: the templates handed to C (``cmatch*.c``), where one is built.
 
 ``pip install`` compiles ``acceptmon/parse/fast/cmatch*.c`` when a C compiler is there
-(``hatch_build.py``); without it, or with ``ACCEPTMON_PURE_PYTHON=1`` set, the lane runs
-on ``re`` as before. The C matcher reads each template as steps (:attr:`Template.ops`) and
-matches a step greedily, without backtracking; :func:`program` builds it only where greedy
-reading accepts exactly what the template's regular expression accepts: a value is never
-followed by a step that could start with a byte of the value, alternatives are never
-prefixes of each other, and the envelope's suffix cannot continue a timestamp or a rank.
-Anywhere else the lane stays on ``re``. Same bytes either way (``tests/test_fastlane.py``).
+(``hatch_build.py``); without it, or with ``ACCEPTMON_PURE_PYTHON=1`` set, there is no fast
+lane and the general parser reads every line. The C matcher reads each template as steps
+(:attr:`Template.ops`) and matches a step greedily, without backtracking; :func:`steps` gives a
+template's steps only where greedy reading accepts exactly what the template's regular expression
+accepts: a value is never followed by a step that could start with a byte of the value,
+alternatives are never prefixes of each other, and the envelope's suffix cannot continue a
+timestamp or a rank. The lines of any other template are the general parser's. Same bytes either
+way (``tests/test_fastlane.py``).
 
 The numbers of the protocol (step codes, recipe codes, limits) are the C module's: this module names
 steps and takes each code from the module it loads.
@@ -25,7 +26,7 @@ from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 5
+VERSION = 6
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -110,7 +111,7 @@ def finder() -> Any | None:
 
 
 def order(templates: Sequence[Template]) -> list[int]:
-    """Template indexes in the order the ``re`` pattern tries them (:func:`templates.assemble`)."""
+    """Template indexes in the order the compiled matcher tries them: those of one head together, in order."""
     heads: dict[bytes, list[int]] = {}
     for i, t in enumerate(templates):
         heads.setdefault(t.head, []).append(i)
@@ -128,16 +129,11 @@ def program(
     needles = [*counted, *launch, ACCEPT]
     if scan is None or not _envelope_ok(shape) or len(needles) > scan.MAX_NEEDLES or any(len(a) < 2 for a in needles):
         return None
-    steps = [_steps(templates[i]) for i in order(templates)]
-    if any(s is None for s in steps):
+    each = [steps(templates[i]) for i in order(templates)]
+    if any(s is None for s in each):
         return None
-    compiled = [codes(scan, s) for s in steps if s is not None]
+    compiled = [codes(scan, s) for s in each if s is not None]
     return scan.Program(shape.prefix, shape.suffix, compiled, needles, len(launch))
-
-
-def yearless_steps(t: Template) -> list[Step] | None:
-    """A year-less envelope's template as steps (:mod:`acceptmon.parse.fast.yearless`), or None."""
-    return _steps(t)
 
 
 def max_deps() -> int:
@@ -163,7 +159,7 @@ def _envelope_ok(shape: Shape) -> bool:
     return shape.inner == inner and bool(shape.prefix) and bool(shape.suffix) and shape.suffix[0] not in ENVELOPE_STOP
 
 
-def _steps(t: Template) -> list[Step] | None:
+def steps(t: Template) -> list[Step] | None:
     """The template's steps for C, or None if greedy reading could differ from the pattern."""
     table = KINDS[t.kind].table
     steps: list[Step] = []

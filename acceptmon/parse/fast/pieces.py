@@ -1,10 +1,10 @@
 """Fast-lane pieces: the logged text each value kind may have, and how a value becomes an output cell.
 
-A fast pattern captures a value only in a form whose bytes are exactly what the table
-writer prints for the converted value: an ``int`` without leading zeros, a ``float`` with
-at most 15 significant digits and without its trailing zeros (``2.50`` is captured as
-``2.5``, which is ``repr(2.5)``), ``True``/``False``, a string that needs no quoting or
-escaping. Anything else does not match, and the general parser takes the line. Timestamps
+A template captures a value (the compiled matcher reads its pattern as a step) only in a
+form whose bytes are exactly what the table writer prints for the converted value: an ``int``
+without leading zeros, a ``float`` with at most 15 significant digits and without its trailing
+zeros (``2.50`` is captured as ``2.5``, which is ``repr(2.5)``), ``True``/``False``, a string
+that needs no quoting or escaping. Anything else does not match, and the general parser takes the line. Timestamps
 and ranks come from the envelope and are checked once per distinct envelope text.
 Pure: no I/O.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 Format: TypeAlias = Literal["csv", "jsonl"]
@@ -123,28 +122,3 @@ def json_cell(value: Any) -> bytes:
 
 def cell(value: Any, fmt: Format) -> bytes:
     return csv_cell(value) if fmt == "csv" else json_cell(value)
-
-
-def escape_format(text: bytes) -> bytes:
-    """Literal text inside a %-format."""
-    return text.replace(b"%", b"%%")
-
-
-def _json_str(raw: bytes) -> bytes:
-    return b'"' + raw + b'"'
-
-
-_JSON_BOOL = {b"True": b"true", b"False": b"false"}
-_NUMBER: Callable[[bytes], bytes] = bytes
-
-CAPTURED_JSON: dict[str, Callable[[bytes], bytes]] = {
-    "int": _NUMBER,
-    "float": _NUMBER,
-    "bool": _JSON_BOOL.__getitem__,
-    "str": _json_str,
-}
-"""Captured text -> JSON cell, per value kind (the CSV cell is the captured text itself)."""
-
-
-def json_rank(rank: bytes) -> bytes:
-    return b'"' + rank + b'"' if rank else b"null"

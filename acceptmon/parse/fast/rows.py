@@ -1,7 +1,8 @@
 """Row plans: how one fast template's match becomes one CSV or JSONL row, for one file and launch.
 
-Everything that is the same for every row of a template in a run is printed once into a
-%-format: the file, server and kind, the run, and the launch's derived values. A derived
+Everything that is the same for every row of a template in a run is printed once into its
+recipe (:attr:`Plan.recipe`, which the compiled matcher follows): the file, server and kind, the
+run, and the launch's derived values. A derived
 value that depends on the row (``draft_accept_rate`` from ``accept_len``) is computed by
 the kind's own ``derive`` once per distinct logged text and remembered. What ``derive``
 reads and writes is found by running it on the template's sample values; a ``derive`` that
@@ -12,11 +13,9 @@ template's rows go to the general parser. Pure: no I/O.
 from __future__ import annotations
 
 import json
-import operator
-from collections.abc import Callable
 from typing import Any
 
-from acceptmon.parse.fast.pieces import CAPTURED_JSON, CONVERTED, Format, cell, escape_format, json_rank
+from acceptmon.parse.fast.pieces import CONVERTED, Format, cell
 from acceptmon.parse.fast.templates import Template
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig
@@ -82,12 +81,11 @@ class _Memo(dict[Any, tuple[bytes, ...]]):
 
 
 class Plan:
-    """Output of one template's matches: ``fmt % pick((line, stamp, rank, *m.group(*idx), *derived))``."""
+    """Output of one template's matches: the :attr:`recipe` of its row, and the cells derived from its values."""
 
     def __init__(
         self,
         t: Template,
-        numbers: list[int],
         fmt: Format,
         columns: tuple[str, ...],
         context: tuple[str, int, LaunchConfig | None],
@@ -124,67 +122,42 @@ class Plan:
         self.solo: dict[str, dict[bytes, bytes]] = {}
         self.cells: dict[tuple[type, Any], bytes] = {}
         """Cells of converted values by their text, for a kind without ``derive``."""
-        self.dep: tuple[int, ...] = tuple(numbers[t.fields[f]] for f in deps)
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
-        self.kinds: list[str] = []
-        self.extras = [(numbers[k], numbers[v]) for k, v in t.extras]
-        self._layout(t, numbers, columns, (after, written, kind.model.model_fields))
+        self.recipe = self._recipe(t, columns, (after, written, kind.model.model_fields))
+        """The row as the compiled matcher writes it (see :func:`_recipe`); None for a JSONL row with unknown keys,
+        whose ``extra`` object the general parser writes."""
 
-    def _layout(
-        self, t: Template, numbers: list[int], columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
-    ) -> None:
-        """The row's %-format and the argument order that fills it."""
+    def _recipe(
+        self, t: Template, columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
+    ) -> tuple[bytes | int, ...] | None:
         after, written, model = probed
-        base, fmt, deps = self.base, self.fmt_kind, self.dep
-        cells: list[int] = []
-        parts: list[bytes] = []
-        order: list[int] = []  # argument positions: 0 line, 1-3 date, time, fraction, 4 rank, 5.. cells, derived
-        steps: list[list[bytes | int]] = []  # the same per column, for the compiled matcher (see `recipe`)
+        base, fmt, deps = self.base, self.fmt_kind, self.dep_slots
+        steps: list[list[bytes | int]] = []  # per column: literal bytes and argument codes (see `_recipe`)
         for c in columns:
             if c in written and deps:
-                order.append(-1 - self.derived.index(c))
-                steps.append([order[-1]])
+                steps.append([-1 - self.derived.index(c)])
             elif c in written or c == "run" or (c not in t.fields and c not in ("timestamp", "rank", "line")):
                 value = after[c] if c in written or c in base else None
                 if c not in written and c not in base and c in model:
                     value = model[c].get_default(call_default_factory=True)
-                parts.append(escape_format(cell(value, fmt)))
                 steps.append([cell(value, fmt)])
-                continue
             elif c in t.fields:
-                order.append(5 + len(cells))
-                cells.append(numbers[t.fields[c]])
-                self.kinds.append(t.groups[t.fields[c]][1])
-                steps.append(_group_step(t.fields[c], self.kinds[-1], fmt))
+                steps.append(_group_step(t.fields[c], t.groups[t.fields[c]][1], fmt))
             elif c == "timestamp":
-                order += [1, 2, 3]
-                parts.append(b"%sT%s%s" if fmt == "csv" else b'"%sT%s%s"')
                 steps.append([1, b"T", 2, 3] if fmt == "csv" else [b'"', 1, b"T", 2, 3, b'"'])
-                continue
             else:
-                order.append(0 if c == "line" else 4)
-                steps.append([order[-1] if fmt == "csv" or c == "line" else JSON_RANK])
-            parts.append(b"%d" if order[-1] == 0 else b"%s")
-        self.recipe = _recipe(steps) if fmt == "csv" else None if self.extras else _json_recipe(steps, columns)
-        self.idx = (1, 2, 3, 4, *cells)
-        width = 1 + len(self.idx)
-        order = [width + (-1 - o) if o < 0 else o for o in order]
+                steps.append([0 if c == "line" else 4 if fmt == "csv" else JSON_RANK])
         if fmt == "csv":
-            self.fmt = b",".join(parts) + b"\r\n"
-        else:
-            names = [escape_format(json.dumps(c).encode()) for c in columns]
-            body = b",".join(n + b":" + p for n, p in zip(names, parts, strict=True))
-            self.fmt = b"{" + body + (b',"extra":%s}\n' if self.extras else b',"extra":{}}\n')
-            order += [width + len(self.derived)] if self.extras else []
-        self.pick = _picker(order)
+            return _recipe(steps)
+        return None if t.extras else _json_recipe(steps, columns)
 
     def derived_cells(self, texts: Any) -> tuple[bytes, ...]:
         """Cells of the derived columns for one row's dependency text(s) (memoised)."""
         got = self.memo.get(texts)
         if got is not None:
             return got
-        raw = texts if len(self.dep) > 1 else (texts,)
+        raw = texts if len(self.dep_slots) > 1 else (texts,)
         if self.derive is None:  # converted values alone: each cell is its own text's (memoised apart)
             got = tuple(self._converted(c, raw[self.dep_index[c]]) for c in self.derived)
             if len(self.memo) > MEMO:
@@ -223,23 +196,6 @@ class Plan:
             got = memo[text] = cell(self.dep_convert[name](text.decode()), self.fmt_kind)
         return got
 
-    def json_cells(self, groups: tuple[bytes, ...]) -> tuple[bytes, ...]:
-        """Captured text as JSON cells (the CSV cells are the text itself)."""
-        date, time, fraction, rank, *cells = groups
-        return (
-            date,
-            time,
-            fraction,
-            json_rank(rank),
-            *(CAPTURED_JSON[k](g) for k, g in zip(self.kinds, cells, strict=True)),
-        )
-
-    def json_extra(self, match: Any) -> bytes:
-        extra: dict[str, str] = {}
-        for k, v in self.extras:
-            extra[match.group(k).decode("utf-8", "replace")] = match.group(v).decode("utf-8", "replace")
-        return json.dumps(extra, separators=(",", ":")).encode()
-
 
 def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
     """A CSV row as literal bytes and argument codes (0 line, 1-3 date, time, fraction, 4 rank,
@@ -269,10 +225,3 @@ def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
     if fmt == "csv" or kind in ("int", "float"):
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']
-
-
-def _picker(order: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    if len(order) == 1:
-        only = order[0]
-        return lambda args: (args[only],)
-    return operator.itemgetter(*order)

@@ -22,14 +22,12 @@ from typing import Any
 
 import regex
 
-from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, UNITS, VALUE, loosen
+from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, UNITS, VALUE
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 
 ACCEPT = b"accept"
 """The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
-INNER_GROUPS = 4
-"""Groups of the envelope: date, time, fraction, rank."""
 Op = tuple[str, Any]
 """One step of a template: see :attr:`Template.ops`."""
 
@@ -268,46 +266,3 @@ def aliases(g: Grammar, key: str) -> list[str]:
     ]
     counts = {(k.count("accept"), k.count(g.anchor or "\0")) for k in same}
     return sorted(same, key=len, reverse=True) if len(counts) == 1 else [key]
-
-
-def assemble(shape: Shape, templates: list[Template]) -> tuple[bytes, list[tuple[int, list[int]]]]:
-    """The one pattern (match starts at the newline before a line) and, per template, its
-    outer group number (``lastindex``) and the group numbers of its ``groups``.
-
-    Templates with the same head share it, in first-seen order (callers order by frequency).
-    """
-    heads: dict[bytes, list[int]] = {}
-    first = INNER_GROUPS + 1
-    for i, t in enumerate(templates):
-        heads.setdefault(t.head, []).append(i)
-    numbers: list[tuple[int, list[int]]] = [(0, [])] * len(templates)
-    out, group = [], first
-    for head, members in heads.items():
-        table = KINDS[templates[members[0]].kind].table
-        shared = templates[members[0]].head_groups if table else 0
-        head_numbers = list(range(group, group + shared))
-        group += shared
-        bodies = []
-        for i in members:
-            t = templates[i]
-            own = len(t.groups) - shared if table else 0
-            numbers[i] = (group, head_numbers + list(range(group + 1, group + 1 + own)))
-            group += 1 + own
-            bodies.append(b"(" + (t.body if table else loosen(t.body)) + b")")
-        out.append((head if table else loosen(head)) + b"(?:" + b"|".join(bodies) + b")")
-    stop = re.escape(shape.suffix[:1])
-    ahead = b""  # a cheap look at the message's first word before the envelope is read in full
-    if all(t.head.startswith(re.escape((t.grammar.anchor or "").encode())) for t in templates):
-        words = b"|".join(sorted({re.escape((t.grammar.anchor or "").encode()) for t in templates}))
-        ahead = b"(?=[^" + stop + b"\\n]{1,120}" + re.escape(shape.suffix) + b"(?:" + words + b"))"
-    pattern = (
-        b"\\n"
-        + re.escape(shape.prefix)
-        + ahead
-        + shape.inner
-        + re.escape(shape.suffix)
-        + b"(?:"
-        + b"|".join(out)
-        + b")(?<![ \\t])(?:, )?\\r*(?=\\n)"
-    )
-    return pattern, numbers

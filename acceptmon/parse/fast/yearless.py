@@ -82,7 +82,7 @@ class Yearless:
     def _compile(self) -> None:
         self.context, self.plans, self.program = None, [], None
         module = native.load()
-        steps = [native.yearless_steps(t) for t in self.templates]
+        steps = [native.steps(t) for t in self.templates]
         if module is None or not self.templates or any(s is None for s in steps):
             return
         needles = [*self.counted, *self.launch, ACCEPT]
@@ -106,7 +106,7 @@ class Yearless:
                     self.plans.append(False)
                     continue
                 try:
-                    plan = Plan(t, list(range(len(t.groups))), self.fmt, self.columns, context[:3], every=True)
+                    plan = Plan(t, self.fmt, self.columns, context[:3], every=True)
                 except Unsupported:
                     self.plans.append(False)
                     continue
@@ -205,15 +205,12 @@ class Yearless:
         (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
             parts.append((nrows, rows))
-        kinds = parser.tally.kinds
+        kinds: Counter[str] = Counter()
         for i, n in enumerate(counts):
             if n:
                 kinds[self.templates[i].kind] += n
-        kinds["other"] += lines - sum(counts)
-        if any(n and self.templates[i].kind in parser.stats_kinds for i, n in enumerate(counts)):
-            parser.launch_open, parser.closed = None, True
-        parser.tally.accept_noise += accepts - sum(n for i, n in enumerate(counts) if self.exempt[i])
-        parser.line = base + lines
+        parser.line = base
+        parser.account(kinds, lines, accepts - sum(n for i, n in enumerate(counts) if self.exempt[i]))
         parser.year, parser.month = year, month or None
 
     def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:
