@@ -27,7 +27,7 @@ from acceptmon.parse.fast import native
 from acceptmon.parse.fast.careful import Entry, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, build_templates, template_from_line
+from acceptmon.parse.fast.templates import ACCEPT, Template, account, build_templates, template_from_line
 from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
@@ -323,13 +323,8 @@ class FastLane:
         (nrows, rows), counts, lines, accepts = quick
         if nrows:
             parts.append((nrows, rows))
-        kinds: Counter[str] = Counter()
-        for i, n in enumerate(counts):
-            if n:
-                kinds[self.templates[i].kind] += n
-        exempt = sum(n for i, n in enumerate(counts) if self.accepts[i] and self.exempt[i])
-        parser.line = base
-        parser.account(kinds, lines, accepts - exempt)
+        exempt = [bool(a) and e for a, e in zip(self.accepts, self.exempt, strict=True)]
+        account(parser, self.templates, exempt, counts, lines, accepts, base)
 
     def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
         """The segment through the compiled matcher (:mod:`acceptmon.parse.fast.native`), or None;

@@ -17,6 +17,8 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ import regex
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, UNITS, VALUE
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Parser
 
 ACCEPT = b"accept"
 """The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
@@ -69,6 +72,15 @@ class Template:
     @property
     def key(self) -> tuple[str, bytes, bytes]:
         return (self.grammar.name, self.head, self.body)
+
+    def capture(self, name: str, kind: str, value: Any, found: set[str], fallback: bool = False) -> None:
+        """One group of record field ``name`` (value kind ``kind``, converted ``value``): it gives the field's
+        value unless the field is a fallback one that an earlier key already gave (``found``)."""
+        if not (fallback and name in found):
+            self.fields[name] = len(self.groups)
+            self.values[name] = value
+            found.add(name)
+        self.groups.append((name, kind))
 
 
 def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]:
@@ -204,7 +216,8 @@ def read_head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Templat
 
 def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
     """Add the body's keys to ``t`` as the parser's pair reader would read them."""
-    patterns, literal, found = [], [], set()
+    patterns, literal = [], []
+    found: set[str] = set()
     ops: list[Op] = []
     for i, piece in enumerate(pieces):
         key, sep, value = piece.partition(": ")
@@ -233,11 +246,7 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
             ops.append(("lit", unit))
             literal.append(unit)
         literal.append(key.encode())
-        if not (conv.fallback and conv.field in found):
-            t.fields[conv.field] = len(t.groups)
-            t.values[conv.field] = conv(value)
-            found.add(conv.field)
-        t.groups.append((conv.field, spec.kind))
+        t.capture(conv.field, spec.kind, conv(value), found, conv.fallback)
     t.body = b", ".join(patterns)
     t.ops += ops
     t.literal += b"\0" + b"\0".join(literal)
@@ -266,3 +275,23 @@ def aliases(g: Grammar, key: str) -> list[str]:
     ]
     counts = {(k.count("accept"), k.count(g.anchor or "\0")) for k in same}
     return sorted(same, key=len, reverse=True) if len(counts) == 1 else [key]
+
+
+def account(
+    parser: Parser,
+    templates: Sequence[Template],
+    exempt: Sequence[bool],
+    counts: Sequence[int],
+    lines: int,
+    accepts: int,
+    base: int,
+) -> None:
+    """A scanned stretch's tallies into the parser (:meth:`~acceptmon.parse.parser.Parser.account`): the matches
+    of each template by its kind, the lines, and the lines saying 'accept' less the matches that may (``exempt``);
+    the parser's line number is ``base``, the stretch's end."""
+    kinds: Counter[str] = Counter()
+    for template, n in zip(templates, counts, strict=False):
+        if n:
+            kinds[template.kind] += n
+    parser.line = base
+    parser.account(kinds, lines, accepts - sum(n for n, e in zip(counts, exempt, strict=False) if e))

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from acceptmon.parse.fast import native
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template
+from acceptmon.parse.fast.templates import ACCEPT, Template, account
 from acceptmon.parse.fast.yearless_templates import template_of
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
@@ -205,12 +205,7 @@ class Yearless:
         (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
             parts.append((nrows, rows))
-        kinds: Counter[str] = Counter()
-        for i, n in enumerate(counts):
-            if n:
-                kinds[self.templates[i].kind] += n
-        parser.line = base
-        parser.account(kinds, lines, accepts - sum(n for i, n in enumerate(counts) if self.exempt[i]))
+        account(parser, self.templates, self.exempt, counts, lines, accepts, base)
         parser.year, parser.month = year, month or None
 
     def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:

@@ -197,11 +197,7 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
             b"(?:" + b"|".join(re.escape(n.encode()) for n in names) + b"): " + VALUE[spec.kind] + re.escape(unit)
         )
         t.ops += [("lit", unit)] if unit else []
-        if not (conv.fallback and conv.field in found):
-            t.fields[conv.field] = len(t.groups)
-            t.values[conv.field] = conv(value)
-            found.add(conv.field)
-        t.groups.append((conv.field, spec.kind))
+        t.capture(conv.field, spec.kind, conv(value), found, conv.fallback)
     t.body = b", ".join(patterns)
     return True
 
