@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import random
 
 import pytest
@@ -377,3 +378,12 @@ def test_without_the_compiled_matcher_parse_is_the_general_parsers_and_says_so_o
     assert f"acceptmon: {batch.SLOW_NOTE}\n" in runs["general"][1]
     assert runs["general"][1].count("fast lane") == 1
     assert "fast lane" not in runs["compiled"][1]
+    asked = subprocess.run(  # the general parser by request (ACCEPTMON_PURE_PYTHON): nothing to tell
+        [sys.executable, "-m", "acceptmon", "parse", "-", "-o", str(tmp_path / f"asked.{fmt}"), "-j", "1"],
+        input=log,
+        capture_output=True,
+        check=True,
+        env={**os.environ, "ACCEPTMON_PURE_PYTHON": "1"},
+    )
+    assert "fast lane" not in asked.stderr.decode()
+    assert (tmp_path / f"asked.{fmt}").read_bytes() == runs["compiled"][0]

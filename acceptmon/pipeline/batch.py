@@ -102,7 +102,8 @@ def run(
     ``as_read``: a stream (stdin, a FIFO) is parsed as its lines come, each block's results handed on at
     once (``parse -``); else in whole blocks.
     ``note``: told :data:`SLOW_NOTE` once, before anything is read, where the fast lane would be taken but
-    its compiled matcher is not built (the general parser then reads everything).
+    its compiled matcher is not built (the general parser then reads everything; not where
+    ``ACCEPTMON_PURE_PYTHON`` asked for that).
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
@@ -115,7 +116,7 @@ def run(
         from acceptmon.parse.fast.lane import FastLane, table_columns
 
         if native.load() is None:
-            if note is not None:
+            if note is not None and not native.pure_asked():  # asked for: nothing to tell
                 note(SLOW_NOTE)
         else:
             lane = FastLane(grammars, fast, table_columns())

@@ -79,9 +79,14 @@ Step = tuple[str, int, tuple[bytes, ...]]
 """(name, capture group or -1, texts): the module's ``OP_<name>`` is the step's code."""
 
 
+def pure_asked() -> bool:
+    """``ACCEPTMON_PURE_PYTHON`` is set: the general parser reads every line, by request."""
+    return bool(os.environ.get("ACCEPTMON_PURE_PYTHON"))
+
+
 def load() -> ModuleType | None:
     """The compiled module, or None (not built, another version, or pure Python asked for)."""
-    if os.environ.get("ACCEPTMON_PURE_PYTHON"):
+    if pure_asked():
         return None
     try:
         from acceptmon.parse.fast import cmatch
