@@ -476,6 +476,8 @@ def test_speedup_against_a_run_without_a_draft_is_the_ratio_of_decode_speeds_sai
         assert r["speedup_ci_low"] < r["speedup"] < r["speedup_ci_high"]
         assert r["speedup_note"].startswith("neither run logs its running requests")
     assert [r["best"] for r in runs] == [True, False]
+    table = _cli("runs", "--baseline", str(plain), str(LOG))
+    assert table.stderr.count("S unmatched: neither run logs its running requests") == 2
 
 
 def test_no_year_note_where_no_timestamp_needed_a_year(tmp_path):

@@ -246,3 +246,26 @@ def test_the_library_gives_what_the_command_prints(sweep, capsys):
     auto = acceptmon.runs([SEED, BASE], baseline=True)
     assert [r.speedup for r in auto[:5]] == [sweep[SEED, n]["speedup"] for n in range(1, 6)]
     assert not hasattr(acceptmon.runs(SEED)[0], "speedup")
+
+
+def test_a_baseline_that_made_no_tokens_is_said_so_not_too_few():
+    spec, base = Batches(), Batches()
+    _steady(spec, 4, 120.0, 30)
+    _steady(base, 4, 0.0, 30)
+    s = speedup(spec, base)
+    assert s.speedup is None and s.note.startswith("the baseline made no tokens at the shared #running-req")
+
+
+def test_in_a_stream_of_two_pods_the_plain_pods_run_is_the_baseline(tmp_path, capsys, monkeypatch):
+    """Two pods in one stern stream (runs numbered per file, across its sources): the baseline of the file
+    is the plain pod's run, and only the speculative pod's runs get a speedup."""
+    monkeypatch.chdir(ROOT)
+    spec = [f"spec-0 sglang {line}" for line in (ROOT / SEED).read_text().splitlines()]
+    plain = [f"base-0 sglang {line}" for line in (ROOT / BASE).read_text().splitlines()]
+    both = tmp_path / "both.log"
+    both.write_text("\n".join(spec[: len(spec) // 5] + plain) + "\n")
+    runs = _runs(capsys, str(both), "--baseline", str(both))
+    by_source = {r["source"]: r for r in runs.values()}
+    assert by_source["spec-0 sglang"]["baseline"] == "both.log#2"
+    assert by_source["spec-0 sglang"]["speedup"] is not None
+    assert by_source["base-0 sglang"]["baseline"] is None

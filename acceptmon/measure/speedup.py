@@ -7,7 +7,8 @@ the batches of both sides: the one rule ``compare``'s matched load, the doctor's
 ``runs --baseline`` use. Its 95 % interval comes from compare's circular block bootstrap
 (:func:`acceptmon.measure.bootstrap.bootstrap_means`), each side resampled on its own over all its
 batches (a bucket's mean of a replicate is the mean of the steady batches it drew there), the shared
-buckets and their weights held as observed. The verdict is the doctor's: ``loses`` below
+buckets and their weights held as observed (a bucket a replicate drew no steady batch of is left out of
+that replicate, the others' weights renormalized). The verdict is the doctor's: ``loses`` below
 ``loses_below``, ``marginal`` below ``marginal_below``, else ``pays``.
 """
 
@@ -172,7 +173,12 @@ def speedup(spec: Batches, base: Batches | Reference, *, resamples: int = RESAMP
     point = weighted_speedup(rows)
     counts = f"{len(keys)} shared #running-req buckets, {ns} vs {nb} steady batches"
     if point is None:
-        note = f"too few steady batches at shared #running-req to compare: {counts}"
+        enough = min(ns, nb) >= MIN_MATCHED_BATCHES
+        note = (
+            f"the baseline made no tokens at the shared #running-req: {counts}"
+            if enough
+            else f"too few steady batches at shared #running-req to compare: {counts}"
+        )
         return Speedup(
             speedup=None, ci_low=None, ci_high=None, spec_batches=ns, base_batches=nb, buckets=buckets, note=note
         )

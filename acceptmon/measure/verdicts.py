@@ -94,9 +94,13 @@ def sweep_verdicts(
                     references[key] = _label(chosen), Reference(joined, resamples=resamples, seed=seed + 1)
                 label, ref = references[key]
                 s = speedup(side.columns, ref, seed=seed)
-                if s.speedup is None and not any(running_logged(b) for b in (side.columns, ref.batches)):
+                logged = running_logged(side.columns), running_logged(ref.batches)
+                if s.speedup is None and not any(logged):
                     base = array("d", chain.from_iterable(_throughput(c.side) for c in chosen))
                     s = unmatched(_throughput(side), base, resamples=resamples, seed=seed)
+                elif s.speedup is None and logged[0] != logged[1]:
+                    who = "the baseline" if logged[0] else "this run"
+                    s = s.model_copy(update={"note": f"{who} logs no running requests: no load to match by"})
                 fields |= {"baseline": label, "speedup_note": s.note}
                 if s.speedup is not None:
                     fields |= {

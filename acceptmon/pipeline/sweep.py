@@ -119,8 +119,12 @@ def _spec(sides: RunSides, key: RunKey) -> bool:
 
 
 def _speculating(sides: RunSides) -> dict[int, bool]:
-    """The runs with stats lines, by number: whether each speculates."""
-    return {key[2]: _spec(sides, key) for key in sides.samples}
+    """The runs with stats lines, by number: whether each speculates (a number that one source runs without
+    speculation counts as plain: the baseline takes that source's run)."""
+    runs: dict[int, bool] = {}
+    for key in sides.samples:
+        runs[key[2]] = runs.get(key[2], True) and _spec(sides, key)
+    return runs
 
 
 def _baselines(sides: RunSides, keep: Callable[[RunKey], bool]) -> list[Baseline]:

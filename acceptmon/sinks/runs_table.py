@@ -12,6 +12,7 @@ from typing import cast
 
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
@@ -113,14 +114,15 @@ def _sweep_cells(runs: Sequence[SweepRun]) -> list[tuple[str, ...]]:
     for r in runs:
         ci = "-" if r.speedup_ci_low is None else f"{r.speedup_ci_low:.2f}..{r.speedup_ci_high:.2f}"
         place = "best" if r.best else "tied" if r.tied_with_best else "-"
-        speedup = number(r.speedup, 2) if r.speedup is not None or not r.baseline else "too_few"
+        few = r.baseline and r.speedup is None and r.speedup_note.startswith("too few")
+        speedup = "too_few" if few else number(r.speedup, 2)
         out.append((speedup, ci, r.verdict or "-", place))
     return out
 
 
 def sweep_notes(summaries: Sequence[RunSummary]) -> list[str]:
     """``runs --baseline``'s lines under the table: what S is measured against, and each speculative run
-    with a baseline but no S (too few steady batches shared with it)."""
+    with a baseline but no S (and why), or whose S is not over matched buckets (no running requests logged)."""
     runs = [s for s in summaries if isinstance(s, SweepRun)]
     against = sorted({r.baseline for r in runs if r.baseline})
     out = []
@@ -132,6 +134,8 @@ def sweep_notes(summaries: Sequence[RunSummary]) -> list[str]:
     for r in runs:
         if r.speedup is None and r.baseline:
             out.append(f"{Path(r.file).name}#{r.run}: no speedup: {r.speedup_note}")
+        elif r.speedup is not None and r.speedup_note == UNMATCHED:
+            out.append(f"{Path(r.file).name}#{r.run}: S unmatched: {r.speedup_note}")
     best = next((r for r in runs if r.best), None)
     if best is not None and len(runs) > 1:
         s = f", S = {best.speedup:.2f} ({best.verdict})" if best.speedup is not None and best.verdict else ""
