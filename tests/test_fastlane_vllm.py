@@ -8,7 +8,7 @@ noise), read sequentially and on small parallel ranges.
 
 from __future__ import annotations
 
-import itertools
+import json
 import random
 import re
 from pathlib import Path
@@ -21,8 +21,8 @@ from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from tests.test_fastlane import GRAMMARS, _run, _same
 
-SAMPLES_TXT = Path(__file__).resolve().parents[2] / "shared" / "reference" / "format-samples.txt"
-"""The reference samples (the shared folder beside the project's checkout)."""
+REFERENCE = Path(__file__).parent / "data" / "vllm_reference_lines.jsonl"
+"""vLLM's reference line of each release family (label, line), as its logging code prints it."""
 
 LANES = {
     "VLLM-V0a": "fast",
@@ -50,12 +50,7 @@ def _small(monkeypatch):
 
 
 def _reference() -> list[tuple[str, str]]:
-    lines = SAMPLES_TXT.read_text().splitlines()
-    return [
-        (head.split("| ")[1].split()[0], line)
-        for head, line in itertools.pairwise(lines)
-        if head.startswith("# <source: vllm-project")
-    ]
+    return [(r["label"], r["line"]) for r in map(json.loads, REFERENCE.read_text().splitlines())]
 
 
 def _built(monkeypatch, path: Path, fmt: str = "csv") -> tuple[list[int], tuple]:
@@ -74,7 +69,6 @@ def _built(monkeypatch, path: Path, fmt: str = "csv") -> tuple[list[int], tuple]
     return built, out
 
 
-@pytest.mark.skipif(not SAMPLES_TXT.exists(), reason="the reference samples are not beside the checkout")
 def test_which_lane_each_vllm_reference_line_takes(tmp_path, monkeypatch):
     samples = _reference()
     assert {label for label, _ in samples} == set(LANES)
