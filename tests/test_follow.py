@@ -6,6 +6,7 @@ import itertools
 import os
 import threading
 import time
+from pathlib import Path
 
 from acceptmon.inputs.files import OVERSIZED
 from acceptmon.inputs.follow import MAX_PAUSE, PAUSE_PER_CPU, Follower, watch, watch_loop
@@ -107,14 +108,18 @@ def test_oversized_line_is_skipped_not_buffered(tmp_path):
     assert got.lines == [b"a", b"b"] and got.oversized == 1
 
 
-def test_watch_wakes_on_append_quickly(tmp_path):
-    log = tmp_path / "s.log"
+def _watching(log: Path) -> tuple[Path, Lines, threading.Event, threading.Thread]:
+    """An empty log, followed by ``watch`` in a thread until the event is set."""
     log.write_bytes(b"")
     got = Lines()
-    f = Follower(str(log), got)
     stop = threading.Event()
-    t = threading.Thread(target=watch, args=([f], stop), daemon=True)
+    t = threading.Thread(target=watch, args=([Follower(str(log), got)], stop), daemon=True)
     t.start()
+    return log, got, stop, t
+
+
+def test_watch_wakes_on_append_quickly(tmp_path):
+    log, got, stop, t = _watching(tmp_path / "s.log")
     time.sleep(0.3)
     with log.open("ab") as w:
         w.write(b"fresh\n")
@@ -170,13 +175,7 @@ def test_ticks_that_cost_cpu_are_spaced_out_while_changes_keep_coming(tmp_path):
 def test_a_cheap_tick_leaves_the_next_change_unpaced(tmp_path):
     """A tick that costs little (a line now and then) waits next to nothing (PAUSE_PER_CPU times its CPU):
     a line written right after the previous one was read is read within a step or two, not MAX_PAUSE."""
-    log = tmp_path / "quiet.log"
-    log.write_bytes(b"")
-    got = Lines()
-    f = Follower(str(log), got)
-    stop = threading.Event()
-    t = threading.Thread(target=watch, args=([f], stop), daemon=True)
-    t.start()
+    log, got, stop, t = _watching(tmp_path / "quiet.log")
     waits = []
     try:
         time.sleep(0.3)
