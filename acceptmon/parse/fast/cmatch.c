@@ -52,6 +52,14 @@ static void count_needles(const Program *pg, const uint8_t *p, Py_ssize_t len, P
     }
 }
 
+/* Whether the counts (of count_needles) hold a launch anchor. */
+static int holds_launch(const Program *pg, const Py_ssize_t *counts) {
+    int ncounted = pg->nneedles - 1 - pg->nlaunch;
+    for (int i = ncounted; i < ncounted + pg->nlaunch; i++)
+        if (counts[i]) return 1;
+    return 0;
+}
+
 /* ---- scan ------------------------------------------------------------------------------------ */
 
 /* Whether a line holds one of the counted anchors (the needles before the launch anchors and 'accept'). */
@@ -213,11 +221,11 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
         goto done;
     }
     if (cm_plans_of(pg, plans_obj, plans) < 0) goto done;
-    Py_BEGIN_ALLOW_THREADS /* bytes only: the buffer is held by the view */
-    count_needles(pg, (const uint8_t *)view.buf + s, e - s, counts, &accepts);
-    Py_END_ALLOW_THREADS
-    for (int i = ncounted; i < ncounted + pg->nlaunch; i++) {
-        if (counts[i]) {
+    if (!stop.on) { /* the whole range is said or nothing: a launch anchor anywhere in it is the parser's */
+        Py_BEGIN_ALLOW_THREADS /* bytes only: the buffer is held by the view */
+        count_needles(pg, (const uint8_t *)view.buf + s, e - s, counts, &accepts);
+        Py_END_ALLOW_THREADS
+        if (holds_launch(pg, counts)) {
             result = Py_NewRef(Py_None);
             goto done;
         }
@@ -225,10 +233,12 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop,
                         entries == Py_None ? NULL : entries);
     if (rc < 0) goto done;
-    if (rc == 0 && stop.at < e) { /* the counts of the lines before the stop */
+    if (rc == 0 && stop.on) { /* the counts of the lines read, up to the stop: a scan that stops again and again
+                               * reads each line once, not the rest of the range each time */
         Py_BEGIN_ALLOW_THREADS
         count_needles(pg, (const uint8_t *)view.buf + s, stop.at - s, counts, &accepts);
         Py_END_ALLOW_THREADS
+        rc = holds_launch(pg, counts);
     }
     result = rc ? Py_NewRef(Py_None)
                 : scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
@@ -245,7 +255,8 @@ static PyMethodDef Program_methods[] = {
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
      "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes, hits per template, count per\n"
      "counted anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or\n"
-     "None if a launch anchor is in the lines (or, without stop, a year-less date is the parser's to give).\n"
+     "None if a launch anchor is in the lines (with stop, in the lines read; without, a year-less date is the\n"
+     "parser's to give).\n"
      "entries: a list that gets (offset of the newline before the line, template, row or b'') per match whose\n"
      "plan is not False"},
     {NULL, NULL, 0, NULL},
