@@ -36,6 +36,9 @@ class DoctorJob:
     (:func:`~acceptmon.measure.columns.pack`, a quarter of the memory of record objects) and are
     fed one at a time. Records parsed in this process are fed as they are."""
 
+    from_lane = True
+    """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+
     def __init__(self, doctor: Doctor, depth: DepthInputs | None = None) -> None:
         self.doctor, self.depth = doctor, depth
         roles = ("starts_run", "acceptance", "load", "prefill", "warning")  # every server's stats lines, and more

@@ -31,6 +31,9 @@ from acceptmon.pipeline import inplace
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs none of them (workers: process pools)
     from acceptmon.parse.fast.lane import FastLane
     from acceptmon.parse.fast.pieces import Format
+    from acceptmon.pipeline.lanes import JobLane
+
+    Lane = FastLane | JobLane
 
 T = TypeVar("T")
 PARALLEL_MIN_BYTES = 8 << 20
@@ -49,7 +52,11 @@ LEARN_BYTES = 1 << 20
 
 
 class Job(Protocol[T]):
-    """What a pipeline run does with records."""
+    """What a pipeline run does with records.
+
+    A job whose class sets ``from_lane = True`` never reads a record's ``extra`` (the ``key: value`` pairs no
+    grammar knows): a large input's stats lines then reach it from the fast lane as records
+    (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty."""
 
     records_wanted: frozenset[str]
     """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""
@@ -107,7 +114,7 @@ def run(
     """
     result = RunResult()
     progress = Progress(total=sum(_size(p, limit) for p in paths))
-    lane = None
+    lane: Lane | None = None
     big = progress.total >= FAST_MIN_BYTES or any(
         is_stream(p) or _is_gzip(p) for p in paths
     )  # unknown sizes: a pipe, .gz
@@ -121,6 +128,10 @@ def run(
         else:
             lane = FastLane(grammars, fast, table_columns())
             lane = lane if lane.enabled else None
+    elif getattr(job, "from_lane", False) and big:
+        from acceptmon.pipeline.lanes import job_lane
+
+        lane = job_lane(grammars, job.records_wanted, job.chunk)
     for path in paths:
         if jobs > 1 and not is_stream(path) and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)
@@ -138,7 +149,7 @@ def _run_sequential(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
     limit: int | None = None,
-    lane: FastLane | None = None,
+    lane: Lane | None = None,
     *,
     as_read: bool = False,
 ) -> Tally:
@@ -169,7 +180,7 @@ def records(path: str, grammars: GrammarSet, wanted: frozenset[str] | None = Non
             yield from part
 
 
-def _parts(parser: Parser, block: bytes, job: Job[T], lane: FastLane | None) -> list[T]:
+def _parts(parser: Parser, block: bytes, job: Job[T], lane: Lane | None) -> list[T]:
     """One block's chunk results: through the fast lane if there is one, else one chunk."""
     if lane is None:
         return [job.chunk(parser.feed(block))]
@@ -186,7 +197,7 @@ def _run_parallel(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
     limit: int | None = None,
-    lane: FastLane | None = None,
+    lane: Lane | None = None,
 ) -> Tally:
     """Ranges of the file on ``jobs`` processes (:mod:`acceptmon.pipeline.workers`), in order."""
     size = _size(path, limit)

@@ -23,9 +23,15 @@ BOM = b"\xef\xbb\xbf"
 
 
 class Lane(Protocol):
-    """What is used here of :class:`acceptmon.parse.fast.lane.FastLane`."""
+    """What is used here of :class:`acceptmon.parse.fast.lane.FastLane` (and of a job's lane,
+    :class:`acceptmon.parse.fast.typed.JobLane`)."""
 
-    native: Any
+    @property
+    def native(self) -> Any: ...
+
+    in_place: bool
+    """Reads regions of its own size where they lie; else blocks as the reader cuts them without a lane (a job
+    lane: its job aggregates each block, and sums of floats come out the same only in the same blocks)."""
 
     def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Any] | None: ...
 
@@ -76,9 +82,10 @@ def blocks(
     lines over its limit). ``as_read``: a stream's blocks are what came (:func:`open_log`).
     """
     lane, in_place, size = how
+    own = lane is not None and lane.in_place  # the lane's own blocks
     start, limit = span
     end = None if limit is None else start + limit
-    if in_place and lane is not None and end is not None:
+    if in_place and lane is not None and own and end is not None:
         for s, e, parts in regions(parser, path, (start, end), lane, parts_of, size):
             start = e
             yield e - s, parts
@@ -88,7 +95,7 @@ def blocks(
         if start:
             stream.seek(start)
         for block in iter_blocks(
-            stream, limit=None if end is None else end - start, **({"block_size": size} if lane else {})
+            stream, limit=None if end is None else end - start, **({"block_size": size} if own else {})
         ):
             if block is OVERSIZED:
                 parser.skip_oversized()

@@ -53,6 +53,9 @@ class _SideJob:
     ``doctor`` read the same batches.
     """
 
+    from_lane = True
+    """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+
     def __init__(self, run_no: int | None) -> None:
         self.run_no = run_no
         self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill") | with_role("request")

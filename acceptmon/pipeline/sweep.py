@@ -37,6 +37,9 @@ B = TypeVar("B")
 class RunSides:
     """Per run, its batches as a :class:`~acceptmon.measure.compare.Sample` and its launch config."""
 
+    from_lane = True
+    """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+
     def __init__(self) -> None:
         self.records_wanted = with_role("acceptance") | with_role("load") | with_role("prefill")
         self.normalizer = Normalizer()
@@ -66,6 +69,7 @@ class Both(Generic[A, B]):
     def __init__(self, first: Job[A], second: Job[B]) -> None:
         self.first, self.second = first, second
         self.records_wanted = first.records_wanted | second.records_wanted
+        self.from_lane = getattr(first, "from_lane", False) and getattr(second, "from_lane", False)
 
     def chunk(self, records: list[Record]) -> tuple[A, B]:
         return (

@@ -101,6 +101,9 @@ class _Out:
 class ArrowJob:
     """The table kinds' rows (built in workers too) as Arrow tables of :func:`table_schema`'s columns, in order."""
 
+    from_lane = True
+    """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+
     def __init__(self, kinds: Sequence[RecordKind] | None = None) -> None:
         self.kinds = tuple(kinds or table_kinds())
         self.records_wanted = frozenset(k.name for k in self.kinds)

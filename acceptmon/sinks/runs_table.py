@@ -24,6 +24,9 @@ class StatsJob:
     earlier line (:meth:`Stats.order_free`, every SGLang part) is aggregated where it was parsed (in workers
     too) and merged, any other is handed on as records."""
 
+    from_lane = True
+    """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+
     def __init__(self) -> None:
         self.records_wanted = (
             with_role("acceptance") | with_role("load") | with_role("request") | with_role("positions")

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from acceptmon.parse.fast.templates import ACCEPT, Template
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
 
-Part = tuple[int, bytes]
+Part = tuple[int, bytes] | list[Record]
 Entry = tuple[int, int, bytes]
 """A fast match: (the newline before its line in the block, template index, row bytes or b'')."""
 
@@ -29,6 +29,8 @@ class Lane(Protocol):
     templates: list[Template]
     counted: list[bytes]
     exempt: list[bool]
+
+    def part(self, parser: Parser, nrows: int, rows: bytes) -> Any: ...
 
 
 def careful_segment(
@@ -67,7 +69,7 @@ def careful_segment(
                 rows.append(fast[2])
             continue
         if rows:
-            parts.append((len(rows), b"".join(rows)))
+            parts.append(lane.part(parser, len(rows), b"".join(rows)))
             rows = []
         exempt += ACCEPT in buf[start + 1 : end]  # the parser counts this line's noise itself
         parser.account(kinds, line - parser.line, 0)  # the lines before this one (a stats line ends a group)
@@ -76,5 +78,5 @@ def careful_segment(
         if records:
             parts.append(chunk(records))
     if rows:
-        parts.append((len(rows), b"".join(rows)))
+        parts.append(lane.part(parser, len(rows), b"".join(rows)))
     parser.account(kinds, end_line - parser.line, accepts - exempt)

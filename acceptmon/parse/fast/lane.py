@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
-from acceptmon.parse.fast import native
+from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.careful import Entry, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
@@ -36,12 +36,12 @@ from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
 from acceptmon.parse.streams import STREAM_FIELDS
 
-Part = tuple[int, bytes]
-"""What the table job collects: (rows, their bytes)."""
+Part = tuple[int, bytes] | list[Record]
+"""What the table job collects: (rows, their bytes); with a typed lane, records."""
 _MASK = re.compile(rb"[0-9]+")
 """A line's shape: its numbers masked."""
 Chunk = Callable[[list[Record]], Part]
-Quick = tuple[Part, list[int], int, int]
+Quick = tuple[tuple[int, bytes], list[int], int, int]
 """A segment every count of which the fast matches explain: rows, matches per template, lines, 'accept' lines."""
 NOISE_EXEMPT = "decode"
 """The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
@@ -56,6 +56,9 @@ SHAPE_TRIES = 3
 at .000 milliseconds, a float of 7 decimals) fails the proof, and the next line of its shape may not."""
 CANDIDATES = 4
 """Rows of the general parser per segment whose lines the lane tries to learn from."""
+
+PLANS_KEPT = 256
+"""Parser contexts whose row plans a lane keeps (then it starts again): a live lane follows many files."""
 
 PIECE = 128 << 10
 """Bytes of lines the general parser reads at a time in a segment without fast lines (its records are
@@ -91,10 +94,22 @@ def table_columns() -> tuple[str, ...]:
 
 
 class FastLane:
-    """Table rows of one output format, for the files of one ``acceptmon parse``."""
+    """Table rows of one output format, for the files of one ``acceptmon parse``; or, ``typed``, records.
 
-    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...]) -> None:
-        self.fmt, self.columns, self.learned = fmt, columns, False
+    ``typed``: the record kinds a job wants as records (:mod:`acceptmon.parse.fast.typed`): every part is then
+    a list of records (the parser's, and the lane's rows read back), and ``fmt`` and ``columns`` are the typed
+    rows' own."""
+
+    def __init__(
+        self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...], typed: frozenset[str] | None = None
+    ) -> None:
+        self.typed = typed is not None
+        self.in_place = True
+        """Reads regions of a file where they lie (:mod:`acceptmon.pipeline.inplace`)."""
+        self.fmt: Format = "jsonl" if self.typed else fmt
+        self.columns, self.learned = columns, False
+        self.written = typed if typed is not None else frozenset(k for k, kind in KINDS.items() if kind.table)
+        """The kinds whose lines the lane writes (the others it only counts)."""
         self.grammars = grammars
         self.from_log: list[Template] = []
         """Templates learned from the log's own lines (:meth:`_learn_lines`)."""
@@ -102,14 +117,16 @@ class FastLane:
         """Tries per line shape (numbers masked): :data:`SHAPE_TRIES` once one proved."""
         shape, templates = build_templates(grammars)
         self.shape = shape
-        self.templates: list[Template] = [t for t in templates if native.steps(t) is not None] if shape else []
+        self.templates: list[Template] = (
+            [t for t in templates if native.steps(t, t.kind in self.written) is not None] if shape else []
+        )
         """The templates the compiled matcher reads as the grammar's expression does (the others' lines are the
         general parser's)."""
         self.anchors = [a.encode() for a in grammars.anchors]
         runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
         self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
-        self.yearless = Yearless(grammars, fmt, columns, (self.counted, self.launch_anchors))
+        self.yearless = Yearless(grammars, self.fmt, columns, (self.counted, self.launch_anchors), self.typed)
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self._compile()
 
@@ -119,8 +136,8 @@ class FastLane:
 
     def _compile(self) -> None:
         self.native: Any = None
-        self.plans: list[Plan | bool | None] = []
-        self.context: tuple[str, int, Any] | None = None
+        self.plans: dict[tuple[Any, ...], tuple[Any, list[Plan | bool | None]]] = {}
+        """Row plans per parser context (file, run, launch, kinds wanted): a live lane serves many files."""
         if self.shape is None or not self.templates:
             return
         self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
@@ -130,7 +147,7 @@ class FastLane:
             t.kind == NOISE_EXEMPT and not t.literal.count(ACCEPT) and bool(t.extras) for t in self.templates
         ]
         """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
-        self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors)
+        self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors, self.written)
         self.native_order = native.order(self.templates)
 
     def learn(self, sample: bytes) -> None:
@@ -159,7 +176,7 @@ class FastLane:
 
         A file whose path names its pod (:attr:`Parser.origin`) is the parser's: its rows carry the
         names, which the lane's rows (the plain lines') leave empty."""
-        if self.native is None or not block.endswith(b"\n") or parser.origin:
+        if self.native is None or not block.endswith(b"\n") or self._named(parser):
             return [chunk(parser.feed(block))]
         parts: list[Part] = []
         buf = b"\n" + block
@@ -184,15 +201,41 @@ class FastLane:
     def plans_for(self, parser: Parser) -> list[Plan | bool | None]:
         """Per template: its row plan for the parser's file, run and launch; None for a kind
         that is only counted; False if its rows must come from the general parser."""
+        key = (parser.file, parser.run, id(parser.launch), parser.wanted)  # the launch is kept with its plans
+        got = self.plans.get(key)
+        if got is not None:
+            return got[1]
+        if len(self.plans) >= PLANS_KEPT:
+            self.plans.clear()
         context = (parser.file, parser.run, parser.launch)
-        if context != self.context:
-            self.context, self.plans = context, []
-            for t in self.templates:
-                try:
-                    self.plans.append(Plan(t, self.fmt, self.columns, context) if KINDS[t.kind].table else None)
-                except Unsupported:
-                    self.plans.append(False)
-        return self.plans
+        plans: list[Plan | bool | None] = []
+        self.plans[key] = (parser.launch, plans)
+        for t in self.templates:
+            if t.kind not in self.written or t.kind not in parser.wanted:
+                plans.append(None)
+                continue
+            columns = typed.columns_of(t.kind) if self.typed else self.columns
+            try:
+                plans.append(Plan(t, self.fmt, columns, context, typed=self.typed))
+            except Unsupported:
+                plans.append(False)
+        return plans
+
+    def part(self, parser: Parser, nrows: int, rows: bytes) -> Part:
+        """A part of the lane's own rows: table rows as they are, or (typed) their records, which take the names
+        of the parser's file (:meth:`_named`)."""
+        return typed.records(rows, parser.origin.values()) if self.typed else (nrows, rows)
+
+    def _named(self, parser: Parser) -> bool:
+        """A file whose path names its pod: its table rows are the parser's (they carry the names, which the lane's
+        rows, the plain lines', leave empty); a typed lane's records take them (:meth:`part`)."""
+        return bool(parser.origin) and not self.typed
+
+    def _proven(self, parser: Parser, rows: bytes | None, row: Record, chunk: Chunk) -> bool:
+        """Whether ``rows``, the lane's output for one line, says what the general parser's ``row`` of it does."""
+        if self.typed:
+            return typed.proves(rows, row, parser.origin.values())
+        return rows is not None and rows == chunk([row])[1]
 
     def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> bool:
         """Rows and tallies of the lines between two launch lines; False (nothing done) if the
@@ -211,7 +254,7 @@ class FastLane:
 
         def kept(records: list[Record]) -> Part:
             if len(slow) < CANDIDATES:
-                slow.extend(r for r in records[: CANDIDATES * 4] if KINDS[r.kind].table)
+                slow.extend(r for r in records[: CANDIDATES * 4] if r.kind in self.written)
             return chunk(records)
 
         pieces: list[bytes] = []
@@ -277,13 +320,12 @@ class FastLane:
         assert self.shape is not None
         t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
         if t is None:
-            return self.yearless.learn(parser, raw, row, chunk([row])[1])
-        if native.steps(t) is None or any(x.key == t.key for x in self.templates):
+            return self.yearless.learn(parser, raw, row, chunk)
+        if native.steps(t, t.kind in self.written) is None or any(x.key == t.key for x in self.templates):
             return False
-        want = chunk([row])[1]
         self.templates.append(t)
         self._compile()
-        if self.native is not None and self._row_of(parser, raw, row.line - 1) == want:
+        if self.native is not None and self._proven(parser, self._row_of(parser, raw, row.line - 1), row, chunk):
             self.from_log.append(t)
             return True
         self.templates.pop()
@@ -308,10 +350,10 @@ class FastLane:
         caller gives those bytes to :meth:`feed`)."""
         base = parser.line
         quick = None
-        if self.native is not None and not parser.origin:
+        if self.native is not None and not self._named(parser):
             quick = self._quick(parser, buf, start - 1, end - 1, base)
         parts: list[Part] = []
-        if quick is None and self.native is not None and not parser.origin:
+        if quick is None and self.native is not None and not self._named(parser):
             return parts if self.yearless.whole(parser, buf, start, end, base, parts) else None
         if not quick:
             return None
@@ -322,7 +364,7 @@ class FastLane:
         """A quick segment's rows into ``parts``; its tallies and lines into the parser."""
         (nrows, rows), counts, lines, accepts = quick
         if nrows:
-            parts.append((nrows, rows))
+            parts.append(self.part(parser, nrows, rows))
         exempt = [bool(a) and e for a, e in zip(self.accepts, self.exempt, strict=True)]
         account(parser, self.templates, exempt, counts, lines, accepts, base)
 

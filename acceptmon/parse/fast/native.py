@@ -124,17 +124,24 @@ def order(templates: Sequence[Template]) -> list[int]:
 
 
 def program(
-    shape: Shape, templates: Sequence[Template], counted: Sequence[bytes], launch: Sequence[bytes]
+    shape: Shape,
+    templates: Sequence[Template],
+    counted: Sequence[bytes],
+    launch: Sequence[bytes],
+    written: frozenset[str] | None = None,
 ) -> Any | None:
     """The compiled matcher for ``templates`` (in :func:`order`), or None where there is none.
 
     Its ``scan`` counts the ``counted`` anchors, and gives up (None) on lines that hold a ``launch`` anchor.
+    ``written``: the kinds whose values are captured (see :func:`steps`).
     """
     scan = load()
     needles = [*counted, *launch, ACCEPT]
     if scan is None or not _envelope_ok(shape) or len(needles) > scan.MAX_NEEDLES or any(len(a) < 2 for a in needles):
         return None
-    each = [steps(templates[i]) for i in order(templates)]
+    each = [
+        steps(t, None if written is None else t.kind in written) for t in map(templates.__getitem__, order(templates))
+    ]
     if any(s is None for s in each):
         return None
     compiled = [codes(scan, s) for s in each if s is not None]
@@ -164,9 +171,12 @@ def _envelope_ok(shape: Shape) -> bool:
     return shape.inner == inner and bool(shape.prefix) and bool(shape.suffix) and shape.suffix[0] not in ENVELOPE_STOP
 
 
-def steps(t: Template) -> list[Step] | None:
-    """The template's steps for C, or None if greedy reading could differ from the pattern."""
-    table = KINDS[t.kind].table
+def steps(t: Template, written: bool | None = None) -> list[Step] | None:
+    """The template's steps for C, or None if greedy reading could differ from the pattern.
+
+    ``written``: its values are captured (strict steps) for a row, or only counted (loose); by default as its
+    kind is a table kind (a typed lane, :mod:`acceptmon.parse.fast.typed`, writes the kinds its job wants)."""
+    table = KINDS[t.kind].table if written is None else written
     steps: list[Step] = []
     for op, arg in t.ops:
         step = _step(op, arg, table)

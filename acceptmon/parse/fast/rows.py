@@ -90,9 +90,11 @@ class Plan:
         columns: tuple[str, ...],
         context: tuple[str, int, LaunchConfig | None],
         every: bool = False,
+        typed: bool = False,
     ) -> None:
         """``every``: the derive depends on every captured field (not only those it read of the template's sample,
-        as a branch the sample did not take may read others)."""
+        as a branch the sample did not take may read others). ``typed``: a JSON row read back as a record
+        (:mod:`acceptmon.parse.fast.typed`), whose unknown keys are left out: a template with some has a recipe too."""
         file, run, launch = context
         kind = KINDS[t.kind]
         defaults = t.grammar.spec.defaults
@@ -115,7 +117,7 @@ class Plan:
         deps = sorted(set(t.fields) & (reads | converted | (set(t.fields) if every and kind.derive else set())))
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
-        self.fmt_kind, self.launch, self.derive, self.base = fmt, launch, kind.derive, base
+        self.fmt_kind, self.launch, self.derive, self.base, self.typed = fmt, launch, kind.derive, base, typed
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep_index = {f: i for i, f in enumerate(deps)}
         self.dep_convert = dict(self.dep_fields)
@@ -150,7 +152,9 @@ class Plan:
                 steps.append([0 if c == "line" else 4 if fmt == "csv" else JSON_RANK])
         if fmt == "csv":
             return _recipe(steps)
-        return None if t.extras else _json_recipe(steps, columns)
+        if t.extras and not self.typed:
+            return None
+        return _json_recipe(steps, columns, "extra" in model or not self.typed)
 
     def derived_cells(self, texts: Any) -> tuple[bytes, ...]:
         """Cells of the derived columns for one row's dependency text(s) (memoised)."""
@@ -211,17 +215,21 @@ def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes
     return (*out[:-1], out[-1] + end) if isinstance(out[-1], bytes) else (*out, end)
 
 
-def _json_recipe(steps: list[list[bytes | int]], columns: tuple[str, ...]) -> tuple[bytes | int, ...]:
-    """A JSONL row (``{"column":cell,...,"extra":{}}``) as literal bytes and argument codes (see
-    :func:`_recipe`; a template with unknown keys has none: their object is built in Python)."""
+def _json_recipe(
+    steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool = True
+) -> tuple[bytes | int, ...]:
+    """A JSONL row (``{"column":cell,...,"extra":{}}``; without ``extra``, ``{"column":cell,...}``) as literal
+    bytes and argument codes (see :func:`_recipe`; a table template with unknown keys has none: their object is
+    built in Python)."""
     named = [[json.dumps(c).encode() + b":", *column] for c, column in zip(columns, steps, strict=True)]
     named[0] = [b"{", *named[0]]
-    named[-1] = [*named[-1], b',"extra":{}}']
+    named[-1] = [*named[-1], b',"extra":{}}' if extra else b"}"]
     return _recipe(named, b"\n")
 
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
-    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
-    if fmt == "csv" or kind in ("int", "float"):
+    """Recipe steps of one captured group: the text itself (a number, counts and numbers with units too), but
+    JSON's booleans and quoted strings."""
+    if fmt == "csv" or kind in ("int", "float", "count", "number"):
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
-from acceptmon.parse.fast import native
+from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import ACCEPT, Template, account
@@ -31,9 +31,9 @@ from acceptmon.parse.records import Record
 LEARN_TEMPLATES = 32
 """Templates learned at most (each is tried on every line the envelope matches)."""
 
-Part = tuple[int, bytes]
+Part = tuple[int, bytes] | list[Record]
 Chunk = Callable[[list[Record]], Part]
-Scan = tuple[Part, list[int], int, int, int, int, int, int]
+Scan = tuple[tuple[int, bytes], list[int], int, int, int, int, int, int]
 """rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
 the envelope."""
 LEARN_TRIES = 64
@@ -64,8 +64,16 @@ def _cut(lines: bytes, size: int = 128 << 10) -> list[bytes]:
 class Yearless:
     """The templates of year-less lines a lane learned, compiled, and their row plans for a parser."""
 
-    def __init__(self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...], needles: tuple[list[bytes], ...]):
-        self.grammars, self.fmt, self.columns = grammars, fmt, columns
+    def __init__(
+        self,
+        grammars: GrammarSet,
+        fmt: Format,
+        columns: tuple[str, ...],
+        needles: tuple[list[bytes], ...],
+        typed: bool = False,
+    ):
+        """``typed``: rows are records (:mod:`acceptmon.parse.fast.typed`), as the lane's are."""
+        self.grammars, self.fmt, self.columns, self.typed = grammars, fmt, columns, typed
         self.counted, self.launch = needles
         self.templates: list[Template] = []
         self.tried: Counter[bytes] = Counter()
@@ -105,8 +113,9 @@ class Yearless:
                 if t.kind not in parser.wanted:  # a line the parser only counts is not dated: the year state is its
                     self.plans.append(False)
                     continue
+                columns = typed.columns_of(t.kind) if self.typed else self.columns
                 try:
-                    plan = Plan(t, self.fmt, self.columns, context[:3], every=True)
+                    plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed)
                 except Unsupported:
                     self.plans.append(False)
                     continue
@@ -136,7 +145,7 @@ class Yearless:
 
     def whole(self, parser: Parser, buf: Any, s: int, e: int, base: int, parts: list[Part]) -> bool:
         """Rows and tallies of ``buf[s:e]`` if the compiled matcher says every line of it."""
-        if self.program is None or parser.year is None or parser.origin:
+        if self.program is None or parser.year is None or (parser.origin and not self.typed):
             return False
         got = self._scan(parser, buf, s, e, base, False)
         if not got or got[6] < e:
@@ -150,7 +159,7 @@ class Yearless:
         where the year is not known yet, a line holds a launch anchor, or the matcher says nothing before a
         line that is not behind its envelope (another server's segment)."""
         s, e, _ = span
-        if self.program is None or parser.year is None or parser.origin:
+        if self.program is None or parser.year is None or (parser.origin and not self.typed):
             return False
         got = self._scan(parser, buf, s, e, parser.line, True)
         if got is False or (got is not None and got[6] < e and not got[7] and not any(got[1])):
@@ -197,19 +206,20 @@ class Yearless:
             return
         if self.tried.total() < LEARN_TRIES:
             self.tried[shape] += 1
-            if self.learn(parser, raw, records[0], chunk(records)[1]):
+            if self.learn(parser, raw, records[0], chunk):
                 self.tried[shape] = SHAPE_TRIES
 
     def _account(self, parser: Parser, got: Scan, base: int, parts: list[Part]) -> None:
         """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
         (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
-            parts.append((nrows, rows))
+            parts.append(typed.records(rows, parser.origin.values()) if self.typed else (nrows, rows))
         account(parser, self.templates, self.exempt, counts, lines, accepts, base)
         parser.year, parser.month = year, month or None
 
-    def learn(self, parser: Parser, raw: bytes, row: Record, want: bytes) -> bool:
-        """Add the template of ``raw`` if the compiled matcher then writes ``want`` (the parser's row) for it."""
+    def learn(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
+        """Add the template of ``raw`` if the compiled matcher then writes the parser's row for it (the row of
+        ``row`` as ``chunk`` gives it; typed, ``row`` itself)."""
         stamp = getattr(row, "timestamp", None)
         if self.full or native.load() is None or stamp is None:
             return False
@@ -228,8 +238,9 @@ class Yearless:
                 )
             except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
                 got = None
-        if got is not None and got[0] == 1 and got[1] == want and got[2][-1] == 1:
-            return True
+        if got is not None and got[0] == 1 and got[2][-1] == 1:
+            if typed.proves(got[1], row, parser.origin.values()) if self.typed else got[1] == chunk([row])[1]:
+                return True
         self.templates.pop()
         self._compile()
         return False

@@ -1,0 +1,246 @@
+"""The fast lane's records (``runs``, ``compare``, ``doctor``, the live state) against the general parser's.
+
+A job that reads no record's ``extra`` gets the lane's stats lines as records (:mod:`acceptmon.parse.fast.typed`).
+Each must equal the general parser's record of its line, field by field and type by type, but for ``extra``;
+the tallies must be the parser's; and the commands' outputs must be byte for byte what they are without the
+lane. Inputs: every sample log, generated SGLang and vLLM logs (every value spelling the lane tests use, unknown
+keys, prefixes, New Year), sequentially and on small parallel ranges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acceptmon.parse.fast import lane as fastlane
+from acceptmon.parse.fast import native, typed
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Parser
+from acceptmon.parse.records import DecodeStats, Record
+from acceptmon.pipeline import batch, lanes
+from tests.conftest import SAMPLES
+from tests.test_fastlane import GRAMMARS, LINE, LOGS, _run
+from tests.test_fastlane_vllm import _log as vllm_log
+
+ALL = frozenset(KINDS)
+
+
+class Collect:
+    """Every record of the kinds wanted, in order; through the lane's records when ``from_lane``."""
+
+    def __init__(self, from_lane: bool, kinds: frozenset[str] = ALL) -> None:
+        self.from_lane, self.records_wanted = from_lane, kinds
+        self.got: list[Record] = []
+
+    def chunk(self, records: list[Record]) -> list[Record]:
+        return records
+
+    def collect(self, part: list[Record]) -> None:
+        self.got.extend(part)
+
+
+@pytest.fixture(autouse=True)
+def _lane_on_small_inputs(monkeypatch):
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(fastlane, "LEARN_PIECE", 1 << 10)
+    monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
+    assert native.load() is not None
+
+
+def _read(path: Path, from_lane: bool, jobs: int = 1, kinds: frozenset[str] = ALL) -> tuple[list[Record], tuple]:
+    job = Collect(from_lane, kinds)
+    t = batch.run([str(path)], GRAMMARS, job, jobs=jobs).tally
+    return job.got, (dict(t.kinds), t.accept_noise, t.unrecognized, t.lines)
+
+
+def _built(monkeypatch) -> list[Record]:
+    """The records the general parser builds from now on."""
+    built: list[Record] = []
+    feed = Parser.feed
+
+    def spy(self, block):
+        records = feed(self, block)
+        built.extend(records)
+        return records
+
+    monkeypatch.setattr(Parser, "feed", spy)
+    return built
+
+
+def _same(path: Path, jobs: int = 1, kinds: frozenset[str] = ALL) -> list[Record]:
+    want, want_tally = _read(path, False, kinds=kinds)
+    got, tally = _read(path, True, jobs, kinds)
+    assert tally == want_tally
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert typed.same_record(typed.without_extra(a), typed.without_extra(b)), (a, b)
+    return want
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+def test_every_sample_log(log):
+    assert _same(log)
+
+
+def test_the_lane_makes_the_records_it_writes_rows_for(monkeypatch):
+    """Not vacuous: on every sample log the general parser builds the same stats records whether the lane writes
+    table rows or records (the lane takes the same lines), and on the SGLang and vLLM logs few of them."""
+    stats = ("decode", "spec", "throughput")
+    built = _built(monkeypatch)
+    total = slow = 0
+    for log in LOGS:
+        built.clear()
+        _run(log, "csv", fast=True)
+        rows = sorted(r.line for r in built if r.kind in stats)
+        built.clear()
+        got, _ = _read(log, True)
+        assert sorted(r.line for r in built if r.kind in stats) == rows, log.name
+        if not log.name.startswith("llamacpp"):  # llama.cpp's lines are the general parser's
+            total += sum(1 for r in got if r.kind in stats)
+            slow += len(rows)
+    assert total > 1200 and slow < total // 8
+
+
+def test_sample_logs_on_small_parallel_ranges(monkeypatch, tmp_path):
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
+    monkeypatch.setattr(batch, "FAST_BLOCK", 3 << 10)
+    log = tmp_path / "all.log"
+    log.write_bytes(b"".join(p.read_bytes() for p in LOGS if not p.name.startswith("vllm_")))
+    assert len(_same(log, jobs=2)) > 1000
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_generated_vllm_logs(tmp_path, monkeypatch, seed):
+    monkeypatch.setattr(GRAMMARS, "year_for", lambda file, stamp: 2025)
+    path = vllm_log(tmp_path, seed)
+    want = _same(path)
+    built = _built(monkeypatch)
+    _read(path, True)
+    stats = [r for r in want if r.kind in ("spec", "throughput")]
+    assert len(stats) > 1000 and sum(1 for r in built if r.kind in ("spec", "throughput")) < len(stats) // 4
+
+
+def test_a_file_whose_path_names_its_pod(tmp_path, monkeypatch):
+    """A Kubernetes log's records carry its namespace, pod and container, the lane's as the parser's."""
+    path = tmp_path / "var/log/pods/infer_sglang-0_0a1b2c/sglang/0.log"
+    path.parent.mkdir(parents=True)
+    path.write_bytes((SAMPLES / "seed_eagle3_moe.log").read_bytes())
+    want = _same(path)
+    assert {(r.namespace, r.pod, r.container) for r in want} == {("infer", "sglang-0", "sglang")}
+    built = _built(monkeypatch)
+    got, _ = _read(path, True)
+    assert sum(1 for r in built if r.kind == "decode") < sum(1 for r in got if r.kind == "decode") // 4
+
+
+def test_unknown_keys_are_left_out_and_only_they(tmp_path):
+    """SGLang's newest decode line ends in keys no grammar knows: the lane's record has every other field."""
+    line = (
+        "[2026-03-01 12:00:0{s}.{ms:03d} TP0] Decode batch [{i}], #running-req: {r}, #token: 4000, token usage: 0.02, "
+        "accept len: 3.0{s}, accept rate: 0.76, cap len: 3.40, cuda graph: True, gen throughput (token/s): 70{s}.12, "
+        "#queue-req: 0, fwd occupancy: 91.20%, fwd+idle occupancy: 99.80%\n"
+    )
+    path = tmp_path / "newest.log"
+    head = (SAMPLES / "seed_eagle3_moe.log").read_text().splitlines(keepends=True)[:3]
+    path.write_text("".join(head) + "".join(line.format(s=i % 10, ms=i % 999 + 1, i=i, r=i % 7) for i in range(400)))
+    want = _same(path)
+    decode = [r for r in want if isinstance(r, DecodeStats)]
+    assert len(decode) == 400 and decode[5].extra == {"fwd occupancy": "91.20%", "fwd+idle occupancy": "99.80%"}
+    got = [r for r in _read(path, True)[0] if isinstance(r, DecodeStats)]
+    assert got[5].extra == {} and got[5].accept_len == 3.05 and got[5].cap_len == 3.4 and got[5].iteration == 5
+
+
+def test_a_job_that_reads_extra_gets_the_parsers_records(tmp_path):
+    """Without ``from_lane`` a job's records are the general parser's, ``extra`` and all."""
+    got, _ = _read(SAMPLES / "seed_eagle3_moe.log", False)
+    assert got == _read(SAMPLES / "seed_eagle3_moe.log", False)[0]
+    assert lanes.job_lane(GRAMMARS, ALL) is not None  # the lane is there: the job chose the parser
+
+
+def test_same_record_tells_types_apart():
+    a = DecodeStats(accept_len=3.0, running_req=1)
+    assert typed.same_record(a, DecodeStats(accept_len=3.0, running_req=1))
+    assert a == DecodeStats(accept_len=3, running_req=1)  # what == alone would let pass
+    assert not typed.same_record(a, DecodeStats.model_construct(**{**a.__dict__, "accept_len": 3}))
+    assert not typed.same_record(a, DecodeStats(accept_len=3.0, running_req=1, extra={"x": "1"}))
+
+
+def test_a_learned_template_whose_record_differs_is_not_learned(monkeypatch, tmp_path):
+    """The proof of a template learned from the log is its record: where the lane's row reads back as another
+    record, the lines stay the general parser's (here a shape no grammar sample shows: accept rate first)."""
+    lines = [
+        f"[2026-03-01 12:00:{i % 60:02d} TP0] Decode batch. #running-req: {i % 9}, #token: 4000, token usage: 0.02, "
+        f"accept rate: 0.7{i % 10}, accept len: 3.{i % 10}1, cuda graph: True, gen throughput (token/s): 70.{i % 10}2, "
+        "#queue-req: 0"
+        for i in range(300)
+    ]
+    path = tmp_path / "learned.log"
+    path.write_text("\n".join(lines) + "\n")
+    built = _built(monkeypatch)
+    assert len(_same(path)) == 300
+    lane_built = sum(1 for r in built if r.kind == "decode") - 300  # the first read is the parser's alone
+    assert lane_built < 30  # learned: the lane made the rest
+    monkeypatch.setattr(typed, "same_record", lambda a, b: False)
+    built.clear()
+    got, _ = _read(path, True)
+    assert len(got) == 300 and sum(1 for r in built if r.kind == "decode") == 300
+
+
+def test_every_grammar_sample_line(tmp_path):
+    lines = [s.line for g in GRAMMARS.all for s in g.spec.samples]
+    lines += [c for g in GRAMMARS.all for c in g.spec.counter_samples]
+    log = tmp_path / "samples.log"
+    log.write_text("\n".join(lines + lines[::-1]) + "\n")
+    assert len(_same(log)) > 50
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(LINE, min_size=5, max_size=40), crlf=st.booleans())
+def test_generated_logs(tmp_path, lines, crlf):
+    """Sample lines taken apart and put together again: key orders, number spellings, stamps, ranks, unknown keys."""
+    end = "\r\n" if crlf else "\n"
+    log = tmp_path / f"gen-{random.random()}.log"
+    log.write_bytes((end.join(lines) + end).encode("utf-8", "surrogatepass"))
+    _same(log)
+
+
+def _acceptmon(*args: str, pure: bool) -> bytes:
+    env = (
+        {**os.environ, "ACCEPTMON_PURE_PYTHON": "1"}
+        if pure
+        else {k: v for k, v in os.environ.items() if k != "ACCEPTMON_PURE_PYTHON"}
+    )
+    done = subprocess.run([sys.executable, "-m", "acceptmon", *args], capture_output=True, env=env, check=True)
+    return done.stdout
+
+
+def test_runs_compare_and_doctor_print_the_same_through_the_lane(tmp_path):
+    """On inputs large enough for the lane (repeated sample logs, over its least input of 4 MiB; over the 8 MiB of
+    parallel reading for ``-j 2``)."""
+
+    def repeated(name: str, mib: int) -> str:
+        text = (SAMPLES / name).read_bytes()
+        path = tmp_path / f"{mib}-{name}"
+        path.write_bytes(text * ((mib << 20) // len(text) + 1))
+        return str(path)
+
+    seed, vllm = repeated("seed_eagle3_moe.log", 4), repeated("vllm_v1_0.10.2_dp.log", 4)
+    for args in (
+        ("runs", seed, vllm, "--format", "json"),
+        ("doctor", seed, "--format", "json"),
+        ("doctor", vllm),
+        ("compare", f"{seed}#1", f"{seed}#2", "--format", "json"),
+        ("runs", seed, "--format", "csv"),
+        ("runs", repeated("seed_eagle3_moe.log", 9), "--format", "json", "-j", "2"),
+    ):
+        assert _acceptmon(*args, pure=False) == _acceptmon(*args, pure=True), args
+    summaries = json.loads(_acceptmon("runs", seed, "--format", "json", pure=False))
+    assert sum(s["batches"] for s in summaries) > 10_000
