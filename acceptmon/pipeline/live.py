@@ -30,6 +30,7 @@ from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.parse.records import Record
 from acceptmon.pipeline import rotated, statefile
+from acceptmon.pipeline.lanes import Read, live_reader, parsed
 from acceptmon.pipeline.start import current_run_start
 from acceptmon.pipeline.streamed import Streamed, hand
 
@@ -61,8 +62,9 @@ class Watched:
         start: int | None,
         skipping: bool,
         claimed: Callable[[str, os.stat_result], bool] = lambda _path, _st: False,
+        read: Read = parsed,
     ) -> None:
-        self.path, self.parser, self.sink = path, parser, sink
+        self.path, self.parser, self.sink, self.read = path, parser, sink, read
         self.follower = Follower(path, self.take, start=start, skipping=skipping, claimed=self._claimed)
         self._is_claimed = claimed
         self._last_claim: tuple[int, int, int, int] | None = None
@@ -89,7 +91,7 @@ class Watched:
 
     def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
-        hand(self.path, self.parser, self.sink, block)
+        hand(self.path, self.parser, self.sink, block, self.read)
 
 
 class LiveSource:
@@ -125,6 +127,8 @@ class LiveSource:
         self.from_start = from_start
         self.state_file = state_file
         self.records = records
+        self.read = live_reader(grammars, records)
+        """How every file and stream is read: the fast lane's records, a few microseconds a stats line."""
         self.backfill_limit = backfill_limit
         self.note = note
         self.on_waiting = on_waiting
@@ -201,7 +205,9 @@ class LiveSource:
         if path in self.streams:
             return
         parser = Parser(self.grammars, path, ParseState(), records=self.records)
-        self.streams[path] = Streamed(path, parser, self.sink, self.note, self.on_ended, stdin_fd=self.stdin_fd)
+        self.streams[path] = Streamed(
+            path, parser, self.sink, self.note, self.on_ended, stdin_fd=self.stdin_fd, read=self.read
+        )
         if self.on_waiting is not None:
             self.on_waiting(path, False)
 
@@ -245,7 +251,9 @@ class LiveSource:
             for r in preface:
                 parser.tally.kinds[r.kind] += 1
             self.sink(path, preface, parser.tally)
-        w = self.files[path] = Watched(path, parser, self.sink, start=start, skipping=skipping, claimed=self._claimed)
+        w = self.files[path] = Watched(
+            path, parser, self.sink, start=start, skipping=skipping, claimed=self._claimed, read=self.read
+        )
         tail = self._tails.pop(path, None)
         if tail is not None:  # read before the path, as a file rotated away while following is
             file, ino, offset, tail_skipping = tail

@@ -17,18 +17,20 @@ from acceptmon.inputs.files import OVERSIZED, Oversized
 from acceptmon.inputs.stream import StreamReader
 from acceptmon.parse.parser import Parser, Tally
 from acceptmon.parse.records import Record
+from acceptmon.pipeline.lanes import Read, parsed
 
 LiveSink = Callable[[str, list[Record], Tally], object]
 
 
-def hand(path: str, parser: Parser, sink: LiveSink, block: bytes | Oversized) -> None:
-    """One block of complete lines (or one skipped line) of ``path``: parsed, its records to ``sink``."""
+def hand(path: str, parser: Parser, sink: LiveSink, block: bytes | Oversized, read: Read = parsed) -> None:
+    """One block of complete lines (or one skipped line) of ``path``: read (``read``: the live sources' lane, or
+    the general parser), its records to ``sink``."""
     if block is OVERSIZED:
         parser.skip_oversized()
         sink(path, [], parser.tally)
     else:
         assert isinstance(block, bytes)
-        sink(path, parser.feed(block), parser.tally)
+        sink(path, read(parser, block), parser.tally)
 
 
 class Streamed:
@@ -43,13 +45,15 @@ class Streamed:
         on_ended: Callable[[str], None] | None = None,
         *,
         stdin_fd: int = 0,
+        read: Read = parsed,
     ) -> None:
         self.path, self.parser, self.sink, self.note, self.on_ended = path, parser, sink, note, on_ended
+        self.read = read
         self.reader = StreamReader(path, self._take, stdin_fd=stdin_fd)
         self._thread: threading.Thread | None = None
 
     def _take(self, block: bytes | Oversized) -> None:
-        hand(self.path, self.parser, self.sink, block)
+        hand(self.path, self.parser, self.sink, block, self.read)
 
     def start(self, stop: threading.Event) -> None:
         if self._thread is None:
