@@ -20,14 +20,22 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.careful import Entry, careful_segment
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, account, build_templates, template_from_line
+from acceptmon.parse.fast.templates import (
+    ACCEPT,
+    Template,
+    account,
+    anchors_held,
+    build_templates,
+    explained,
+    template_from_line,
+)
 from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
@@ -136,11 +144,11 @@ class FastLane:
 
     def _compile(self) -> None:
         self.native: Any = None
-        self.plans: dict[tuple[Any, ...], tuple[Any, list[Plan | bool | None]]] = {}
+        self.plans: dict[tuple[Any, ...], tuple[Any, list[Plan | bool | None], list[Any]]] = {}
         """Row plans per parser context (file, run, launch, kinds wanted): a live lane serves many files."""
         if self.shape is None or not self.templates:
             return
-        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.anchor_counts = anchors_held(self.templates, self.counted)
         self.accepts = [t.literal.count(ACCEPT) for t in self.templates]
         self.exempt = [t.kind == NOISE_EXEMPT for t in self.templates]
         self.unsure = [
@@ -201,15 +209,18 @@ class FastLane:
     def plans_for(self, parser: Parser) -> list[Plan | bool | None]:
         """Per template: its row plan for the parser's file, run and launch; None for a kind
         that is only counted; False if its rows must come from the general parser."""
+        return self._plans(parser)[1]
+
+    def _plans(self, parser: Parser) -> tuple[Any, list[Plan | bool | None], list[Any]]:
+        """(the launch they were made for, :meth:`plans_for`, the same in the compiled matcher's order and form)."""
         key = (parser.file, parser.run, id(parser.launch), parser.wanted)  # the launch is kept with its plans
         got = self.plans.get(key)
         if got is not None:
-            return got[1]
+            return got
         if len(self.plans) >= PLANS_KEPT:
             self.plans.clear()
         context = (parser.file, parser.run, parser.launch)
         plans: list[Plan | bool | None] = []
-        self.plans[key] = (parser.launch, plans)
         for t in self.templates:
             if t.kind not in self.written or t.kind not in parser.wanted:
                 plans.append(None)
@@ -219,7 +230,8 @@ class FastLane:
                 plans.append(Plan(t, self.fmt, columns, context, typed=self.typed))
             except Unsupported:
                 plans.append(False)
-        return plans
+        got = self.plans[key] = (parser.launch, plans, native.plans(plans, self.native_order))
+        return got
 
     def part(self, parser: Parser, nrows: int, rows: bytes) -> Part:
         """A part of the lane's own rows: table rows as they are, or (typed) their records, which take the names
@@ -341,7 +353,7 @@ class FastLane:
     def _entries(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> tuple[list[Entry], int]:
         """The compiled matcher's matches in a segment (template indexes the lane's), and its lines saying 'accept'."""
         at, found = self.native_order, list[Entry]()
-        got = self.native.scan(buf, s + 1, e + 1, base, native.plans(self.plans_for(parser), at), 0, 0, False, found)
+        got = self.native.scan(buf, s + 1, e + 1, base, self._plans(parser)[2], 0, 0, False, found)
         return [(p, at[i], row) for p, i, row in found], got[4] if got else 0
 
     def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Part] | None:
@@ -373,7 +385,7 @@ class FastLane:
         False if a line holds a launch anchor."""
         at = self.native_order
         assert self.native is not None
-        plans = native.plans(self.plans_for(parser), at)
+        plans = self._plans(parser)[2]
         got = self.native.scan(buf, s + 1, e + 1, base, plans)
         if got is None:
             return False
@@ -383,16 +395,14 @@ class FastLane:
             counts[i] = n
         if any(n and plan is False for n, plan in zip(hits, plans, strict=True)):
             return None
-        if not self._accounted(anchors.__getitem__, counts, accepts > 0):
+        if not self._accounted(anchors, counts, accepts > 0):
             return None
         return (nrows, rows), counts, lines, accepts
 
-    def _accounted(self, found: Callable[[int], int], counts: list[int], says_accept: bool) -> bool:
-        """Every anchor in the segment (``found(j)`` of ``counted[j]``) is one the fast matches'
+    def _accounted(self, found: Sequence[int], counts: list[int], says_accept: bool) -> bool:
+        """Every anchor in the segment (``found[j]`` of ``counted[j]``) is one the fast matches'
         literal text holds, and every exempt (decode) match says 'accept' in its literal text if
         its line says it at all (``says_accept``: some line of the segment does)."""
-        for j in range(len(self.counted)):
-            want = sum(n * self.anchor_counts[i][j] for i, n in enumerate(counts) if n)
-            if found(j) != want:
-                return False
+        if not explained(self.anchor_counts, counts, found):
+            return False
         return not any(n and self.unsure[i] for i, n in enumerate(counts)) or not says_accept

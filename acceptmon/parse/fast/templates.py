@@ -295,3 +295,19 @@ def account(
             kinds[template.kind] += n
     parser.line = base
     parser.account(kinds, lines, accepts - sum(n for n, e in zip(counts, exempt, strict=False) if e))
+
+
+def anchors_held(templates: Sequence[Template], anchors: Sequence[bytes]) -> list[list[tuple[int, int]]]:
+    """Per template: (anchor index, how often its literal text holds that anchor), for the anchors it holds."""
+    return [[(j, c) for j, c in enumerate(t.literal.count(a) for a in anchors) if c] for t in templates]
+
+
+def explained(held: Sequence[Sequence[tuple[int, int]]], hits: Sequence[int], found: Sequence[int]) -> bool:
+    """Whether the anchors found in a stretch (``found[j]`` of anchor ``j``) are exactly those the literal text of
+    its matches holds (``hits[i]`` matches of template ``i``, which holds what ``held[i]`` says)."""
+    want = [0] * len(found)
+    for i, n in enumerate(hits):
+        if n:
+            for j, c in held[i]:
+                want[j] += n * c
+    return all(f == w for f, w in zip(found, want, strict=True))

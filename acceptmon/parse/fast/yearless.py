@@ -21,7 +21,7 @@ from typing import Any, Literal
 from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, account
+from acceptmon.parse.fast.templates import ACCEPT, Template, account, anchors_held, explained
 from acceptmon.parse.fast.yearless_templates import template_of
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
@@ -96,7 +96,7 @@ class Yearless:
         needles = [*self.counted, *self.launch, ACCEPT]
         compiled = [native.codes(module, s) for s in steps if s is not None]
         self.program = module.Program(b"", b"", compiled, needles, len(self.launch), module.ENV_YEARLESS)
-        self.anchor_counts = [[t.literal.count(a) for a in self.counted] for t in self.templates]
+        self.anchor_counts = anchors_held(self.templates, self.counted)
         self.exempt = [t.kind in self.data and ACCEPT in t.literal for t in self.templates]
         self.unsure = [
             t.kind in self.data and ACCEPT not in t.literal and any(op in ("lstr", "str") for op, _ in t.ops)
@@ -137,8 +137,7 @@ class Yearless:
             return False if stop else None
         nrows, rows, hits, anchors, accepts, lines, year, month, at, enveloped = got
         exact = not any(n and plan is False for n, plan in zip(hits, plans, strict=True))
-        for j in range(len(self.counted)):
-            exact = exact and anchors[j] == sum(n * self.anchor_counts[i][j] for i, n in enumerate(hits) if n)
+        exact = exact and explained(self.anchor_counts, hits, anchors)
         if accepts and any(n and self.unsure[i] for i, n in enumerate(hits)):
             exact = False
         return ((nrows, rows), hits, lines, accepts, year, month, at, enveloped) if exact else None
