@@ -6,8 +6,11 @@ text and the grammar's own groups, e.g. ``Decode batch [N], ``) and its body (th
 order). A known key may be replaced by any key that fills the same field the same way
 (``cuda graph``/``npu graph``); an unknown key is any key the grammar does not know. The
 template is then a whole-line ``re`` pattern whose captures are output text (see
-:mod:`acceptmon.parse.fast.pieces`). A sample that needs the careful body reader (a value
-with ', ' in it), a value kind without a fast form, or an envelope with other groups gives
+:mod:`acceptmon.parse.fast.pieces`). A value with ', ' in it (``#token: full=8192, swa=4096``)
+is read as the careful body reader reads it: the pieces it joins, the number its key's own value
+pattern finds captured, the rest literal with loose numbers, every unknown key literal (only a
+key-like key starts a pair there); the key's converter is tried on that shape first
+(:func:`joined_value`). A value kind without a fast form, or an envelope with other groups, gives
 no template: the general parser keeps those lines. A line of the log that the general parser read
 gives a template the same way (:func:`template_from_line`); the lane keeps it only once the
 template's row for that line is the parser's (:meth:`acceptmon.parse.fast.lane.FastLane.feed`).
@@ -24,10 +27,12 @@ from typing import Any
 
 import regex
 
-from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, UNITS, VALUE
-from acceptmon.parse.grammar import Grammar, GrammarSet
+from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, LOOSE, STR, UNITS, VALUE
+from acceptmon.parse.grammar import Converter, Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.pairs import keylike
 from acceptmon.parse.parser import Parser
+from acceptmon.parse.values import VALUE_KINDS
 
 ACCEPT = b"accept"
 """The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
@@ -216,25 +221,41 @@ def read_head(g: Grammar, m: regex.Match[str], start: int, stop: int, t: Templat
 
 def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
     """Add the body's keys to ``t`` as the parser's pair reader would read them."""
+    pairs = careful_pairs(g, pieces)
+    if pairs is None or (len(pairs) < len(pieces) and not _careful_ok(g, t, pairs)):
+        return False
+    careful = len(pairs) < len(pieces)
     patterns, literal = [], []
     found: set[str] = set()
     ops: list[Op] = []
-    for i, piece in enumerate(pieces):
-        key, sep, value = piece.partition(": ")
-        if not sep:
-            return False  # a value holds ', ': the careful reader's case
+    for i, (key, value) in enumerate(pairs):
         conv = g.keys.get(key)
         ops += [("lit", b", ")] if i else []
         if conv is None:
             if not re.fullmatch(EXTRA_VALUE, value.encode()) or not re.fullmatch(EXTRA_KEY, key.encode()):
                 return False
-            known = b"|".join(re.escape(k.encode()) for k in sorted(g.keys, key=len, reverse=True))
-            patterns.append(rb"(?!(?:" + known + rb"): )" + EXTRA_KEY + rb": " + EXTRA_VALUE)
-            ops.append(("extra", tuple(k.encode() for k in g.keys)))
+            if careful:  # the careful reader takes it for a key because it looks like one: this key, literally
+                patterns.append(re.escape(key.encode() + b": ") + LOOSE[STR])
+                ops += [("lit", key.encode() + b": "), ("lstr", -1)]
+                literal.append(key.encode())
+            else:
+                known = b"|".join(re.escape(k.encode()) for k in sorted(g.keys, key=len, reverse=True))
+                patterns.append(rb"(?!(?:" + known + rb"): )" + EXTRA_KEY + rb": " + EXTRA_VALUE)
+                ops.append(("extra", tuple(k.encode() for k in g.keys)))
             t.extras.append((len(t.groups), len(t.groups) + 1))
             t.groups += [(None, "str"), (None, "str")]
             continue
         spec = g.spec.keys[key]
+        if ", " in value:  # pieces joined: the value's own pattern finds the number in them
+            joined = joined_value(conv, spec.kind, value, len(t.groups))
+            if joined is None:
+                return False
+            steps, pattern, texts = joined
+            patterns.append(re.escape(key.encode() + b": ") + pattern)
+            ops += [("alt", (key.encode() + b": ",)), *steps]
+            literal += [key.encode(), *texts]
+            t.capture(conv.field, spec.kind, conv(value), found, conv.fallback)
+            continue
         number, unit = value_unit(spec.kind, value)
         if number is None:
             return False
@@ -251,6 +272,97 @@ def _body(g: Grammar, t: Template, pieces: list[str]) -> bool:
     t.ops += ops
     t.literal += b"\0" + b"\0".join(literal)
     return True
+
+
+def careful_pairs(g: Grammar, pieces: list[str]) -> list[tuple[str, str]] | None:
+    """The body's pairs as the pair reader reads them: one a piece where every piece has ': ' (the fast reader),
+    else a piece starts a pair only if its key is known or looks like one, and the others join the pair before
+    (the careful reader, :func:`acceptmon.parse.pairs.read_pairs`). None where a first piece starts none."""
+    if all(": " in piece for piece in pieces):
+        return [(key, value) for key, _, value in (piece.partition(": ") for piece in pieces)]
+    out: list[tuple[str, str]] = []
+    for piece in pieces:
+        key, sep, value = piece.partition(": ")
+        if sep and (key in g.keys or keylike(key)):
+            out.append((key, value))
+        elif not out:
+            return None
+        else:
+            out[-1] = (out[-1][0], out[-1][1] + ", " + piece)
+    return out
+
+
+def _careful_ok(g: Grammar, t: Template, pairs: list[tuple[str, str]]) -> bool:
+    """Whether the careful reader reads every line of the template as the template does: a piece joined to a
+    value never has ': ' (it never starts a pair, whatever its numbers), and no fallback key's field can be
+    there before the body (the careful reader skips such a key where the fast one reads it)."""
+    before = set(t.fields) | set(g.spec.defaults) | set(g.envelope_fields)
+    for key, value in pairs:
+        if any(": " in piece for piece in value.split(", ")[1:]):
+            return False
+        conv = g.keys.get(key)
+        if conv is not None and conv.fallback and conv.field in before:
+            return False
+    return True
+
+
+STRICT_SPELLINGS = {"int": ("0", "7", "65536"), "float": ("0.5", "12.25", "3.0")}
+"""Numbers a joined value's own number is tried with (:func:`joined_value`)."""
+LOOSE_SPELLINGS = ("12", "0.125", "65536")
+"""Numbers the other numbers of a joined value are tried with."""
+
+
+def joined_value(conv: Converter, kind: str, value: str, slot: int) -> tuple[list[Op], bytes, list[bytes]] | None:
+    """A known key's value that holds ', ' (``full=8192, swa=4096``, ``3.31 [3.12, 3.50]``) as steps: text before
+    the number its value pattern reads (literal), the number (captured, group ``slot``), the rest with its
+    numbers loose (:func:`shaped`); with its pattern and literal texts. None unless the key's converter reads
+    each value of that shape as that number (tried with a few numbers, the value's first piece too: the fast
+    reader converts it before it meets the piece without ': ')."""
+    if kind not in STRICT_SPELLINGS or conv.value_re is None:
+        return None
+    try:
+        m = conv.value_re.search(value, timeout=LINE_SECONDS)
+    except TimeoutError:
+        return None
+    if m is None or m.re.groups < 1 or m.start(1) < 0:
+        return None
+    before, number, rest = value[: m.start(1)], value[m.start(1) : m.end(1)], value[m.end(1) :]
+    tail = shaped(rest)
+    if not re.fullmatch(VALUE[kind], number.encode()) or tail is None:
+        return None
+    convert = VALUE_KINDS[kind]
+    for strict, loose in zip(STRICT_SPELLINGS[kind], LOOSE_SPELLINGS, strict=True):
+        text = before + strict + LOOSE_NUMBER.sub(loose, rest)
+        try:
+            conv(text.partition(", ")[0])
+            got, want = conv(text), convert(strict)
+        except ValueError:
+            return None
+        if type(got) is not type(want) or got != want:
+            return None
+    steps: list[Op] = [("lit", before.encode())] if before else []
+    steps += [(kind, slot), *tail]
+    pattern = re.escape(before.encode()) + VALUE[kind] + LOOSE_NUMBER.sub("0", rest).encode()
+    texts = [arg for op, arg in steps if op == "lit"]
+    return steps, pattern, texts
+
+
+LOOSE_NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
+"""A number as the compiled matcher's loose step reads it."""
+
+
+def shaped(value: str) -> list[Op] | None:
+    """A value as steps: its numbers loose, the text between them literal (None for a value with a tab, a line
+    break, colour or a trailing blank)."""
+    if any(c in value for c in "\x1b\r\n\t") or value != value.rstrip():
+        return None
+    ops: list[Op] = []
+    pos = 0
+    for m in LOOSE_NUMBER.finditer(value):
+        ops += [("lit", value[pos : m.start()].encode())] if m.start() > pos else []
+        ops.append(("lnumber", -1))
+        pos = m.end()
+    return ops + ([("lit", value[pos:].encode())] if pos < len(value) else [])
 
 
 def value_unit(kind: str, value: str) -> tuple[bytes | None, bytes]:

@@ -18,13 +18,12 @@ from typing import Any
 import regex
 
 from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE
-from acceptmon.parse.fast.templates import LINE_SECONDS, Template, aliases, value_unit
+from acceptmon.parse.fast.templates import LINE_SECONDS, LOOSE_NUMBER, Template, aliases, shaped, value_unit
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
 
-NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
-"""A number as the compiled matcher's loose step reads it."""
+NUMBER = LOOSE_NUMBER
 
 
 def _envelopes(grammars: GrammarSet, server: str) -> list[Grammar]:
@@ -111,10 +110,10 @@ def _head(g: Grammar, m: regex.Match[str], t: Template) -> bytes | None:
             t.groups.append((conv.field, kind))
             out.append(VALUE[kind])
         else:
-            shaped = _shaped(text) if re.search(r"[0-9]", text) and not re.search(r"[0-9]\.[0-9]", text) else None
-            if shaped is None or not _invariant(conv, text):
+            steps = shaped(text) if re.search(r"[0-9]", text) and not re.search(r"[0-9]\.[0-9]", text) else None
+            if steps is None or not _invariant(conv, text):
                 return None
-            t.ops += [("lint", -1) if op[0] == "lnumber" else op for op in shaped]  # a group's \d++: digits only
+            t.ops += [("lint", -1) if op[0] == "lnumber" else op for op in steps]  # a group's \d++: digits only
             out.append(NUMBER.sub("0", text).encode())
             t.fields.pop(conv.field, None)
         t.values[conv.field] = conv(text)
@@ -148,19 +147,6 @@ def _pieces(g: Grammar, pieces: list[str]) -> list[str] | None:
     return out
 
 
-def _shaped(value: str) -> list[tuple[str, Any]] | None:
-    """An unknown key's value as steps: its numbers loose, the text between them literal."""
-    if any(c in value for c in "\x1b\r\n\t") or value != value.rstrip():
-        return None
-    ops: list[tuple[str, Any]] = []
-    pos = 0
-    for m in NUMBER.finditer(value):
-        ops += [("lit", value[pos : m.start()].encode())] if m.start() > pos else []
-        ops.append(("lnumber", -1))
-        pos = m.end()
-    return ops + ([("lit", value[pos:].encode())] if pos < len(value) else [])
-
-
 def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> bool:
     """The keys in order as steps: known keys (and their aliases, if each holds every anchor as often) with
     their values; unknown ones literal, their values a number (and unit) where the line has one, else text."""
@@ -171,10 +157,10 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
         t.ops += [("lit", b", ")] if i else []
         conv = g.keys.get(key)
         if conv is None:
-            shaped = _shaped(value)
-            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or shaped is None:
+            steps = shaped(value)
+            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or steps is None:
                 return False
-            t.ops += [("lit", key.encode() + b": "), *shaped]
+            t.ops += [("lit", key.encode() + b": "), *steps]
             patterns.append(re.escape(key.encode() + b": ") + NUMBER.sub("0", value).encode())
             continue
         spec = g.spec.keys[key]
