@@ -18,7 +18,7 @@ import pytest
 from acceptmon.parse.fast import lane as fastlane
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
-from tests.test_fastlane import FLOATS, INTS, _fast_lane_on_small_inputs, _run, _same  # noqa: F401
+from tests.test_fastlane import FLOATS, GRAMMARS, INTS, _fast_lane_on_small_inputs, _run, _same  # noqa: F401
 
 REFERENCE = Path(__file__).parent / "data" / "sglang_reference_lines.jsonl"
 """SGLang's reference line of each release family and variant (label, line, note, source)."""
@@ -29,9 +29,8 @@ LANES = {
     **dict.fromkeys(["SGLANG-D5a", "SGLANG-D5b", "SGLANG-D6a", "SGLANG-D6b", "SGLANG-D6c", "SGLANG-D7"], "fast"),
     **dict.fromkeys(["SGLANG-D8a", "SGLANG-D8b", "SGLANG-D8c", "SGLANG-D8d", "SGLANG-D9/D10", "SGLANG-D9"], "fast"),
     **dict.fromkeys(["SGLANG-D10a", "SGLANG-D10b", "SGLANG-D10c", "SGLANG-D10d", "SGLANG-D11a"], "fast"),
-    **dict.fromkeys(["SGLANG-D11b", "SGLANG-Pa", "SGLANG-Pb", "SGLANG-Pd"], "fast"),
+    **dict.fromkeys(["SGLANG-D11b", "SGLANG-ray", "SGLANG-Pa", "SGLANG-Pb", "SGLANG-Pd"], "fast"),
     "SGLANG-Pc": "parser",  # a counted kind's line shape no sample shows: not learned from the log
-    "SGLANG-ray": "parser",  # the actor prefix is no literal envelope
     **dict.fromkeys(["SGLANG-launcha", "SGLANG-launchb", "SGLANG-launchc", "SGLANG-launchd"], LAUNCH),
     **dict.fromkeys([f"NOISE{c}" for c in "acdefg"], "fast"),
     "NOISEb": "parser",  # a request record: its body is a dict repr, which no fast template reads
@@ -114,7 +113,7 @@ RAY += (
     "#token: 4000, token usage: 0.02, accept len: {e}, accept rate: 0.76, cuda graph: True, gen throughput (token/s): "
 )
 RAY += "700.12, #queue-req: 0, "
-SHAPES = [SWA, ESTIMATE]
+SHAPES = [SWA, ESTIMATE, RAY]
 ODD = [*INTS, *FLOATS, "full=3", "x", "1, 2", "1: 2", "nan"]
 INSERTS = ["largest-len: 0", "!odd key: 1", "#full token: 77", "x: a: b", "accept foo: 1", "Prefill batch: 1", "k: "]
 PREFIXES = ["", "(SchedulerActor pid=1) ", "(Scheduler Actor pid=1) ", "(pid=1) ", "(SchedulerActor pid=1, ip=::1) "]
@@ -175,3 +174,33 @@ def test_a_value_holding_a_comma_is_read_by_its_own_pattern_in_every_spelling(tm
     for fmt in ("csv", "jsonl"):
         _same(path, fmt)
     assert re.search(rb",7,", _run(path, "csv", fast=True)[0])
+
+
+DECODE = "[2025-12-01 12:00:00 DP0 TP0] Decode batch, #running-req: 8, #token: 4000, token usage: 0.02, #queue-req: 0"
+
+
+@pytest.mark.parametrize(
+    ("lead", "steps"),
+    [
+        ("", ()),
+        (
+            "(SchedulerActor pid=4242, ip=10.0.0.5) ",
+            ("(SchedulerActor pid=", 0, ", ip=", 0, ".", 0, ".", 0, ".", 0, ") "),
+        ),
+        ("(Other_Actor pid=1) ", ("(Other_Actor pid=", 0, ") ")),
+        ("2026-02-26T14:09:45Z ", None),  # --timestamps' time: \d{4}, \d\d (other numbers of digits are no time)
+        ("Feb 26 14:09:45 gpu-node-3 python3[81234]: ", None),  # journald: the same
+        ("sglang-decode-1  | ", None),  # a compose stream: its name is the rows' source
+        ("[pod/sglang-0/sglang] ", None),  # kubectl's stream: the same
+    ],
+)
+def test_a_lead_is_text_that_fills_no_field_and_reads_alike_with_other_numbers(lead, steps):
+    from acceptmon.parse.fast import templates
+
+    shape, _ = templates.build_templates(GRAMMARS)
+    assert shape is not None and len(shape.leads) == 1  # the Ray actor's, from the grammar samples
+    g = next(g for g in templates._fast_grammars(GRAMMARS) if g.name == "sglang_decode")
+    m = templates._split(GRAMMARS, g).match(lead + DECODE)
+    got = None if m is None else templates.lead_of(g, m, templates._envelope_kinds(GRAMMARS), shape)
+    want = None if steps is None else tuple(("lint", -1) if s == 0 else ("lit", s.encode()) for s in steps)
+    assert got == want

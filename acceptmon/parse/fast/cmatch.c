@@ -1,6 +1,6 @@
 /* The fast lane's compiled matcher: the templates of acceptmon/parse/fast/templates.py, matched in C.
  *
- * A Program holds the envelope (literal prefix, timestamp, rank, literal suffix), the templates as
+ * A Program holds the envelope (an optional lead, literal prefix, timestamp, rank, literal suffix), the templates as
  * steps (literal, one of several literals, a value of a kind, an unknown key), the anchors the lane
  * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s:e]
  * (complete lines: buf[e-1] is a newline) and does in one call what the pure-Python lane does with
@@ -279,7 +279,7 @@ static const struct {
     long value;
 } CONSTANTS[] = {
     {"VERSION", CMATCH_VERSION}, {"SLOT", SLOT}, {"BOOL_SLOT", BOOL_SLOT}, {"JSON_RANK", JSON_RANK},
-    {"MAX_SLOTS", MAX_SLOTS}, {"MAX_NEEDLES", MAX_NEEDLES}, {"MAX_DEPS", MAX_DEPS},
+    {"MAX_SLOTS", MAX_SLOTS}, {"MAX_NEEDLES", MAX_NEEDLES}, {"MAX_DEPS", MAX_DEPS}, {"MAX_LEADS", MAX_LEADS},
     {"OP_LIT", OP_LIT}, {"OP_ALT", OP_ALT}, {"OP_INT", OP_INT}, {"OP_FLOAT", OP_FLOAT}, {"OP_BOOL", OP_BOOL},
     {"OP_STR", OP_STR}, {"OP_LINT", OP_LINT}, {"OP_LFLOAT", OP_LFLOAT}, {"OP_LSTR", OP_LSTR},
     {"OP_EXTRA", OP_EXTRA}, {"OP_LIST", OP_LIST}, {"ENV_DATED", ENV_DATED}, {"ENV_YEARLESS", ENV_YEARLESS},

@@ -10,6 +10,7 @@ JSON_RANK: int
 MAX_SLOTS: int
 MAX_NEEDLES: int
 MAX_DEPS: int
+MAX_LEADS: int
 OP_LIT: int
 OP_ALT: int
 OP_INT: int
@@ -33,6 +34,7 @@ class Program:
         needles: Sequence[bytes],
         nlaunch: int,
         envelope: int = ...,
+        leads: Sequence[Sequence[tuple[int, int, Sequence[bytes]]]] = ...,
     ) -> None: ...
     def scan(
         self,

@@ -85,8 +85,22 @@ static const uint8_t *rank(const uint8_t *p, const uint8_t *end, Cap *env) {
     return q;
 }
 
+static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end, Cap *caps);
+
+/* One of the program's leads, then its prefix; a line that starts with the prefix has no lead. */
+static const uint8_t *lead(const Program *pg, const uint8_t *p, const uint8_t *end) {
+    if (starts(p, end, &pg->prefix)) return p;
+    for (int i = 0; i < pg->nleads; i++) {
+        const uint8_t *q = p;
+        for (int j = 0; j < pg->leads[i].nsteps && q != NULL; j++) q = step(&pg->leads[i].steps[j], q, end, NULL);
+        if (q != NULL && starts(q, end, &pg->prefix)) return q;
+    }
+    return NULL;
+}
+
 const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env) {
-    if (!starts(p, end, &pg->prefix)) return NULL;
+    p = lead(pg, p, end);
+    if (p == NULL) return NULL;
     p = timestamp(p + pg->prefix.n, end, env);
     if (p == NULL) return NULL;
     p = rank(p, end, env);

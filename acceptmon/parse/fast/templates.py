@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import regex
@@ -32,6 +32,8 @@ from acceptmon.parse.grammar import Converter, Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
 from acceptmon.parse.parser import Parser
+from acceptmon.parse.streams import NONE
+from acceptmon.parse.streams import split as split_stream
 from acceptmon.parse.values import VALUE_KINDS
 
 ACCEPT = b"accept"
@@ -42,11 +44,19 @@ Op = tuple[str, Any]
 
 @dataclass(frozen=True)
 class Shape:
-    """An envelope: literal ``prefix``, timestamp and rank (``inner``), literal ``suffix``."""
+    """An envelope: literal ``prefix``, timestamp and rank (``inner``), literal ``suffix``; before the prefix, one of
+    the ``leads`` or none."""
 
     prefix: bytes
     inner: bytes
     suffix: bytes
+    leads: tuple[tuple[Op, ...], ...] = ()
+    """Text the envelope may have before its prefix that fills no field (a Ray actor's ``(SchedulerActor pid=4242,
+    ip=10.0.0.5) ``), as steps: literal text, numbers loose (:func:`lead_of`)."""
+
+    @property
+    def base(self) -> Shape:
+        return replace(self, leads=())
 
 
 @dataclass
@@ -89,12 +99,14 @@ class Template:
 
 
 def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]:
-    """The envelope shape most samples show, and the message templates of the servers whose own
-    samples show that shape (a template is only ever matched behind its own server's envelope)."""
+    """The envelope shape most samples show, with the leads other samples show before it, and the message templates
+    of the servers whose own samples show that shape (a template is only ever matched behind its own server's
+    envelope)."""
     shapes: dict[Shape, int] = {}
     servers: dict[Shape, set[str]] = {}
     templates: dict[tuple[str, bytes, bytes], Template] = {}
-    kinds = {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
+    kinds = _envelope_kinds(grammars)
+    matched: list[tuple[Grammar, regex.Match[str]]] = []
     for g in _fast_grammars(grammars):
         split = _split(grammars, g)
         others = {a.encode() for a in grammars.anchors if a != g.anchor}
@@ -102,6 +114,7 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
             m = split.match(sample.line)
             if m is None:
                 continue
+            matched.append((g, m))
             shape = _shape(g, m, kinds)
             if shape is not None:
                 shapes[shape] = shapes.get(shape, 0) + 1
@@ -112,7 +125,9 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
     if not shapes:
         return None, []
     shape = max(shapes, key=shapes.__getitem__)
-    return shape, [t for t in templates.values() if t.grammar.spec.server in servers[shape]]
+    ours = servers[shape]
+    leads = {lead for g, m in matched if g.spec.server in ours for lead in [lead_of(g, m, kinds, shape)] if lead}
+    return replace(shape, leads=tuple(sorted(leads))), [t for t in templates.values() if t.grammar.spec.server in ours]
 
 
 LINE_SECONDS = 0.05
@@ -122,7 +137,7 @@ LINE_SECONDS = 0.05
 def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Template | None:
     """A template built from one log line as :func:`build_templates` builds one from a sample, if the
     line's envelope is ``shape`` (the lane matches every template behind that one envelope)."""
-    kinds = {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
+    kinds = _envelope_kinds(grammars)
     for g in _fast_grammars(grammars):
         if (g.anchor or "") not in line:
             continue
@@ -133,7 +148,8 @@ def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Templat
             return None
         if m is None:
             continue
-        if _shape(g, m, kinds) != shape:
+        lead = lead_of(g, m, kinds, shape)
+        if lead is None or (lead and lead not in shape.leads):
             return None
         return _template(g, m, {a.encode() for a in grammars.anchors if a != g.anchor})
     return None
@@ -159,25 +175,86 @@ def _fast_grammars(grammars: GrammarSet) -> list[Grammar]:
     return out
 
 
-def _shape(g: Grammar, m: regex.Match[str], kinds: dict[str, str]) -> Shape | None:
-    """The envelope of a sample, if it is literal text around a timestamp and a rank group only."""
+def _envelope_kinds(grammars: GrammarSet) -> dict[str, str]:
+    return {n: s.kind for e in grammars.envelopes for n, s in e.spec.fields.items()}
+
+
+def _envelope(g: Grammar, m: regex.Match[str], kinds: dict[str, str]) -> tuple[str, Shape] | None:
+    """The text before a sample's timestamp, and its envelope with no prefix, if a timestamp and a rank group
+    then literal text make the envelope, and groups that fill no field match only before the timestamp."""
     end = m.start("fastlane_message")
     found: dict[str, tuple[int, int]] = {}
+    others: list[int] = []
     for name in m.re.groupindex:
         start, stop = m.span(name)
         if name in ("fastlane_message", "body") or name in g.fields or start < 0 or start > end:
             continue
-        if stop > start or name in g.envelope_fields:
-            if name not in g.envelope_fields or kinds.get(name) not in ENVELOPE_KINDS:
+        if name in g.envelope_fields:
+            if kinds.get(name) not in ENVELOPE_KINDS:
                 return None
             found[kinds[name]] = (start, stop)
+        elif stop > start:
+            others.append(stop)
     stamp, rank = found.get("timestamp"), found.get("rank")
-    if stamp is None or rank is None or stamp[1] != rank[0] or len(found) != 2:
+    if stamp is None or rank is None or stamp[1] != rank[0] or len(found) != 2 or any(s > stamp[0] for s in others):
         return None
-    prefix, suffix = m.string[: stamp[0]], m.string[rank[1] : end]
-    if not prefix or not suffix or any(c.isalnum() for c in prefix + suffix):
+    suffix = m.string[rank[1] : end]
+    if not suffix or any(c.isalnum() for c in suffix):
         return None
-    return Shape(prefix.encode(), ENVELOPE_KINDS["timestamp"] + ENVELOPE_KINDS["rank"], suffix.encode())
+    inner = ENVELOPE_KINDS["timestamp"] + ENVELOPE_KINDS["rank"]
+    return m.string[: stamp[0]], Shape(b"", inner, suffix.encode())
+
+
+def _shape(g: Grammar, m: regex.Match[str], kinds: dict[str, str]) -> Shape | None:
+    """The envelope of a sample, if it is literal text around a timestamp and a rank group only."""
+    got = _envelope(g, m, kinds)
+    if got is None or not got[0] or any(c.isalnum() for c in got[0]):
+        return None
+    return replace(got[1], prefix=got[0].encode())
+
+
+DIGITS = re.compile(r"[0-9]+")
+LEAD_SPELLINGS = ("7", "123456", "0")
+"""Numbers a lead's numbers are tried with (:func:`lead_of`)."""
+
+
+def lead_of(g: Grammar, m: regex.Match[str], kinds: dict[str, str], shape: Shape) -> tuple[Op, ...] | None:
+    """The lead of a line whose envelope is ``shape`` (its text before the prefix) as steps: literal text, each run
+    of digits loose; () for none, None if the envelope is not ``shape``'s or the lead is none the lane can read.
+
+    A lead is text only groups that fill no field matched, no stream prefix (:func:`acceptmon.parse.streams.split`)
+    and nothing the parser unwraps first (a JSON line, colour, a carriage return); with its numbers spelt otherwise
+    (longer, shorter) the line still matches the grammar behind the same envelope, and gives the same message."""
+    got = _envelope(g, m, kinds)
+    prefix = shape.prefix.decode()
+    if got is None or replace(got[1], prefix=shape.prefix) != shape.base or not got[0].endswith(prefix):
+        return None
+    lead = got[0][: len(got[0]) - len(prefix)]
+    if not lead:
+        return ()
+    if lead.startswith("{") or not lead.isascii() or not lead.isprintable():
+        return None
+    message = m.group("fastlane_message")
+    for spelling in ("", *LEAD_SPELLINGS):
+        text = DIGITS.sub(spelling, lead) if spelling else lead
+        line = text + m.string[len(lead) :]
+        try:
+            variant = m.re.match(line, timeout=LINE_SECONDS)
+        except TimeoutError:
+            return None
+        if variant is None or variant.group("fastlane_message") != message:
+            return None
+        if _envelope(g, variant, kinds) != (text + prefix, got[1]):
+            return None
+        if split_stream(line) != (NONE, line):
+            return None
+    ops: list[Op] = []
+    pos = 0
+    for d in DIGITS.finditer(lead):
+        ops += [("lit", lead[pos : d.start()].encode())] if d.start() > pos else []
+        ops.append(("lint", -1))
+        pos = d.end()
+    return tuple(ops + ([("lit", lead[pos:].encode())] if pos < len(lead) else []))
 
 
 def _template(g: Grammar, m: regex.Match[str], others: set[bytes]) -> Template | None:
