@@ -271,3 +271,26 @@ def test_lead_steps_are_refused_where_greedy_reading_could_differ():
     assert native.lead_steps((("lint", -1), ("lint", -1)), b"[") is None
     assert native.lead_steps((("lit", b""),), b"[") is None
     assert native.lead_steps((("lnumber", -1),), b"[") is None
+
+
+def test_a_bare_template_matches_only_lines_with_no_envelope_and_writes_no_stamp():
+    """OP_BARE (first step only): the template starts its line; a line behind the program's envelope is another's.
+    A year-less scan with year 0 (the parser has none yet) leaves every dated line to the parser."""
+    assert CMATCH is not None
+    bare = native.codes(CMATCH, [("BARE", -1, ()), ("LIT", -1, (b"k: ",)), ("INT", 0, ())])
+    dated = native.codes(CMATCH, [("LIT", -1, (b"k: ",)), ("INT", 0, ())])
+    needles = [b"k: ", b"Launch!", b"accept"]
+    plan = (ROW, (), {})
+    for envelope, stamp in (
+        (CMATCH.ENV_DATED, b"[2026-02-26 10:00:00 TP0] "),
+        (CMATCH.ENV_YEARLESS, b"INFO 02-26 10:00:00 [m.py:1] "),
+    ):
+        program = CMATCH.Program(b"[", b"] ", [bare, dated], needles, 1, envelope)
+        buf = b"\nk: 5\n" + stamp + b"k: 6\n x k: 7\n" + stamp + b"k: 8\n"
+        got = program.scan(buf, 1, len(buf), 0, [plan, plan], 2026, 2)
+        assert got is not None and got[2] == [1, 2] and got[1].startswith(b"||||5\r\n2026-02-26|10:00:00||")
+        if envelope == CMATCH.ENV_YEARLESS:  # no year: the bare line is said, the scan stops at the dated one
+            got = program.scan(buf, 1, len(buf), 0, [plan, plan], 0, 0, True)
+            assert got is not None and got[1] == b"||||5\r\n" and got[8] == buf.index(stamp)
+    with pytest.raises(ValueError, match="first step only"):
+        CMATCH.Program(b"[", b"] ", [native.codes(CMATCH, [("LIT", -1, (b"k",)), ("BARE", -1, ())])], needles, 1)

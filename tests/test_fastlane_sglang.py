@@ -200,7 +200,7 @@ def test_a_lead_is_text_that_fills_no_field_and_reads_alike_with_other_numbers(l
     shape, _ = templates.build_templates(GRAMMARS)
     assert shape is not None and len(shape.leads) == 1  # the Ray actor's, from the grammar samples
     g = next(g for g in templates._fast_grammars(GRAMMARS) if g.name == "sglang_decode")
-    m = templates._split(GRAMMARS, g).match(lead + DECODE)
+    m = templates.split_of(GRAMMARS, g).match(lead + DECODE)
     got = None if m is None else templates.lead_of(g, m, templates._envelope_kinds(GRAMMARS), shape)
     want = None if steps is None else tuple(("lint", -1) if s == 0 else ("lit", s.encode()) for s in steps)
     assert got == want

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 7
+#define CMATCH_VERSION 8
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -25,7 +25,9 @@
 #define MAX_DEPS 8 /* capture groups a derived cell may depend on */
 #define MAX_LEADS 64 /* leads a dated envelope may have before its prefix */
 
-enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_COUNT };
+/* OP_BARE, a template's first step only: the template starts its line, behind no envelope (a line whose envelope
+ * the program reads is never one of its lines); its rows have no timestamp and no rank. */
+enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_BARE, OP_COUNT };
 
 /* Envelopes a program reads: SGLang's (literal prefix, timestamp, rank, literal suffix) or vLLM's logging prefix
  * (process prefixes, level, year-less MM-DD HH:MM:SS, source), whose year is the scan's year state. */
@@ -80,7 +82,8 @@ typedef struct {
     Py_ssize_t n;
 } Cap;
 
-/* The year of year-less timestamps as the parser keeps it (Parser._dated): the year and month of the last one. */
+/* The year of year-less timestamps as the parser keeps it (Parser._dated): the year and month of the last one; year 0
+ * while the parser has none (a dated line is then the parser's to date). */
 typedef struct {
     int year, month;
     char date[16]; /* the matched line's date, YYYY-MM-DD */

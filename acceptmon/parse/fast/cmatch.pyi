@@ -22,6 +22,7 @@ OP_LFLOAT: int
 OP_LSTR: int
 OP_EXTRA: int
 OP_LIST: int
+OP_BARE: int
 ENV_DATED: int
 ENV_YEARLESS: int
 

@@ -70,6 +70,7 @@ static int step_of(PyObject *obj, Step *st, Tmpl *t) {
     if (st->code < 0 || st->code >= OP_COUNT) return bad_step("no such code");
     if (cm_captures(st->code) ? st->slot < -1 || st->slot >= MAX_SLOTS : st->slot != -1)
         return bad_step(cm_captures(st->code) ? "slot out of range" : "a step that does not capture takes no slot");
+    if (st->code == OP_BARE && st != t->steps) return bad_step("a bare template says so in its first step only");
     int rc = texts_of(texts, &st->texts, &st->ntexts, INT_MAX);
     if (rc == 0 && st->code == OP_LIT && st->ntexts != 1) return bad_step("a literal is one text");
     if (rc == 0 && st->slot >= t->nslots) t->nslots = st->slot + 1;

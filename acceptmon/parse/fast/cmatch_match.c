@@ -194,6 +194,7 @@ const uint8_t *cm_yearless(const uint8_t *p, const uint8_t *end, Cap *env) {
 
 int cm_date(Year *y, Cap *env) {
     int month = two(env[0].p), day = two(env[0].p + 3), year = y->year;
+    if (year == 0) return 0; /* no year yet: the parser's to give */
     if (month == 2 && day == 29) return 0; /* a ValueError in a common year: the parser's to say */
     if (y->month && month < y->month - 6) {
         year = ++y->year; /* New Year */
@@ -306,6 +307,8 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
         break;
     case OP_EXTRA:
         return extra(st, p, end);
+    case OP_BARE:
+        return p;
     default:
         return NULL;
     }

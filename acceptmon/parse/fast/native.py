@@ -26,7 +26,7 @@ from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 7
+VERSION = 8
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -219,6 +219,8 @@ def _step(op: str, arg: Any, table: bool) -> Step | None:
         return ("ALT", -1, tuple(arg))
     if op == "extra":
         return ("EXTRA", -1, tuple(arg))
+    if op == "bare":
+        return ("BARE", -1, ())
     code = (STRICT if table else LOOSE).get(op)
     if code is None:
         return None

@@ -144,6 +144,8 @@ class Plan:
                 steps.append([cell(value, fmt)])
             elif c in t.fields:
                 steps.append(_group_step(t.fields[c], t.groups[t.fields[c]][1], fmt))
+            elif c == "timestamp" and t.bare:  # no envelope: no timestamp
+                steps.append([cell(None, fmt)])
             elif c == "timestamp":
                 steps.append([1, b"T", 2, 3] if fmt == "csv" else [b'"', 1, b"T", 2, 3, b'"'])
             else:

@@ -88,6 +88,11 @@ class Template:
     def key(self) -> tuple[str, bytes, bytes]:
         return (self.grammar.name, self.head, self.body)
 
+    @property
+    def bare(self) -> bool:
+        """The template starts its line, behind no envelope (its rows have no timestamp and no rank)."""
+        return bool(self.ops) and self.ops[0][0] == "bare"
+
     def capture(self, name: str, kind: str, value: Any, found: set[str], fallback: bool = False) -> None:
         """One group of record field ``name`` (value kind ``kind``, converted ``value``): it gives the field's
         value unless the field is a fallback one that an earlier key already gave (``found``)."""
@@ -108,7 +113,7 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
     kinds = _envelope_kinds(grammars)
     matched: list[tuple[Grammar, regex.Match[str]]] = []
     for g in _fast_grammars(grammars):
-        split = _split(grammars, g)
+        split = split_of(grammars, g)
         others = {a.encode() for a in grammars.anchors if a != g.anchor}
         for sample in g.spec.samples:
             m = split.match(sample.line)
@@ -141,7 +146,7 @@ def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Templat
     for g in _fast_grammars(grammars):
         if (g.anchor or "") not in line:
             continue
-        split = _split(grammars, g)
+        split = split_of(grammars, g)
         try:
             m = split.match(line, timeout=LINE_SECONDS)
         except TimeoutError:
@@ -155,7 +160,7 @@ def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Templat
     return None
 
 
-def _split(grammars: GrammarSet, g: Grammar) -> regex.Pattern[str]:
+def split_of(grammars: GrammarSet, g: Grammar) -> regex.Pattern[str]:
     """A line of ``g``'s server cut into its envelope and its message (``fastlane_message``)."""
     envelope = "|".join(f"(?:{e.spec.pattern})" for e in grammars.envelopes_of(g.spec.server))
     return regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")

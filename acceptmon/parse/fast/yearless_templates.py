@@ -18,10 +18,12 @@ from typing import Any
 import regex
 
 from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE
-from acceptmon.parse.fast.templates import LINE_SECONDS, LOOSE_NUMBER, Template, aliases, shaped, value_unit
+from acceptmon.parse.fast.templates import LINE_SECONDS, LOOSE_NUMBER, Template, aliases, shaped, split_of, value_unit
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
+from acceptmon.parse.streams import NONE
+from acceptmon.parse.streams import split as split_stream
 
 NUMBER = LOOSE_NUMBER
 
@@ -60,6 +62,8 @@ def template_of(grammars: GrammarSet, line: str) -> Template | None:
         split = regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")
         try:
             m = split.match(line, timeout=LINE_SECONDS)
+            bare = m is None
+            m = _bare(grammars, g, line) if m is None else m
             if m is None:
                 continue
             tried = [x for a in grammars.anchors if a in line for x in records if x.anchor == a]
@@ -67,8 +71,21 @@ def template_of(grammars: GrammarSet, line: str) -> Template | None:
                 return None
         except TimeoutError:
             return None
-        return _template(g, m, [a.encode() for a in grammars.anchors])
+        t = _template(g, m, [a.encode() for a in grammars.anchors])
+        if t is not None and bare:
+            t.ops.insert(0, ("bare", -1))
+        return t
     return None
+
+
+def _bare(grammars: GrammarSet, g: Grammar, line: str) -> regex.Match[str] | None:
+    """The line's match if its message starts it (an envelope of the server's that reads nothing, as vLLM's bare
+    one: a custom logging format), and it has no stream prefix: the template's lines have no timestamp and no rank.
+    """
+    if split_stream(line) != (NONE, line):
+        return None
+    m = split_of(grammars, g).match(line, timeout=LINE_SECONDS)
+    return m if m is not None and m.start("fastlane_message") == 0 else None
 
 
 def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template | None:
