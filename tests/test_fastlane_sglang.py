@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from acceptmon.parse.fast import lane as fastlane
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from tests.test_fastlane import FLOATS, GRAMMARS, INTS, _fast_lane_on_small_inputs, _run, _same  # noqa: F401
@@ -78,9 +79,14 @@ def test_which_lane_each_sglang_reference_line_takes(tmp_path, monkeypatch):
         for fmt in ("csv", "jsonl"):
             last, out = _fed(monkeypatch, path, fmt)
             assert out == _run(path, fmt, fast=False), (label, fmt)  # byte for byte, tallies too
-            if fmt == "csv":  # a JSONL row with unknown keys is the parser's: it writes their `extra` object
-                lane = "fast" if last < FIRST else "parser"
-                assert (label, lane) == (label, LANES[label])
+            lane = "fast" if last < FIRST else "parser"
+            assert (label, fmt, lane) == (label, fmt, json_lane(line, LANES[label]) if fmt == "jsonl" else LANES[label])
+
+
+def json_lane(line: str, lane: str) -> str:
+    """A JSONL row with unknown keys is the parser's (it writes their ``extra`` object); any other takes ``lane``."""
+    records = Parser(GRAMMARS, "x").feed((line + "\n").encode())
+    return "parser" if any(KINDS[r.kind].table and getattr(r, "extra", None) for r in records) else lane
 
 
 def test_every_reference_line_at_once_on_small_parallel_ranges(tmp_path, monkeypatch):

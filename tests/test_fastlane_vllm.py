@@ -20,6 +20,7 @@ from acceptmon.parse.fast import native
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from tests.test_fastlane import GRAMMARS, _run, _same
+from tests.test_fastlane_sglang import json_lane
 
 REFERENCE = Path(__file__).parent / "data" / "vllm_reference_lines.jsonl"
 """vLLM's reference line of each release family (label, line), as its logging code prints it."""
@@ -75,10 +76,12 @@ def test_which_lane_each_vllm_reference_line_takes(tmp_path, monkeypatch):
     for i, (label, line) in enumerate(samples):
         path = tmp_path / f"{i}.log"
         path.write_text((line + "\n") * 40)
-        built, out = _built(monkeypatch, path)
-        assert out == _run(path, "csv", fast=False), label  # byte for byte, tallies too
-        lane = "fast" if max(built) < 20 else "parser"  # the first lines teach the lane, the rest are its
-        assert (label, lane) == (label, LANES[label])
+        for fmt in ("csv", "jsonl"):
+            built, out = _built(monkeypatch, path, fmt)
+            assert out == _run(path, fmt, fast=False), (label, fmt)  # byte for byte, tallies too
+            lane = "fast" if max(built) < 20 else "parser"  # the first lines teach the lane, the rest are its
+            want = json_lane(line, LANES[label]) if fmt == "jsonl" else LANES[label]
+            assert (label, fmt, lane) == (label, fmt, want)
 
 
 # ---- generated logs ---------------------------------------------------------------------------

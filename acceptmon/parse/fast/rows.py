@@ -224,6 +224,6 @@ def _json_recipe(steps: list[list[bytes | int]], columns: tuple[str, ...]) -> tu
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
     """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
-    if fmt == "csv" or kind in ("int", "float"):
+    if fmt == "csv" or kind in ("int", "float", "count", "number"):  # JSON numbers: the int's or float's own text
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']
