@@ -30,8 +30,7 @@ LANES = {
     **dict.fromkeys(["SGLANG-D5a", "SGLANG-D5b", "SGLANG-D6a", "SGLANG-D6b", "SGLANG-D6c", "SGLANG-D7"], "fast"),
     **dict.fromkeys(["SGLANG-D8a", "SGLANG-D8b", "SGLANG-D8c", "SGLANG-D8d", "SGLANG-D9/D10", "SGLANG-D9"], "fast"),
     **dict.fromkeys(["SGLANG-D10a", "SGLANG-D10b", "SGLANG-D10c", "SGLANG-D10d", "SGLANG-D11a"], "fast"),
-    **dict.fromkeys(["SGLANG-D11b", "SGLANG-ray", "SGLANG-Pa", "SGLANG-Pb", "SGLANG-Pd"], "fast"),
-    "SGLANG-Pc": "parser",  # a counted kind's line shape no sample shows: not learned from the log
+    **dict.fromkeys(["SGLANG-D11b", "SGLANG-ray", "SGLANG-Pa", "SGLANG-Pb", "SGLANG-Pc", "SGLANG-Pd"], "fast"),
     **dict.fromkeys(["SGLANG-launcha", "SGLANG-launchb", "SGLANG-launchc", "SGLANG-launchd"], LAUNCH),
     **dict.fromkeys([f"NOISE{c}" for c in "acdefg"], "fast"),
     "NOISEb": "parser",  # a request record: its body is a dict repr, which no fast template reads
@@ -210,3 +209,32 @@ def test_a_lead_is_text_that_fills_no_field_and_reads_alike_with_other_numbers(l
     got = None if m is None else templates.lead_of(g, m, templates._envelope_kinds(GRAMMARS), shape)
     want = None if steps is None else tuple(("lint", -1) if s == 0 else ("lit", s.encode()) for s in steps)
     assert got == want
+
+
+def test_a_counted_kinds_sample_bodies_take_each_head_its_samples_show(tmp_path, monkeypatch):
+    """Prefill lines (counted, no row to learn a shape by) of every sample body behind every head the samples show,
+    `Prefill batch.`, `Prefill batch,` and one no sample has (`Prefill batch [7],`, read by the parser alone)."""
+    prefill = next(g for g in GRAMMARS.records if g.name == "sglang_prefill")
+    lines = []
+    for sample in prefill.spec.samples:
+        head, _, body = sample.line.partition("Prefill batch")
+        for other in (".", ",", " [7],"):
+            lines.append(head + "Prefill batch" + other + body[1:] if body[0] in ".," else head + sample.line)
+    path = tmp_path / "prefill.log"
+    path.write_text("".join(line + "\n" for line in lines for _ in range(REPEAT)))
+    for fmt in ("csv", "jsonl"):
+        _same(path, fmt)
+    fed: list[int] = []
+    feed = Parser.feed
+
+    def spy(self, block):
+        first = self.line
+        fed.extend(range(first + 1, first + block.count(b"\n") + 1))
+        return feed(self, block)
+
+    monkeypatch.setattr(Parser, "feed", spy)
+    tally = _run(path, "csv", fast=True)[1]
+    assert tally[0]["prefill"] == len(lines) * REPEAT
+    bracketed = {i for i, line in enumerate(lines) if "[7]" in line}
+    assert {(n - 1) // REPEAT for n in fed} >= bracketed  # the head no sample has is the parser's
+    assert max(n for n in fed if (n - 1) // REPEAT not in bracketed) < FIRST  # the others the lane's, past the first

@@ -127,6 +127,10 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
             t = _template(g, m, others)
             if t is not None:
                 templates.setdefault(t.key, t)
+    for g, m in _other_heads(grammars, matched):
+        t = _template(g, m, {a.encode() for a in grammars.anchors if a != g.anchor})
+        if t is not None:
+            templates.setdefault(t.key, t)
     if not shapes:
         return None, []
     shape = max(shapes, key=shapes.__getitem__)
@@ -137,6 +141,34 @@ def build_templates(grammars: GrammarSet) -> tuple[Shape | None, list[Template]]
 
 LINE_SECONDS = 0.05
 """Time a grammar pattern may take on one log line while a template is built from it (as the parser bounds it)."""
+
+
+def _other_heads(
+    grammars: GrammarSet, matched: list[tuple[Grammar, regex.Match[str]]]
+) -> list[tuple[Grammar, regex.Match[str]]]:
+    """Each sample of a kind that is only counted (``Prefill batch``) with every other head its grammar's samples
+    show (``Prefill batch, `` for ``Prefill batch. ``), where the line so made matches the grammar and the general
+    parser counts it as that kind. The lane learns a table kind's line shapes from the log, proving each by its row;
+    a counted kind has no row to prove one by, so its shapes are its samples' pieces, each checked."""
+    heads: dict[str, set[str]] = {}
+    for g, m in matched:
+        heads.setdefault(g.name, set()).add(m.string[m.start("fastlane_message") : m.start("body")])
+    out = []
+    for g, m in matched:
+        if KINDS[g.spec.record or ""].table:
+            continue
+        own = m.string[m.start("fastlane_message") : m.start("body")]
+        for head in sorted(heads[g.name] - {own}):
+            line = m.string[: m.start("fastlane_message")] + head + m.string[m.start("body") :]
+            try:
+                made = m.re.match(line, timeout=LINE_SECONDS)
+            except TimeoutError:
+                continue
+            parser = Parser(grammars, "x", records=frozenset())
+            parser.feed(line.encode() + b"\n")
+            if made is not None and made.group("body") == m.group("body") and +parser.tally.kinds == {g.spec.record: 1}:
+                out.append((g, made))
+    return out
 
 
 def template_from_line(grammars: GrammarSet, shape: Shape, line: str) -> Template | None:
