@@ -3,7 +3,7 @@
 Inputs: every vLLM line of the reference format samples (which lane each takes), and generated vLLM logs
 (every sample shape, numbers in every spelling, per-position lists of 1 to 15 rates, process prefixes and
 colour, New Year and a late line from before it inside one block, 29 February, impossible dates, launches,
-noise), read sequentially and on small parallel ranges.
+noise; lines with no logging prefix, before and after dated ones), read sequentially and on small parallel ranges.
 """
 
 from __future__ import annotations

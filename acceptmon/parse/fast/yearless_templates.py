@@ -7,7 +7,8 @@ row plan converts once per distinct value (:data:`~acceptmon.parse.fast.pieces.C
 spelling of its own. Unknown keys are literal, their values' numbers loose (the pair reader's careful
 path, which a list takes, reads a key it does not know as a key only if it looks like one). A head field
 whose converter gives the same for any number in it (``2 Engines Aggregated``) is literal with its
-digits loose. Pure: no I/O.
+digits loose. A line whose message starts it (no logging prefix: vLLM under a custom logging format) gives a
+bare template (its first step ``bare``): its lines have no envelope, its rows no timestamp and no rank. Pure: no I/O.
 """
 
 from __future__ import annotations
