@@ -218,3 +218,79 @@ def test_a_scan_lists_each_match_with_its_line_offset_template_and_row():
         assert entries == want
     with pytest.raises(TypeError, match="entries must be a list"):
         program.scan(buf, 1, len(buf), 0, [None, None], 0, 0, False, ())
+
+
+LEAD = [("LIT", -1, (b"(Actor pid=",)), ("LINT", -1, ()), ("LIT", -1, (b") ",))]
+LEAD_RE = rb"\(Actor pid=[0-9]{1,30}\) "
+
+
+@given(
+    head=st.sampled_from([b"", b"(Actor pid=", b"(Actor pid=12", b"(Actor pid=x) ", b"(Actor pid=7)  ", b" "]),
+    digits=st.from_regex(r"\A[0-9]{0,32}\Z", fullmatch=True).map(str.encode),
+    tail=st.sampled_from([b") ", b")", b") [", b""]),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_lead_is_read_as_its_expression_reads_it(head, digits, tail):
+    """A lead (loose digits between literals) before the envelope's prefix, or none: the same lines match."""
+    assert CMATCH is not None
+    steps = [("LIT", -1, (b"k: ",)), ("INT", 0, ())]
+    program = CMATCH.Program(
+        SHAPE.prefix, SHAPE.suffix, [native.codes(CMATCH, steps)], [b"zq", b"Launch!", b"accept"], 1,
+        CMATCH.ENV_DATED, [native.codes(CMATCH, LEAD)],
+    )  # fmt: skip
+    for line in (head + digits + tail + STAMP + b"k: 5", head + STAMP + b"k: 5"):
+        pattern = b"\\n(?:" + LEAD_RE + b")?" + re.escape(SHAPE.prefix) + ENVELOPE + re.escape(SHAPE.suffix)
+        m = re.compile(pattern + b"k: " + VALUE["int"] + END).match(b"\n" + line + b"\n")
+        buf = b"\n" + line + b"\n"
+        got = program.scan(buf, 1, len(buf), 0, [(ROW, (), {})])
+        assert got is not None and got[2][0] == int(m is not None)
+        assert got[1] == (b"|".join(g or b"" for g in m.groups()) + b"\r\n" if m else b"")
+
+
+@pytest.mark.parametrize(
+    "leads",
+    [
+        [[("INT", 0, ())]],  # captures
+        [[("LFLOAT", -1, ())]],  # not a literal nor loose digits
+        [[("LIT", -1, (b"(",))]] * 65,  # more than MAX_LEADS
+    ],
+)
+def test_a_lead_that_is_not_literals_and_digits_is_refused(leads):
+    assert CMATCH is not None
+    with pytest.raises(ValueError):
+        CMATCH.Program(
+            b"[", b"] ", [], [b"zq", b"accept"], 0, CMATCH.ENV_DATED, [native.codes(CMATCH, s) for s in leads]
+        )
+    with pytest.raises(ValueError):  # a year-less envelope has none
+        CMATCH.Program(b"", b"", [], [b"zq", b"accept"], 0, CMATCH.ENV_YEARLESS, [native.codes(CMATCH, LEAD)])
+
+
+def test_lead_steps_are_refused_where_greedy_reading_could_differ():
+    assert native.lead_steps((("lit", b"(A pid="), ("lint", -1), ("lit", b") ")), b"[") is not None
+    assert native.lead_steps((("lit", b"(A pid="), ("lint", -1)), b"1[") is None  # digits, then a digit
+    assert native.lead_steps((("lint", -1), ("lint", -1)), b"[") is None
+    assert native.lead_steps((("lit", b""),), b"[") is None
+    assert native.lead_steps((("lnumber", -1),), b"[") is None
+
+
+def test_a_bare_template_matches_only_lines_with_no_envelope_and_writes_no_stamp():
+    """OP_BARE (first step only): the template starts its line; a line behind the program's envelope is another's.
+    A year-less scan with year 0 (the parser has none yet) leaves every dated line to the parser."""
+    assert CMATCH is not None
+    bare = native.codes(CMATCH, [("BARE", -1, ()), ("LIT", -1, (b"k: ",)), ("INT", 0, ())])
+    dated = native.codes(CMATCH, [("LIT", -1, (b"k: ",)), ("INT", 0, ())])
+    needles = [b"k: ", b"Launch!", b"accept"]
+    plan = (ROW, (), {})
+    for envelope, stamp in (
+        (CMATCH.ENV_DATED, b"[2026-02-26 10:00:00 TP0] "),
+        (CMATCH.ENV_YEARLESS, b"INFO 02-26 10:00:00 [m.py:1] "),
+    ):
+        program = CMATCH.Program(b"[", b"] ", [bare, dated], needles, 1, envelope)
+        buf = b"\nk: 5\n" + stamp + b"k: 6\n x k: 7\n" + stamp + b"k: 8\n"
+        got = program.scan(buf, 1, len(buf), 0, [plan, plan], 2026, 2)
+        assert got is not None and got[2] == [1, 2] and got[1].startswith(b"||||5\r\n2026-02-26|10:00:00||")
+        if envelope == CMATCH.ENV_YEARLESS:  # no year: the bare line is said, the scan stops at the dated one
+            got = program.scan(buf, 1, len(buf), 0, [plan, plan], 0, 0, True)
+            assert got is not None and got[1] == b"||||5\r\n" and got[8] == buf.index(stamp)
+    with pytest.raises(ValueError, match="first step only"):
+        CMATCH.Program(b"[", b"] ", [native.codes(CMATCH, [("LIT", -1, (b"k",)), ("BARE", -1, ())])], needles, 1)

@@ -3,7 +3,7 @@
 Inputs: every vLLM line of the reference format samples (which lane each takes), and generated vLLM logs
 (every sample shape, numbers in every spelling, per-position lists of 1 to 15 rates, process prefixes and
 colour, New Year and a late line from before it inside one block, 29 February, impossible dates, launches,
-noise), read sequentially and on small parallel ranges.
+noise; lines with no logging prefix, before and after dated ones), read sequentially and on small parallel ranges.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from acceptmon.parse.fast import native
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from tests.test_fastlane import GRAMMARS, _run, _same
+from tests.test_fastlane_sglang import json_lane
 
 REFERENCE = Path(__file__).parent / "data" / "vllm_reference_lines.jsonl"
 """vLLM's reference line of each release family (label, line), as its logging code prints it."""
@@ -27,8 +28,8 @@ REFERENCE = Path(__file__).parent / "data" / "vllm_reference_lines.jsonl"
 LANES = {
     "VLLM-V0a": "fast",
     "VLLM-V0b": "fast",
-    "VLLM-V1a": "parser",  # no envelope: no timestamp for the lane's rows to carry
-    "VLLM-V1b": "parser",  # the same
+    "VLLM-V1a": "fast",  # no envelope: rows with no timestamp and no rank
+    "VLLM-V1b": "fast",  # the same
     "VLLM-V1c": "fast",
     "VLLM-V1x": "fast",
     "VLLM-V1d": "fast",
@@ -75,10 +76,12 @@ def test_which_lane_each_vllm_reference_line_takes(tmp_path, monkeypatch):
     for i, (label, line) in enumerate(samples):
         path = tmp_path / f"{i}.log"
         path.write_text((line + "\n") * 40)
-        built, out = _built(monkeypatch, path)
-        assert out == _run(path, "csv", fast=False), label  # byte for byte, tallies too
-        lane = "fast" if max(built) < 20 else "parser"  # the first lines teach the lane, the rest are its
-        assert (label, lane) == (label, LANES[label])
+        for fmt in ("csv", "jsonl"):
+            built, out = _built(monkeypatch, path, fmt)
+            assert out == _run(path, fmt, fast=False), (label, fmt)  # byte for byte, tallies too
+            lane = "fast" if max(built) < 20 else "parser"  # the first lines teach the lane, the rest are its
+            want = json_lane(line, LANES[label]) if fmt == "jsonl" else LANES[label]
+            assert (label, fmt, lane) == (label, fmt, want)
 
 
 # ---- generated logs ---------------------------------------------------------------------------
@@ -211,3 +214,54 @@ def test_aggregated_engines_lines_take_the_lane(tmp_path, monkeypatch):
     built, out = _built(monkeypatch, path)
     assert out == _run(path, "csv", fast=False)
     assert max(built) < 20 and out[0].count(b",all,") == 60
+
+
+BARE = [
+    "Speculative metrics: Draft acceptance rate: {r:.3f}, Number of accepted tokens: {a}, Number of draft tokens: {d}, ",
+    "SpecDecoding metrics: Draft acceptance rate: {p:.1f}%, Accepted: {a} tokens, Drafted: {d} tokens",
+]
+"""vLLM's v1 lines as a custom logging format prints them (no prefix: the message starts the line)."""
+BARE_ODD = ["\x1b[0m", "vllm-1  | ", "(APIServer pid=1) ", " ", "progress\r", "x "]
+"""What may come before such a message: colour, a stream prefix, a process prefix with no level, a blank, a redrawn
+progress bar, a word (some the parser reads, some it does not: the lane says the parser's either way)."""
+
+
+def _bare_line(i: int, r: random.Random) -> str:
+    a, d = r.randint(0, 900), r.randint(0, 900)
+    line = r.choice(BARE).format(r=r.random(), p=r.uniform(0, 100), a=a, d=d)
+    roll = r.random()
+    if roll < 0.05:
+        return r.choice(BARE_ODD) + line
+    if roll < 0.15:  # a dated line now and then (the first one gives the file its year)
+        return f"(APIServer pid=1) INFO {_stamp(i)} [metrics.py:96] {line}"
+    if roll < 0.17:
+        return r.choice(NOISE)
+    return line
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lines_with_no_envelope_take_the_lane_before_and_after_dated_lines(tmp_path, monkeypatch, seed):
+    """Rows with no timestamp, from the first line on (before any dated line gives the year), around New Year."""
+    r = random.Random(seed)
+    path = tmp_path / f"bare_{seed}.log"
+    path.write_text("\n".join([*(r.choice(BARE).format(r=0.5, p=50.0, a=i, d=9) for i in range(60)), LAUNCH]
+                              + [_bare_line(i * 1200 // 1500, r) for i in range(1500)]) + "\n")  # fmt: skip
+    for fmt in ("csv", "jsonl"):
+        _same(path, fmt)
+    built, out = _built(monkeypatch, path)
+    rows = out[0].count(b"\n") - 1
+    assert rows > 1400 and len(built) < rows // 6  # most rows are the lane's, the undated ones too
+    undated = [row for row in out[0].splitlines()[1:] if row.split(b",")[2] == b""]
+    assert len(undated) > 1200 and b"2026-01-01T00:" in out[0]
+
+
+def test_lines_with_no_envelope_on_small_parallel_ranges(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 16 << 10)
+    monkeypatch.setattr(batch, "FAST_BLOCK", 8 << 10)
+    r = random.Random(9)
+    path = tmp_path / "bare.log"
+    path.write_text("\n".join(_bare_line(i * 1200 // 1500, r) for i in range(1500)) + "\n")
+    for fmt in ("csv", "jsonl"):
+        want = _run(path, fmt, fast=False)
+        assert _run(path, fmt, fast=True, jobs=2) == want

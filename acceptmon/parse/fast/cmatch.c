@@ -1,6 +1,6 @@
 /* The fast lane's compiled matcher: the templates of acceptmon/parse/fast/templates.py, matched in C.
  *
- * A Program holds the envelope (literal prefix, timestamp, rank, literal suffix), the templates as
+ * A Program holds the envelope (an optional lead, literal prefix, timestamp, rank, literal suffix), the templates as
  * steps (literal, one of several literals, a value of a kind, an unknown key), the anchors the lane
  * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s:e]
  * (complete lines: buf[e-1] is a newline) and does in one call what the pure-Python lane does with
@@ -106,10 +106,15 @@ static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
         }
         const uint8_t *m = pg->envelope == ENV_YEARLESS ? cm_yearless(p, end, env) : cm_envelope(pg, p, end, env);
         int matched = 0;
-        for (int i = 0; m != NULL && i < pg->ntmpls; i++) {
-            if (!cm_match(&pg->tmpls[i], p, m, end, caps)) continue;
+        for (int i = 0; i < pg->ntmpls; i++) {
+            const Tmpl *t = &pg->tmpls[i];
+            int bare = t->nsteps > 0 && t->steps[0].code == OP_BARE;
+            if (bare ? m != NULL : m == NULL) continue; /* a bare template's line has no envelope, another's has */
+            if (!cm_match(t, p, bare ? p : m, end, caps)) continue;
             if (stop->on && plans[i].parser) break; /* the parser's line: stop at it */
-            if (pg->envelope == ENV_YEARLESS) {
+            if (bare) {
+                for (int k = 0; k < 4; k++) env[k].p = p, env[k].n = 0;
+            } else if (pg->envelope == ENV_YEARLESS) {
                 Year before = *y;
                 if (!cm_date(y, env)) {
                     if (!stop->on) return 1;
@@ -200,9 +205,9 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "scan: the program is not built (its __init__ did not run, or failed)");
         return NULL;
     }
-    if (pg->ready && pg->envelope == ENV_YEARLESS && (year.year < 1 || year.year > 9999 || year.month < 0 || year.month > 12)) {
+    if (pg->ready && pg->envelope == ENV_YEARLESS && (year.year < 0 || year.year > 9999 || year.month < 0 || year.month > 12)) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "scan: a year-less envelope needs the year (1-9999) and month (0-12)");
+        PyErr_SetString(PyExc_ValueError, "scan: a year-less envelope needs the year (0-9999, 0: none) and month (0-12)");
         return NULL;
     }
     if (!range_ok(&view, s, e, base)) {
@@ -290,10 +295,11 @@ static const struct {
     long value;
 } CONSTANTS[] = {
     {"VERSION", CMATCH_VERSION}, {"SLOT", SLOT}, {"BOOL_SLOT", BOOL_SLOT}, {"JSON_RANK", JSON_RANK},
-    {"MAX_SLOTS", MAX_SLOTS}, {"MAX_NEEDLES", MAX_NEEDLES}, {"MAX_DEPS", MAX_DEPS},
+    {"MAX_SLOTS", MAX_SLOTS}, {"MAX_NEEDLES", MAX_NEEDLES}, {"MAX_DEPS", MAX_DEPS}, {"MAX_LEADS", MAX_LEADS},
     {"OP_LIT", OP_LIT}, {"OP_ALT", OP_ALT}, {"OP_INT", OP_INT}, {"OP_FLOAT", OP_FLOAT}, {"OP_BOOL", OP_BOOL},
     {"OP_STR", OP_STR}, {"OP_LINT", OP_LINT}, {"OP_LFLOAT", OP_LFLOAT}, {"OP_LSTR", OP_LSTR},
-    {"OP_EXTRA", OP_EXTRA}, {"OP_LIST", OP_LIST}, {"ENV_DATED", ENV_DATED}, {"ENV_YEARLESS", ENV_YEARLESS},
+    {"OP_EXTRA", OP_EXTRA}, {"OP_LIST", OP_LIST}, {"OP_BARE", OP_BARE}, {"ENV_DATED", ENV_DATED},
+    {"ENV_YEARLESS", ENV_YEARLESS},
 };
 
 PyMODINIT_FUNC PyInit_cmatch(void) {

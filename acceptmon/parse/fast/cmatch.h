@@ -16,15 +16,18 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 6
+#define CMATCH_VERSION 8
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
 #define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */
 #define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
 #define MAX_DEPS 8 /* capture groups a derived cell may depend on */
+#define MAX_LEADS 64 /* leads a dated envelope may have before its prefix */
 
-enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_COUNT };
+/* OP_BARE, a template's first step only: the template starts its line, behind no envelope (a line whose envelope
+ * the program reads is never one of its lines); its rows have no timestamp and no rank. */
+enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_BARE, OP_COUNT };
 
 /* Envelopes a program reads: SGLang's (literal prefix, timestamp, rank, literal suffix) or vLLM's logging prefix
  * (process prefixes, level, year-less MM-DD HH:MM:SS, source), whose year is the scan's year state. */
@@ -59,6 +62,8 @@ typedef struct {
     int ready; /* set last by a successful __init__, cleared first by every __init__: scan refuses without it */
     int scans; /* scans running (a memo callback or another thread may start one): __init__ refuses while any */
     Text prefix, suffix;
+    Tmpl *leads; /* ENV_DATED: step sequences (OP_LIT, OP_LINT) one of which may come before the prefix */
+    int nleads;
     Tmpl *tmpls;
     int ntmpls;
     int maxslots;
@@ -77,7 +82,8 @@ typedef struct {
     Py_ssize_t n;
 } Cap;
 
-/* The year of year-less timestamps as the parser keeps it (Parser._dated): the year and month of the last one. */
+/* The year of year-less timestamps as the parser keeps it (Parser._dated): the year and month of the last one; year 0
+ * while the parser has none (a dated line is then the parser's to date). */
 typedef struct {
     int year, month;
     char date[16]; /* the matched line's date, YYYY-MM-DD */

@@ -10,6 +10,7 @@ JSON_RANK: int
 MAX_SLOTS: int
 MAX_NEEDLES: int
 MAX_DEPS: int
+MAX_LEADS: int
 OP_LIT: int
 OP_ALT: int
 OP_INT: int
@@ -21,6 +22,7 @@ OP_LFLOAT: int
 OP_LSTR: int
 OP_EXTRA: int
 OP_LIST: int
+OP_BARE: int
 ENV_DATED: int
 ENV_YEARLESS: int
 
@@ -33,6 +35,7 @@ class Program:
         needles: Sequence[bytes],
         nlaunch: int,
         envelope: int = ...,
+        leads: Sequence[Sequence[tuple[int, int, Sequence[bytes]]]] = ...,
     ) -> None: ...
     def scan(
         self,

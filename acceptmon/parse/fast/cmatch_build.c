@@ -70,6 +70,7 @@ static int step_of(PyObject *obj, Step *st, Tmpl *t) {
     if (st->code < 0 || st->code >= OP_COUNT) return bad_step("no such code");
     if (cm_captures(st->code) ? st->slot < -1 || st->slot >= MAX_SLOTS : st->slot != -1)
         return bad_step(cm_captures(st->code) ? "slot out of range" : "a step that does not capture takes no slot");
+    if (st->code == OP_BARE && st != t->steps) return bad_step("a bare template says so in its first step only");
     int rc = texts_of(texts, &st->texts, &st->ntexts, INT_MAX);
     if (rc == 0 && st->code == OP_LIT && st->ntexts != 1) return bad_step("a literal is one text");
     if (rc == 0 && st->slot >= t->nslots) t->nslots = st->slot + 1;
@@ -125,20 +126,25 @@ static int probes_of(Program *pg) {
 }
 
 /* Everything the program holds freed, and every count and table zeroed: an empty, unusable program. */
+static void tmpls_free(Tmpl *tmpls, int n) {
+    for (int i = 0; tmpls != NULL && i < n; i++) {
+        for (int j = 0; tmpls[i].steps != NULL && j < tmpls[i].nsteps; j++)
+            texts_free(tmpls[i].steps[j].texts, tmpls[i].steps[j].ntexts);
+        PyMem_Free(tmpls[i].steps);
+    }
+    PyMem_Free(tmpls);
+}
+
 static void program_free(Program *pg) {
     pg->ready = 0;
-    for (int i = 0; pg->tmpls != NULL && i < pg->ntmpls; i++) {
-        for (int j = 0; pg->tmpls[i].steps != NULL && j < pg->tmpls[i].nsteps; j++)
-            texts_free(pg->tmpls[i].steps[j].texts, pg->tmpls[i].steps[j].ntexts);
-        PyMem_Free(pg->tmpls[i].steps);
-    }
-    PyMem_Free(pg->tmpls);
+    tmpls_free(pg->tmpls, pg->ntmpls);
+    tmpls_free(pg->leads, pg->nleads);
     texts_free(pg->needles, pg->nneedles);
     text_free(&pg->prefix);
     text_free(&pg->suffix);
-    pg->tmpls = NULL, pg->needles = NULL;
+    pg->tmpls = NULL, pg->leads = NULL, pg->needles = NULL;
     pg->envelope = ENV_DATED;
-    pg->ntmpls = pg->maxslots = pg->nneedles = pg->nlaunch = pg->stride = pg->nprobes = 0;
+    pg->ntmpls = pg->nleads = pg->maxslots = pg->nneedles = pg->nlaunch = pg->stride = pg->nprobes = 0;
     memset(pg->probes, 0, sizeof pg->probes);
     memset(pg->by_first, 0, sizeof pg->by_first);
     memset(pg->bigram, 0, sizeof pg->bigram);
@@ -149,26 +155,40 @@ void cm_program_dealloc(Program *pg) {
     Py_TYPE(pg)->tp_free((PyObject *)pg);
 }
 
-static int templates_of(Program *pg, PyObject *templates) {
-    PyObject *fast = PySequence_Fast(templates, "templates must be a sequence");
+/* Step sequences (templates, or leads): *n counts those copied so far, so that a failure frees them. */
+static int tmpls_of(PyObject *seq, Tmpl **out, int *n, Py_ssize_t most, const char *what) {
+    PyObject *fast = PySequence_Fast(seq, "templates and leads must be sequences");
     if (fast == NULL) return -1;
-    int len = length_of(fast, INT_MAX, "templates");
+    int len = length_of(fast, most, what);
     int rc = len < 0 ? -1 : 0;
-    if (rc == 0 && (pg->tmpls = PyMem_Calloc((size_t)(len ? len : 1), sizeof(Tmpl))) == NULL) rc = -1, PyErr_NoMemory();
+    if (rc == 0 && (*out = PyMem_Calloc((size_t)(len ? len : 1), sizeof(Tmpl))) == NULL) rc = -1, PyErr_NoMemory();
     for (int i = 0; rc == 0 && i < len; i++) {
-        pg->ntmpls = i + 1; /* freed with the rest, whatever steps_of copied */
-        rc = steps_of(PySequence_Fast_GET_ITEM(fast, i), &pg->tmpls[i]);
-        if (rc == 0 && pg->tmpls[i].nslots > pg->maxslots) pg->maxslots = pg->tmpls[i].nslots;
+        *n = i + 1; /* freed with the rest, whatever steps_of copied */
+        rc = steps_of(PySequence_Fast_GET_ITEM(fast, i), &(*out)[i]);
     }
     Py_DECREF(fast);
     return rc;
 }
 
-/* Program(prefix, suffix, templates, needles, nlaunch[, envelope]): needles are the counted anchors, then nlaunch
- * launch anchors, then 'accept', each at least 2 bytes. A failed __init__ leaves an empty program that
- * scan refuses; __init__ during a scan of the same program is refused. */
+/* A lead reads literals and loose digits only, and captures nothing. */
+static int leads_ok(const Program *pg) {
+    for (int i = 0; i < pg->nleads; i++)
+        for (int j = 0; j < pg->leads[i].nsteps; j++) {
+            const Step *st = &pg->leads[i].steps[j];
+            if ((st->code != OP_LIT && st->code != OP_LINT) || st->slot != -1 || pg->leads[i].nslots > 0)
+                return bad_step("a lead is literals and loose digits, and captures nothing");
+        }
+    if (pg->nleads > 0 && pg->envelope != ENV_DATED)
+        return PyErr_SetString(PyExc_ValueError, "only a dated envelope has leads"), -1;
+    return 0;
+}
+
+/* Program(prefix, suffix, templates, needles, nlaunch[, envelope[, leads]]): needles are the counted anchors, then
+ * nlaunch launch anchors, then 'accept', each at least 2 bytes; leads (a dated envelope's) are step sequences of
+ * literals and loose digits. A failed __init__ leaves an empty program that scan refuses; __init__ during a scan of
+ * the same program is refused. */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
-    PyObject *prefix, *suffix, *templates, *needles;
+    PyObject *prefix, *suffix, *templates, *needles, *leads = NULL;
     int nlaunch, envelope = ENV_DATED;
     if (pg->scans > 0) {
         PyErr_SetString(PyExc_RuntimeError, "Program.__init__ while the program is scanning");
@@ -179,13 +199,19 @@ int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_TypeError, "Program() takes no keyword arguments");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "SSOOi|i", &prefix, &suffix, &templates, &needles, &nlaunch, &envelope)) return -1;
+    if (!PyArg_ParseTuple(args, "SSOOi|iO", &prefix, &suffix, &templates, &needles, &nlaunch, &envelope, &leads))
+        return -1;
     if (envelope != ENV_DATED && envelope != ENV_YEARLESS) {
         PyErr_SetString(PyExc_ValueError, "no such envelope");
         return -1;
     }
     int rc = text_copy(prefix, &pg->prefix) < 0 || text_copy(suffix, &pg->suffix) < 0 ? -1 : 0;
-    if (rc == 0) rc = templates_of(pg, templates);
+    if (rc == 0) rc = tmpls_of(templates, &pg->tmpls, &pg->ntmpls, INT_MAX, "templates");
+    for (int i = 0; rc == 0 && i < pg->ntmpls; i++)
+        if (pg->tmpls[i].nslots > pg->maxslots) pg->maxslots = pg->tmpls[i].nslots;
+    if (rc == 0 && leads != NULL) rc = tmpls_of(leads, &pg->leads, &pg->nleads, MAX_LEADS, "leads");
+    pg->envelope = envelope;
+    if (rc == 0) rc = leads_ok(pg);
     if (rc == 0) rc = texts_of(needles, &pg->needles, &pg->nneedles, MAX_NEEDLES);
     if (rc == 0 && (nlaunch < 0 || nlaunch >= pg->nneedles))
         rc = -1, PyErr_SetString(PyExc_ValueError, "bad needles: the launch anchors and 'accept' come last");
@@ -194,7 +220,6 @@ int cm_program_init(Program *pg, PyObject *args, PyObject *kw) {
         program_free(pg);
         return -1;
     }
-    pg->envelope = envelope;
     pg->ready = 1;
     return 0;
 }

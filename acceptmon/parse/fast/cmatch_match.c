@@ -85,8 +85,22 @@ static const uint8_t *rank(const uint8_t *p, const uint8_t *end, Cap *env) {
     return q;
 }
 
+static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end, Cap *caps);
+
+/* One of the program's leads, then its prefix; a line that starts with the prefix has no lead. */
+static const uint8_t *lead(const Program *pg, const uint8_t *p, const uint8_t *end) {
+    if (starts(p, end, &pg->prefix)) return p;
+    for (int i = 0; i < pg->nleads; i++) {
+        const uint8_t *q = p;
+        for (int j = 0; j < pg->leads[i].nsteps && q != NULL; j++) q = step(&pg->leads[i].steps[j], q, end, NULL);
+        if (q != NULL && starts(q, end, &pg->prefix)) return q;
+    }
+    return NULL;
+}
+
 const uint8_t *cm_envelope(const Program *pg, const uint8_t *p, const uint8_t *end, Cap *env) {
-    if (!starts(p, end, &pg->prefix)) return NULL;
+    p = lead(pg, p, end);
+    if (p == NULL) return NULL;
     p = timestamp(p + pg->prefix.n, end, env);
     if (p == NULL) return NULL;
     p = rank(p, end, env);
@@ -180,6 +194,7 @@ const uint8_t *cm_yearless(const uint8_t *p, const uint8_t *end, Cap *env) {
 
 int cm_date(Year *y, Cap *env) {
     int month = two(env[0].p), day = two(env[0].p + 3), year = y->year;
+    if (year == 0) return 0; /* no year yet: the parser's to give */
     if (month == 2 && day == 29) return 0; /* a ValueError in a common year: the parser's to say */
     if (y->month && month < y->month - 6) {
         year = ++y->year; /* New Year */
@@ -292,6 +307,8 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
         break;
     case OP_EXTRA:
         return extra(st, p, end);
+    case OP_BARE:
+        return p;
     default:
         return NULL;
     }

@@ -26,7 +26,7 @@ from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 6
+VERSION = 8
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -145,7 +145,22 @@ def program(
     if any(s is None for s in each):
         return None
     compiled = [codes(scan, s) for s in each if s is not None]
-    return scan.Program(shape.prefix, shape.suffix, compiled, needles, len(launch))
+    leads = [codes(scan, s) for s in map(lead_steps, shape.leads, [shape.prefix] * len(shape.leads)) if s is not None]
+    return scan.Program(shape.prefix, shape.suffix, compiled, needles, len(launch), scan.ENV_DATED, leads)
+
+
+def lead_steps(lead: Sequence[tuple[str, Any]], prefix: bytes) -> list[Step] | None:
+    """A lead's steps (:attr:`Shape.leads`: literals and loose digits), or None if greedy reading could differ
+    from the pattern (a run of digits followed by a digit, the prefix's first byte too)."""
+    out: list[Step] = []
+    for op, arg in lead:
+        if op not in ("lit", "lint") or (op == "lit" and not arg):
+            return None
+        out.append(("LIT", -1, (arg,)) if op == "lit" else ("LINT", -1, ()))
+    for here, after in zip(out, [*out[1:], ("LIT", -1, (prefix,))], strict=True):
+        if here[0] in CLASSES and _starts(after) & CLASSES[here[0]]:
+            return None
+    return out
 
 
 def max_deps() -> int:
@@ -214,6 +229,8 @@ def _step(op: str, arg: Any, table: bool) -> Step | None:
         return ("ALT", -1, tuple(arg))
     if op == "extra":
         return ("EXTRA", -1, tuple(arg))
+    if op == "bare":
+        return ("BARE", -1, ())
     code = (STRICT if table else LOOSE).get(op)
     if code is None:
         return None

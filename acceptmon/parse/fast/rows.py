@@ -146,6 +146,8 @@ class Plan:
                 steps.append([cell(value, fmt)])
             elif c in t.fields:
                 steps.append(_group_step(t.fields[c], t.groups[t.fields[c]][1], fmt))
+            elif c == "timestamp" and t.bare:  # no envelope: no timestamp
+                steps.append([cell(None, fmt)])
             elif c == "timestamp":
                 steps.append([1, b"T", 2, 3] if fmt == "csv" else [b'"', 1, b"T", 2, 3, b'"'])
             else:
@@ -228,8 +230,7 @@ def _json_recipe(
 
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
-    """Recipe steps of one captured group: the text itself (a number, counts and numbers with units too), but
-    JSON's booleans and quoted strings."""
-    if fmt == "csv" or kind in ("int", "float", "count", "number"):
+    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
+    if fmt == "csv" or kind in ("int", "float", "count", "number"):  # JSON numbers: the int's or float's own text
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']

@@ -128,9 +128,8 @@ class Yearless:
         stopped at (with ``stop``: the first that holds an anchor and matches no template); None if that part
         is not exact (the parser's); False if a line holds a launch anchor."""
         plans = self.plans_for(parser)
-        assert parser.year is not None
         try:
-            got = self.program.scan(buf, s, e, base, plans, parser.year, parser.month or 0, stop)
+            got = self.program.scan(buf, s, e, base, plans, parser.year or 0, parser.month or 0, stop)
         except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
             return None  # a value its converter refuses (a percentage over 100): the parser's to say
         if got is None:
@@ -144,7 +143,7 @@ class Yearless:
 
     def whole(self, parser: Parser, buf: Any, s: int, e: int, base: int, parts: list[Part]) -> bool:
         """Rows and tallies of ``buf[s:e]`` if the compiled matcher says every line of it."""
-        if self.program is None or parser.year is None or (parser.origin and not self.typed):
+        if self.program is None or (parser.origin and not self.typed):
             return False
         got = self._scan(parser, buf, s, e, base, False)
         if not got or got[6] < e:
@@ -155,10 +154,10 @@ class Yearless:
     def segment(self, parser: Parser, buf: bytes, span: tuple[int, int, int], parts: list[Part], chunk: Chunk) -> bool:
         """Rows and tallies of the lines ``buf[s:e]`` of a segment: the compiled matcher's, and the general
         parser's for each line it stops at (which the lane then learns from), in order. False (nothing done)
-        where the year is not known yet, a line holds a launch anchor, or the matcher says nothing before a
+        where a line holds a launch anchor, or the matcher says nothing before a
         line that is not behind its envelope (another server's segment)."""
         s, e, _ = span
-        if self.program is None or parser.year is None or (parser.origin and not self.typed):
+        if self.program is None or (parser.origin and not self.typed):
             return False
         got = self._scan(parser, buf, s, e, parser.line, True)
         if got is False or (got is not None and got[6] < e and not got[7] and not any(got[1])):
@@ -214,27 +213,26 @@ class Yearless:
         if nrows:
             parts.append(typed.records(rows, parser.origin.values()) if self.typed else (nrows, rows))
         account(parser, self.templates, self.exempt, counts, lines, accepts, base)
-        parser.year, parser.month = year, month or None
+        parser.year, parser.month = year or None, month or None
 
     def learn(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
         """Add the template of ``raw`` if the compiled matcher then writes the parser's row for it (the row of
         ``row`` as ``chunk`` gives it; typed, ``row`` itself)."""
         stamp = getattr(row, "timestamp", None)
-        if self.full or native.load() is None or stamp is None:
+        if self.full or native.load() is None:
             return False
         text = raw.decode("utf-8", "replace")
         t = template_of(self.grammars, ANSI.sub("", text) if "\x1b" in text else text)
-        if t is None or any(x.key == t.key and x.ops == t.ops for x in self.templates):
+        if t is None or (stamp is None) != t.bare or any(x.key == t.key and x.ops == t.ops for x in self.templates):
             return False
+        year, month = (stamp.year, stamp.month) if stamp is not None else (parser.year or 0, parser.month or 0)
         self.templates.append(t)
         self._compile()
         got = None
         if self.program is not None:
             plans = self.plans_for(parser)
             try:
-                got = self.program.scan(
-                    b"\n" + raw + b"\n", 1, len(raw) + 2, row.line - 1, plans, stamp.year, stamp.month
-                )
+                got = self.program.scan(b"\n" + raw + b"\n", 1, len(raw) + 2, row.line - 1, plans, year, month)
             except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
                 got = None
         if got is not None and got[0] == 1 and got[2][-1] == 1:

@@ -7,7 +7,8 @@ row plan converts once per distinct value (:data:`~acceptmon.parse.fast.pieces.C
 spelling of its own. Unknown keys are literal, their values' numbers loose (the pair reader's careful
 path, which a list takes, reads a key it does not know as a key only if it looks like one). A head field
 whose converter gives the same for any number in it (``2 Engines Aggregated``) is literal with its
-digits loose. Pure: no I/O.
+digits loose. A line whose message starts it (no logging prefix: vLLM under a custom logging format) gives a
+bare template (its first step ``bare``): its lines have no envelope, its rows no timestamp and no rank. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import Any
 import regex
 
 from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE
-from acceptmon.parse.fast.templates import LINE_SECONDS, Template, aliases, value_unit
+from acceptmon.parse.fast.templates import LINE_SECONDS, LOOSE_NUMBER, Template, aliases, shaped, split_of, value_unit
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
+from acceptmon.parse.streams import NONE
+from acceptmon.parse.streams import split as split_stream
 
-NUMBER = re.compile(r"[0-9]{1,30}(?:\.[0-9]{1,30})?")
-"""A number as the compiled matcher's loose step reads it."""
+NUMBER = LOOSE_NUMBER
 
 
 def _envelopes(grammars: GrammarSet, server: str) -> list[Grammar]:
@@ -61,6 +63,8 @@ def template_of(grammars: GrammarSet, line: str) -> Template | None:
         split = regex.compile(f"(?:{envelope})(?P<fastlane_message>{g.spec.pattern})")
         try:
             m = split.match(line, timeout=LINE_SECONDS)
+            bare = m is None
+            m = _bare(grammars, g, line) if m is None else m
             if m is None:
                 continue
             tried = [x for a in grammars.anchors if a in line for x in records if x.anchor == a]
@@ -68,8 +72,21 @@ def template_of(grammars: GrammarSet, line: str) -> Template | None:
                 return None
         except TimeoutError:
             return None
-        return _template(g, m, [a.encode() for a in grammars.anchors])
+        t = _template(g, m, [a.encode() for a in grammars.anchors])
+        if t is not None and bare:
+            t.ops.insert(0, ("bare", -1))
+        return t
     return None
+
+
+def _bare(grammars: GrammarSet, g: Grammar, line: str) -> regex.Match[str] | None:
+    """The line's match if its message starts it (an envelope of the server's that reads nothing, as vLLM's bare
+    one: a custom logging format), and it has no stream prefix: the template's lines have no timestamp and no rank.
+    """
+    if split_stream(line) != (NONE, line):
+        return None
+    m = split_of(grammars, g).match(line, timeout=LINE_SECONDS)
+    return m if m is not None and m.start("fastlane_message") == 0 else None
 
 
 def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template | None:
@@ -111,10 +128,10 @@ def _head(g: Grammar, m: regex.Match[str], t: Template) -> bytes | None:
             t.groups.append((conv.field, kind))
             out.append(VALUE[kind])
         else:
-            shaped = _shaped(text) if re.search(r"[0-9]", text) and not re.search(r"[0-9]\.[0-9]", text) else None
-            if shaped is None or not _invariant(conv, text):
+            steps = shaped(text) if re.search(r"[0-9]", text) and not re.search(r"[0-9]\.[0-9]", text) else None
+            if steps is None or not _invariant(conv, text):
                 return None
-            t.ops += [("lint", -1) if op[0] == "lnumber" else op for op in shaped]  # a group's \d++: digits only
+            t.ops += [("lint", -1) if op[0] == "lnumber" else op for op in steps]  # a group's \d++: digits only
             out.append(NUMBER.sub("0", text).encode())
             t.fields.pop(conv.field, None)
         t.values[conv.field] = conv(text)
@@ -148,19 +165,6 @@ def _pieces(g: Grammar, pieces: list[str]) -> list[str] | None:
     return out
 
 
-def _shaped(value: str) -> list[tuple[str, Any]] | None:
-    """An unknown key's value as steps: its numbers loose, the text between them literal."""
-    if any(c in value for c in "\x1b\r\n\t") or value != value.rstrip():
-        return None
-    ops: list[tuple[str, Any]] = []
-    pos = 0
-    for m in NUMBER.finditer(value):
-        ops += [("lit", value[pos : m.start()].encode())] if m.start() > pos else []
-        ops.append(("lnumber", -1))
-        pos = m.end()
-    return ops + ([("lit", value[pos:].encode())] if pos < len(value) else [])
-
-
 def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> bool:
     """The keys in order as steps: known keys (and their aliases, if each holds every anchor as often) with
     their values; unknown ones literal, their values a number (and unit) where the line has one, else text."""
@@ -171,10 +175,10 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
         t.ops += [("lit", b", ")] if i else []
         conv = g.keys.get(key)
         if conv is None:
-            shaped = _shaped(value)
-            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or shaped is None:
+            steps = shaped(value)
+            if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or steps is None:
                 return False
-            t.ops += [("lit", key.encode() + b": "), *shaped]
+            t.ops += [("lit", key.encode() + b": "), *steps]
             patterns.append(re.escape(key.encode() + b": ") + NUMBER.sub("0", value).encode())
             continue
         spec = g.spec.keys[key]
