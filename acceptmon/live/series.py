@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from acceptmon.measure.aggregate import Baseline
+from acceptmon.measure.amend import amended
 from acceptmon.measure.verify import COUNTED, window
 from acceptmon.parse.kinds import KINDS, SeriesMetrics
 from acceptmon.parse.records import LaunchConfig, Record
@@ -67,9 +68,17 @@ class RankSeries:
     windows: int = 0
     """Lines that covered a window (:func:`acceptmon.measure.verify.window`): 0 leaves the counters out."""
 
+    counted: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The token counts :meth:`_count` reads: the kind's ``totals`` fields and :data:`COUNTED` (once each)."""
+    acceptance: bool = field(init=False, repr=False, compare=False)
+    """Whether the kind has the ``acceptance`` role (its lines cover a window)."""
+
     def __post_init__(self) -> None:
         if self.metrics.histogram is not None and not self.buckets:
             self.buckets = [0] * (len(self.metrics.histogram.buckets) + 1)
+        self.counted = tuple(dict.fromkeys((*(t.field for t in self.metrics.totals), *COUNTED)))
+        kind = KINDS.get(self.kind)
+        self.acceptance = kind is not None and kind.acceptance
 
     @property
     def baseline(self) -> float | None:
@@ -87,7 +96,7 @@ class RankSeries:
     ) -> None:
         """Fold in a record of run ``run`` (which started at ``run_start``, launched with ``launch``)."""
         if self.metrics.sticky and self.last is not r:  # keep fields this line does not carry
-            r = self.last.model_copy(update={k: v for k, v in r.__dict__.items() if v is not None})
+            r = amended(self.last, {k: v for k, v in r.__dict__.items() if v is not None})
         self.last, self.seen = r, now
         self.batches += 1
         if run != self.run:
@@ -95,7 +104,7 @@ class RankSeries:
             self.start.restart(run_start or r.timestamp)
             self.raw, self.position_sums, self.drafts = {}, [], 0.0
         increase = self._count(r) if self.metrics.totals else None
-        if KINDS[self.kind].acceptance:
+        if self.acceptance:
             w = window(r, launch, increase)
             if w is not None:
                 self.steps += w.steps
@@ -114,8 +123,9 @@ class RankSeries:
         """Add the record's token counts (their increase, when cumulative); return the window's counts."""
         cumulative = getattr(r, "cumulative", False)
         added: dict[str, float] = {}
-        for name in dict.fromkeys((*(t.field for t in self.metrics.totals), *COUNTED)):
-            value = getattr(r, name, None)
+        values = r.__dict__
+        for name in self.counted:
+            value = values.get(name)
             if value is None:
                 continue
             prev = self.raw.get(name)

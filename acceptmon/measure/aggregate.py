@@ -118,39 +118,42 @@ class RunStats:
     """Finished requests' per-position rates (llama.cpp's ``acc per pos``), weighted by their verify steps."""
 
     def add(self, fact: Fact) -> None:
+        b, load = fact.batch, fact.load
+        if b is None and load is None:  # only stats lines have either: the common case first
+            self._line(fact)
+            return
+        r = fact.record
+        self.figures.add(fact)
+        if b is not None:
+            self.ranks.add(b.unit)
+        if load is not None:
+            self.ranks.add(load.unit)
+        self._seen(r)
+        if b is not None:
+            values = r.__dict__  # .get: a kind without the field has None (getattr would raise inside pydantic first)
+            self.accept_len.add(b.accept_len)
+            self.accept_rate.add(values.get("accept_rate"))
+            self.draft_accept_rate.add(b.accept_rate)
+            if values.get("drafted_tokens") is not None:
+                self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
+                self.spec.add(r)  # type: ignore[arg-type]
+
+    def _line(self, fact: Fact) -> None:
+        """A fact without batch or load: a launch, a finished request, a request's per-position rates."""
         r = fact.record
         kind = KINDS[r.kind]
+        self.figures.add(fact)  # counts a refused config, or impossible values
         if kind.starts_run:  # a launch line; a later one of the same run continues it
             self.launch = getattr(r, "config", None)
             self.start = self.start or r.timestamp
-            self.figures.add(fact)  # counts a refused config
-            return
-        if kind.request:
+        elif kind.request:
             self.requests += 1
-            self.figures.add(fact)  # counts its impossible values
             length = getattr(r, "accept_len", None)
             self.request_accept_len.add(None if length is None else round(length, 2))
-            return
-        if kind.positions:
-            self.figures.add(fact)  # counts its impossible values
+        elif kind.positions:
             rates, steps = getattr(r, "position_accept_rates", None), getattr(r, "verify_ct", None)
             if rates and steps:
                 self.positions.add_rates(rates, steps)
-            return
-        self.figures.add(fact)
-        b = fact.batch
-        for unit in (b.unit if b else None, fact.load.unit if fact.load else None):
-            if unit is not None:
-                self.ranks.add(unit)
-        if b is not None or fact.load is not None:
-            self._seen(r)
-        if b is not None:
-            self.accept_len.add(b.accept_len)
-            self.accept_rate.add(getattr(r, "accept_rate", None))
-            self.draft_accept_rate.add(b.accept_rate)
-            if getattr(r, "drafted_tokens", None) is not None:
-                self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
-                self.spec.add(r)  # type: ignore[arg-type]
 
     def merge(self, other: RunStats) -> None:
         """Fold in the same run's aggregate from a later, order-free part of the file (:meth:`Stats.order_free`)."""
@@ -167,8 +170,10 @@ class RunStats:
         """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""
         t = r.timestamp
         if t is not None:
-            self.start = t if self.start is None else min(self.start, t)
-            self.end = t if self.end is None else max(self.end, t)
+            if self.start is None or t < self.start:
+                self.start = t
+            if self.end is None or t > self.end:
+                self.end = t
 
     def summary(self) -> RunSummary:
         cfg = self.launch or LaunchConfig()
@@ -226,15 +231,17 @@ class Stats:
 
     def fold(self, facts: Iterable[Fact]) -> None:
         """Take facts normalized elsewhere (the live state's: one normalizer per live state)."""
+        runs = self.runs
         for fact in facts:
             r = fact.record
-            kind = KINDS[r.kind]
-            if not (kind.starts_run or fact.batch or fact.load or kind.request or kind.positions):
-                continue  # other kinds (warnings, prefill) make no run of their own
+            if fact.batch is None and fact.load is None:
+                kind = KINDS[r.kind]
+                if not (kind.starts_run or kind.request or kind.positions):
+                    continue  # other kinds (warnings, prefill) make no run of their own
             key = fact.key
-            run = self.runs.get(key)
+            run = runs.get(key)
             if run is None:
-                run = self.runs[key] = RunStats(r.file, r.run, key[1], r.pod, r.container)
+                run = runs[key] = RunStats(r.file, r.run, key[1], r.pod, r.container)
             run.add(fact)
 
     @staticmethod

@@ -36,11 +36,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from acceptmon.measure.amend import amended
 from acceptmon.measure.tokens import Intervals
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import LaunchConfig, Record
 
 WARMUP_BATCHES = 2
 """Batches at the start of each run that the doctor's accept-length rules leave out (doctor.md §4)."""
@@ -116,7 +117,7 @@ def _checked(r: Record, config_refused: bool) -> tuple[Record, int]:
     """The record with its impossible values as None, and how many there were (the record itself if none)."""
     values = r.__dict__
     get = values.get
-    bad = []
+    bad: list[str] | None = None
     for n, low, high in _CHECKED.get(type(r)) or _bounds(type(r)):
         v = get(n)
         if v is None:
@@ -125,20 +126,23 @@ def _checked(r: Record, config_refused: bool) -> tuple[Record, int]:
         if (t is float and low <= v <= high and v != math.inf) or (t is int and low <= v <= high):
             continue
         if not _valid(n, v):
-            bad.append(n)
-    update = dict.fromkeys(bad)
-    if config_refused and values.get("draft_accept_rate") is not None and values.get("accepted_tokens") is None:
+            bad = [*(bad or ()), n]
+    derived = config_refused and get("draft_accept_rate") is not None and get("accepted_tokens") is None
+    if bad is None and not derived:
+        return r, 0
+    update = dict.fromkeys(bad or ())
+    if derived:
         update["draft_accept_rate"] = None  # derived from the refused draft-token count
-    return (r.model_copy(update=update) if update else r), len(bad)
+    return amended(r, update), len(bad or ())
 
 
 def run_key(r: Record) -> RunKey:
     return r.file, getattr(r, "source", ""), r.run
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """One stats line with acceptance, with its unit's load and its place in the run."""
+class Batch(NamedTuple):
+    """One stats line with acceptance, with its unit's load and its place in the run. (A named tuple: as
+    immutable as a frozen dataclass, and made for a fraction of its cost, one per decode line.)"""
 
     unit: str
     accept_len: float | None
@@ -151,8 +155,7 @@ class Batch:
     warmup: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(NamedTuple):
     """One unit's load line: its logged generation throughput (tok/s of that rank or engine) and requests."""
 
     unit: str
@@ -179,8 +182,18 @@ class Fact:
         return run_key(self.record)
 
 
-@dataclass
+@dataclass(slots=True)
+class _Run:
+    batches: int = 0
+    """Batches seen so far (the first :attr:`Normalizer.warmup` are warm-up)."""
+    refused: bool = False
+    """Its refused launch config gave the draft-token count its draft accept rates were derived from."""
+
+
+@dataclass(slots=True)
 class _Unit:
+    run: _Run
+    """The run's state, shared by its units."""
     after_prefill: bool = True
     load: tuple[Any, ...] = (None, None, None)
 
@@ -191,13 +204,12 @@ class Normalizer:
 
     warmup: int = WARMUP_BATCHES
     intervals: Intervals = field(default_factory=Intervals)
-    _units: dict[tuple[RunKey, str], _Unit] = field(default_factory=dict)
+    _units: dict[tuple[str, str, int, str], _Unit] = field(default_factory=dict)
+    """By (file, source, run, unit): one lookup per stats line finds its unit and its run."""
+    _runs: dict[RunKey, _Run] = field(default_factory=dict)
     _last_unit: dict[tuple[str, str], str] = field(default_factory=dict)
-    _batches: dict[RunKey, int] = field(default_factory=dict)
     _requests: dict[tuple[RunKey, str], Record] = field(default_factory=dict)
     """Each unit's last finished request, which a per-position line after it (its rates alone) belongs to."""
-    _refused: set[RunKey] = field(default_factory=set)
-    """Runs whose refused launch config gave the draft-token count their draft accept rates were derived from."""
 
     def feed(self, records: Iterable[Record]) -> list[Fact]:
         return [self.fact(r) for r in records]
@@ -205,15 +217,7 @@ class Normalizer:
     def fact(self, r: Record) -> Fact:
         kind = KINDS[r.kind]
         if kind.starts_run:
-            self.intervals.launch(r.file, r.run)
-            config = getattr(r, "config", None)
-            bad = refused(config)
-            if not bad:
-                return Fact(r)
-            clean = config.model_copy(update=dict.fromkeys(bad))  # type: ignore[union-attr]
-            if clean.draft_tokens != config.draft_tokens:  # type: ignore[union-attr]
-                self._refused.add(run_key(r))
-            return Fact(r.model_copy(update={"config": clean}), refused=tuple(bad))
+            return self._launch(r)
         if kind.request:
             r, invalid = _checked(r, False)
             self._requests[run_key(r), r.rank or ""] = r
@@ -223,49 +227,60 @@ class Normalizer:
         if not (kind.acceptance or kind.load or kind.prefill):
             return Fact(r)
         r, unit = self._unit(r, kind.unit_field)
-        key = run_key(r)
-        invalid = 0
-        if not kind.prefill:
-            r, invalid = _checked(r, key in self._refused)
-        state = self._units.get((key, unit))
+        state = self._units.get((r.file, r.source, r.run, unit))
         if state is None:
-            state = self._units[key, unit] = _Unit()
+            state = self._new_unit(r, unit)
         if kind.prefill:
             state.after_prefill = True
             return Fact(r)
+        r, invalid = _checked(r, state.run.refused)
         values = r.__dict__
-        load = None
         if kind.load:  # the load fields, spelled out (generators over a field list cost more, per stats line)
             get, (old_tput, old_running, old_queue) = values.get, state.load
-            logged = (get("gen_throughput"), get("running_req"), get("queue_req"))
+            tput, running, queue = get("gen_throughput"), get("running_req"), get("queue_req")
             state.load = (
-                old_tput if logged[0] is None else logged[0],
-                old_running if logged[1] is None else logged[1],
-                old_queue if logged[2] is None else logged[2],
+                old_tput if tput is None else tput,
+                old_running if running is None else running,
+                old_queue if queue is None else queue,
             )
-        tput, running, queue = logged if kind.load else state.load
+        else:
+            tput, running, queue = state.load
         steady = queue == 0 and not state.after_prefill
         state.after_prefill = False
-        if kind.load:
-            load = Load(unit, tput, running, queue, steady)
+        load = Load(unit, tput, running, queue, steady) if kind.load else None
         if not kind.acceptance:
             return Fact(r, load=load, invalid=invalid)
         if values.get("cumulative"):
             r = self.intervals.record(r)
             values = r.__dict__
-        seen = self._batches.get(key, 0)
-        self._batches[key] = seen + 1
-        batch = Batch(
-            unit,
-            values.get("accept_len"),
-            values.get("draft_accept_rate"),
-            tput,
-            running,
-            queue,
-            steady=steady,
-            warmup=seen < self.warmup,
-        )
+        run = state.run
+        run.batches += 1
+        accept_len, accept_rate = values.get("accept_len"), values.get("draft_accept_rate")
+        batch = Batch(unit, accept_len, accept_rate, tput, running, queue, steady, run.batches <= self.warmup)
         return Fact(r, batch, load, invalid)
+
+    def _launch(self, r: Record) -> Fact:
+        """A launch: its run starts; a config no real server runs has the refused sizes as None."""
+        self.intervals.launch(r.file, r.run)
+        config: LaunchConfig | None = getattr(r, "config", None)
+        bad = refused(config)
+        if not bad or config is None:
+            return Fact(r)
+        clean = amended(config, dict.fromkeys(bad))
+        if clean.draft_tokens != config.draft_tokens:
+            self._run(run_key(r)).refused = True
+        return Fact(amended(r, {"config": clean}), refused=tuple(bad))
+
+    def _run(self, key: RunKey) -> _Run:
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = _Run()
+        return run
+
+    def _new_unit(self, r: Record, unit: str) -> _Unit:
+        """A unit's first line: its state, with its run's."""
+        state = self._units[r.file, r.source, r.run, unit] = _Unit(self._run(run_key(r)))
+        return state
 
     def _weighed(self, r: Record) -> Fact:
         """A request's per-position rates (``positions`` role) with their weight, the request's verify steps:
@@ -275,7 +290,7 @@ class Normalizer:
         request = self._requests.pop((run_key(r), r.rank or ""), None)
         rates: list[float | None] = r.__dict__.get("position_accept_rates") or []
         if any(p is not None and not (math.isfinite(p) and 0.0 <= p <= 1.0) for p in rates):
-            return Fact(r.model_copy(update={"position_accept_rates": None}), invalid=1)
+            return Fact(amended(r, {"position_accept_rates": None}), invalid=1)
         values = request.__dict__ if request is not None else {}
         accepted, drafted = values.get("correct_drafts"), values.get("proposed_drafts")
         total = sum(p or 0.0 for p in rates)
@@ -284,7 +299,7 @@ class Normalizer:
             steps = accepted / total
         elif rates and accepted == 0 and total == 0 and drafted:
             steps = drafted / len(rates)
-        return Fact(r.model_copy(update={"verify_ct": round(steps, 3)}) if steps else r)
+        return Fact(amended(r, {"verify_ct": round(steps, 3)}) if steps else r)
 
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""
@@ -298,7 +313,7 @@ class Normalizer:
         unit = self._last_unit.get(where)
         if unit is None:
             return r, ""
-        return r.model_copy(update={name: unit}), unit
+        return amended(r, {name: unit}), unit
 
 
 READS = frozenset(

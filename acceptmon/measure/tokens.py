@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acceptmon.measure.amend import amended
 from acceptmon.parse.records import Record, SpecStats
 
 Counters = tuple[int, int, int | None, int | None]
@@ -118,4 +119,4 @@ class Intervals:
             return r
         length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))  # type: ignore[attr-defined,arg-type]
         update: dict[str, Any] = {"accept_len": length, "accept_rate": rate, "draft_accept_rate": rate}
-        return r.model_copy(update=update)
+        return amended(r, update)

@@ -25,8 +25,7 @@ A line without acceptance (no speculation), or without what its rule needs, cove
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from acceptmon.measure.tokens import counters
 from acceptmon.parse.records import LaunchConfig, Record, SpecStats
@@ -39,9 +38,9 @@ MAX_DECODE_LOG_INTERVAL = 1_000_000
 """A larger ``decode_log_interval`` is taken for a corrupt value (the default is used)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
-    """The verify steps and generated tokens (bonus tokens included) of one stats line's window."""
+class Window(NamedTuple):
+    """The verify steps and generated tokens (bonus tokens included) of one stats line's window (a named
+    tuple: immutable, and cheap to make, one per live decode line)."""
 
     steps: float
     tokens: float
