@@ -182,8 +182,8 @@ class FastLane:
     def feed(self, parser: Parser, block: bytes, chunk: Chunk) -> list[Part]:
         """Rows of a block of complete lines, in order; the parser's line, run and tally advance.
 
-        A file whose path names its pod (:attr:`Parser.origin`) is the parser's: its rows carry the
-        names, which the lane's rows (the plain lines') leave empty."""
+        A file whose path names its pod (:attr:`Parser.origin`) is the parser's (:meth:`_named`), but for a typed
+        lane, whose records take the names."""
         if self.native is None or not block.endswith(b"\n") or self._named(parser):
             return [chunk(parser.feed(block))]
         parts: list[Part] = []
