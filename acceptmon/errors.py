@@ -26,3 +26,24 @@ class InputError(AcceptmonError):
     def __init__(self, path: str, reason: str) -> None:
         self.path, self.reason = path, reason
         super().__init__(f"{path}: {reason}")
+
+
+class Interrupt:
+    """Ctrl-C during a batch command: :exc:`KeyboardInterrupt` at once, and remembered.
+
+    Python's own handler raises it wherever the main thread is; raised inside a ``__del__`` run by the garbage
+    collector it is printed as "Exception ignored" and lost, and the command would go on to its end. This
+    handler remembers it, and the batch pipeline asks :meth:`check` between blocks."""
+
+    happened = False
+
+    @classmethod
+    def handler(cls, _signum: int, _frame: object) -> None:
+        cls.happened = True
+        raise KeyboardInterrupt
+
+    @classmethod
+    def check(cls) -> None:
+        """Raise :exc:`KeyboardInterrupt` if a Ctrl-C came (and was lost where it was raised)."""
+        if cls.happened:
+            raise KeyboardInterrupt

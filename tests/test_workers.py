@@ -190,3 +190,29 @@ def test_a_gzip_log_takes_the_fast_lane_whatever_its_compressed_size(grammars, t
     batch.run([str(log)], grammars, TableJob("csv", out), jobs=1, fast="csv")
     want = _parse(grammars, SEED, 1).replace(str(SEED).encode(), b"LOG")
     assert len(made) == 1 and out.getvalue().replace(str(log).encode(), b"LOG") == want
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the lost KeyboardInterrupt
+def test_a_ctrl_c_lost_inside_a_destructor_still_ends_the_command(tmp_path):
+    """Python prints a KeyboardInterrupt raised inside a ``__del__`` (run by the garbage collector) as "Exception
+    ignored" and goes on: the pipeline still ends at its next block, as ``parse`` does on Ctrl-C (exit 130)."""
+    from acceptmon.errors import Interrupt
+    from acceptmon.parse.load import load_grammars
+
+    class Lost:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):  # the handler runs here, inside __del__: its KeyboardInterrupt is lost
+                pass
+
+    old = signal.signal(signal.SIGINT, Interrupt.handler)
+    try:
+        Interrupt.happened = False
+        Lost()
+        assert Interrupt.happened
+        with pytest.raises(KeyboardInterrupt):
+            batch.run([str(SEED)], load_grammars(), TableJob("csv", io.BytesIO()))
+        assert main(["parse", str(SEED), "-o", str(tmp_path / "out.csv")]) == 0  # a new command starts afresh
+    finally:
+        signal.signal(signal.SIGINT, old)
+        Interrupt.happened = False

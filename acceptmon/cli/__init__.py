@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from acceptmon.errors import AcceptmonError
+from acceptmon.errors import AcceptmonError, Interrupt
 from acceptmon.version import __version__
 
 _MODULES = {"parse": "batch", "runs": "batch", "grammars": "batch", "compare": "compare"}
@@ -32,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if threading.current_thread() is threading.main_thread():  # live commands set their own on start
+        Interrupt.happened = False
+        signal.signal(signal.SIGINT, Interrupt.handler)
     try:
         return int(args.func(args))
     except AcceptmonError as exc:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from acceptmon.errors import Interrupt
 from acceptmon.inputs.container import is_container_file
 from acceptmon.inputs.files import GZIP_MAGIC, check_path, is_stream
 from acceptmon.inputs.journal import is_journal
@@ -161,6 +162,7 @@ def _run_sequential(
     parts_of = partial(_parts, parser, job=job, lane=lane)
     how = (lane, in_place, FAST_BLOCK)
     for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, how, as_read=as_read):
+        Interrupt.check()
         for part in parts:
             job.collect(part)
         progress.done += nbytes
@@ -223,6 +225,7 @@ def _collect(
     tally: Tally,
     progress: tuple[Progress, Callable[[Progress], None] | None],
 ) -> None:
+    Interrupt.check()
     parts, part_tally = done
     counter, on_progress = progress
     for part in parts:
