@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptmon.parse.fast import native
+from acceptmon.parse.fast.model import Shape
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
 from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT
-from acceptmon.parse.fast.templates import Shape
 
 CMATCH = native.load()
 ENVELOPE = ENVELOPE_KINDS["timestamp"] + ENVELOPE_KINDS["rank"]
@@ -136,7 +136,7 @@ def test_counts_are_bytes_count_and_a_launch_line_stops_the_scan():
 
 def test_a_greedy_reading_that_could_differ_is_refused():
     """A number followed by a digit, or alternatives one of which begins another: no compiled program."""
-    from acceptmon.parse.fast.templates import Template
+    from acceptmon.parse.fast.model import Template
 
     def template(ops):
         t = Template(grammar=None, kind="decode", head=b"")  # type: ignore[arg-type]

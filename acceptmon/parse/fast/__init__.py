@@ -9,7 +9,8 @@ Lines it does not match, launch lines, and anything it cannot prove it counted r
 the general parser, so output and tallies are byte-identical (``tests/test_fastlane.py``).
 
 - :mod:`acceptmon.parse.fast.pieces`: what each value kind may look like, and output cells;
-- :mod:`acceptmon.parse.fast.templates`: templates from grammar samples, and the pattern;
+- :mod:`acceptmon.parse.fast.model`: what a template is; :mod:`acceptmon.parse.fast.bodies`: its head and body read;
+- :mod:`acceptmon.parse.fast.templates`: templates from grammar samples and log lines, and the pattern;
 - :mod:`acceptmon.parse.fast.lane`: :class:`~acceptmon.parse.fast.lane.FastLane`, a block at a time.
 """
 

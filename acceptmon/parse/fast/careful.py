@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from acceptmon.parse.fast.templates import ACCEPT, Template
+from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts

@@ -25,11 +25,10 @@ from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.careful import Entry, careful_segment
+from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import (
-    ACCEPT,
-    Template,
     account,
     anchors_held,
     build_templates,

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from acceptmon.parse.fast.model import ACCEPT, Shape, Template
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
 from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
-from acceptmon.parse.fast.templates import ACCEPT, Shape, Template
 from acceptmon.parse.kinds import KINDS
 
 VERSION = 8

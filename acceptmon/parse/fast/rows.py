@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from acceptmon.parse.fast.model import Template
 from acceptmon.parse.fast.pieces import CONVERTED, Format, cell
-from acceptmon.parse.fast.templates import Template
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig
 from acceptmon.parse.streams import STREAM_FIELDS

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
+from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
-from acceptmon.parse.fast.templates import ACCEPT, Template, account, anchors_held, explained
+from acceptmon.parse.fast.templates import account, anchors_held, explained
 from acceptmon.parse.fast.yearless_templates import template_of
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS

@@ -18,8 +18,10 @@ from typing import Any
 
 import regex
 
+from acceptmon.parse.fast.bodies import LOOSE_NUMBER, aliases, shaped, value_unit
+from acceptmon.parse.fast.model import LINE_SECONDS, Template
 from acceptmon.parse.fast.pieces import EXTRA_KEY, VALUE
-from acceptmon.parse.fast.templates import LINE_SECONDS, LOOSE_NUMBER, Template, aliases, shaped, split_of, value_unit
+from acceptmon.parse.fast.templates import split_of
 from acceptmon.parse.grammar import Grammar, GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.pairs import keylike
@@ -111,7 +113,7 @@ def _template(g: Grammar, m: regex.Match[str], anchors: list[bytes]) -> Template
 
 
 def _head(g: Grammar, m: regex.Match[str], t: Template) -> bytes | None:
-    """The head as steps: literal text and the grammar's own fields (see :func:`templates.read_head`); a field
+    """The head as steps: literal text and the grammar's own fields (see :func:`bodies.read_head`); a field
     whose converter gives the same for any number in it (``2 Engines Aggregated`` is ``all``) is literal
     text with its numbers loose, and its value a constant of the template."""
     start, stop = m.start("fastlane_message"), m.start("body")
