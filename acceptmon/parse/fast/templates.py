@@ -1,16 +1,15 @@
 """Fast templates, learned from the grammar files' samples and from the log: one per message head and key order.
 
-Each sample line of a record grammar that reads ``key: value`` pairs is cut into its
-envelope (only timestamp and rank groups, between literal brackets), its head (literal
-text and the grammar's own groups, e.g. ``Decode batch [N], ``) and its body (the keys in
-order). A known key may be replaced by any key that fills the same field the same way
-(``cuda graph``/``npu graph``); an unknown key is any key the grammar does not know. The
+Each sample line of a record grammar that reads ``key: value`` pairs is cut into its envelope (only timestamp
+and rank groups, between literal brackets), its head (literal text and the grammar's own groups, e.g. ``Decode
+batch [N], ``) and its body (the keys in order). A known key may be replaced by any key that fills the same
+field the same way (``cuda graph``/``npu graph``); an unknown key is any key the grammar does not know. The
 template is then a whole-line ``re`` pattern whose captures are output text (see
-:mod:`acceptmon.parse.fast.pieces`); heads and bodies are read in :mod:`acceptmon.parse.fast.bodies` (a
-value with ', ' in it as the careful body reader reads it). A value kind without a fast form, or an
-envelope with other groups, gives no template: the general parser keeps those lines. A line of the log that the general parser read
-gives a template the same way (:func:`template_from_line`); the lane keeps it only once the
-template's row for that line is the parser's (:meth:`acceptmon.parse.fast.lane.FastLane.feed`).
+:mod:`acceptmon.parse.fast.pieces`); heads and bodies are read in :mod:`acceptmon.parse.fast.bodies` (a value
+with ', ' in it as the careful body reader reads it). A value kind without a fast form, or an envelope with
+other groups, gives no template: the general parser keeps those lines. A line of the log that the general parser
+read gives a template the same way (:func:`template_from_line`); the lane keeps it only once the template's row
+for that line is the parser's (:meth:`acceptmon.parse.fast.lane.FastLane.feed`).
 Pure: no I/O.
 """
 
