@@ -368,3 +368,25 @@ def test_files_found_together_share_the_cap_from_the_first_line(tmp_path):
     held = [dict(k)["file"].rsplit("/", 1)[-1] for k in m["acceptmon_decode_batches_total"]]
     assert (held.count("a.log"), held.count("b.log")) == (16, 5)
     assert value(m, "acceptmon_series_overflow_total") == 34
+
+
+def test_a_resumed_follower_keeps_the_decode_log_interval_its_counters_are_estimated_from(tmp_path, grammars):
+    """Of the server arguments beside the config fields, the state file keeps ``decode_log_interval`` alone: after a
+    restart SGLang's verify-step estimate still uses the run's 10, not the default 40 (and no API key is written)."""
+    from acceptmon.measure.verify import decode_log_interval
+
+    log, state = tmp_path / "server.log", tmp_path / "state.json"
+    args = ", decode_log_interval=10, api_key='sk-live-123')"
+    log.write_text(launch_line().replace(")", args) + "\n" + decode_line(0) + "\n")
+    first = LiveSource([str(log)], grammars, Decodes(), state_file=state, from_start=True)
+    first.discover()
+    first.tick()
+    first.save_state()
+    first.close()
+    text = state.read_text()
+    assert "sk-live-123" not in text and "api_key" not in text and '"decode_log_interval": 10' in text
+    second = LiveSource([str(log)], grammars, Decodes(), state_file=state)
+    second.discover()
+    launch = second.files[str(log)].parser.state.launch
+    second.close()
+    assert launch is not None and launch.extra == {"decode_log_interval": 10} and decode_log_interval(launch) == 10

@@ -3,7 +3,7 @@
 A position belongs to one file *identity*: device, inode and a fingerprint of the
 file's first line (inodes are reused after a delete). It records the byte offset
 of the first line not yet processed and the parser's state there (line number,
-run index, the current launch's config fields without ``extra``, so no server
+run index, the current launch's config fields without ``extra`` but :data:`KEPT_EXTRA`, so no server
 argument such as an API key is ever written; the same for each stream a line
 prefix names, two pods in one file), so the resumed parser is in the same state
 as if it had never stopped.
@@ -54,6 +54,19 @@ _unsaved: set[Path] = set()
 """State files whose last save found their disk full (warned once; the next save that succeeds says so)."""
 
 
+KEPT_EXTRA = ("decode_log_interval",)
+"""Server arguments beside the config fields that a resumed follower needs, none of them a secret: SGLang's
+``decode_log_interval`` (the verify-step and token counters are estimated from it)."""
+
+
+def kept(launch: LaunchConfig | None) -> dict[str, Any] | None:
+    """What a state file keeps of a launch config: its fields, and of ``extra`` only :data:`KEPT_EXTRA`."""
+    if launch is None:
+        return None
+    extra = {k: launch.extra[k] for k in KEPT_EXTRA if k in launch.extra}
+    return {**launch.model_dump(exclude={"extra"}), **({"extra": extra} if extra else {})}
+
+
 class StreamPosition(BaseModel):
     """One stream's run in a file (a source a line prefix names, :mod:`acceptmon.parse.streams`)."""
 
@@ -66,7 +79,7 @@ class StreamPosition(BaseModel):
 
     @field_serializer("launch")
     def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
-        return None if launch is None else launch.model_dump(exclude={"extra"})
+        return kept(launch)
 
     @classmethod
     def of(cls, state: StreamState) -> StreamPosition:
@@ -88,7 +101,8 @@ class FilePosition(BaseModel):
     line: int = Field(0, ge=0)
     run: int = Field(0, ge=0)
     launch: LaunchConfig | None = None
-    """Only the config fields the parser reports on: ``extra`` (every other server argument) is never kept."""
+    """Only the config fields the parser reports on, and of ``extra`` (every other server argument) only
+    :data:`KEPT_EXTRA`."""
     year: int | None = Field(None, ge=1, le=9999)
     """Year of the last year-less (vLLM) timestamp, so a resumed parser dates like one that never stopped."""
     month: int | None = Field(None, ge=1, le=12)
@@ -100,7 +114,7 @@ class FilePosition(BaseModel):
 
     @field_serializer("launch")
     def _no_extra(self, launch: LaunchConfig | None) -> dict[str, Any] | None:
-        return None if launch is None else launch.model_dump(exclude={"extra"})
+        return kept(launch)
 
     @property
     def parse_state(self) -> ParseState:
