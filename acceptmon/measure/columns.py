@@ -245,8 +245,6 @@ class _Way:
         names = self.names
         self.get: Callable[[dict[str, Any]], tuple[Any, ...]] = itemgetter(*names) if len(names) > 1 else _one(names[0])
         self.make = prepared.make
-        self.whole = names == prepared.names
-        """Every field is packed: the values, zipped with the names, are the record's ``__dict__``."""
         self.rest = dict(prepared.defaults)
         """The ``__dict__`` before the packed values go in: every field's default, in the model's order."""
         self.fresh_extra = "extra" in prepared.defaults and "extra" not in names
@@ -287,18 +285,16 @@ def unpack(packed: Iterable[tuple[str, tuple[Any, ...]]], only: frozenset[str] |
     """The records of :func:`pack` again, one at a time: every field as it was; with ``only``, those fields
     as they were (a field that holds None has the default None), and every other field its default.
 
-    Each record's ``__dict__`` is made in one go, in the model's order (the names zipped with the values, or
-    the defaults updated with them), and the record by the model's prepared constructor, which gives all of
-    them one fields set (:func:`acceptmon.parse.records.prepare`)."""
+    Each record's ``__dict__`` is a copy of the defaults (in the model's order) updated with the packed values,
+    which costs less than a dict made from them (that grows as it fills), and the record is made by the
+    model's prepared constructor, which gives all of them one fields set
+    (:func:`acceptmon.parse.records.prepare`)."""
     ways: dict[str, _Way] = {}
     for kind, values in packed:
         way = ways.get(kind)
         if way is None:
             way = ways[kind] = _way(kind, only)
-        if way.whole:
-            yield way.make(dict(zip(way.names, values, strict=True)), None)
-            continue
-        data = way.rest.copy()
+        data = way.rest.copy()  # a copy of a whole dict, then values over its keys: no key added, no resize
         data.update(zip(way.names, values, strict=True))
         if way.fresh_extra:
             data["extra"] = {}
