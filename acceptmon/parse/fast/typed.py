@@ -37,7 +37,10 @@ def records(rows: bytes, names: dict[str, str] | None = None) -> list[Record]:
     makers = {name: prepare(kind.model).make for name, kind in KINDS.items()}
     out: list[Record] = []
     append = out.append
+    file = values[0]["file"] if values else ""
     for v in values:  # each a whole __dict__: every field of its kind, in the model's order
+        if v["file"] == file:  # one string for the part's file name, not one a record (and a pickle's memo of it)
+            v["file"] = file
         stamp = v["timestamp"]
         if stamp is not None:
             v["timestamp"] = _from_iso(stamp)
