@@ -22,7 +22,7 @@ from acceptmon.measure.compare import Batch, Sample, compare
 from acceptmon.measure.normalize import READS, Fact, Load, Normalizer
 from acceptmon.measure.normalize import Batch as NormBatch
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import DecodeStats
+from acceptmon.parse.records import DecodeStats, prepare
 from acceptmon.pipeline.sides import read_side
 from tests.conftest import SAMPLES
 
@@ -184,6 +184,12 @@ def test_packed_records_unpack_to_the_same_records(grammars, path):
     assert [(type(r), r.__dict__) for r in back] == [(type(r), r.__dict__) for r in records]
     slimmed = list(unpack(pack(records, READS), READS))  # what compare sends: the fields the normalizer reads
     assert [f.batch for f in Normalizer().feed(slimmed)] == [f.batch for f in Normalizer().feed(records)]
+    for r, s in zip(records, slimmed, strict=True):  # those fields as they were, every other its default
+        defaults = prepare(type(r)).defaults
+        want = {k: (v if k in READS else {} if k == "extra" else defaults[k]) for k, v in r.__dict__.items()}
+        assert (type(s), list(s.__dict__.items())) == (type(r), list(want.items()))
+    extras = [id(r.__dict__["extra"]) for r in slimmed if "extra" in r.__dict__]
+    assert len(set(extras)) == len(extras)  # each record's own empty dict
 
 
 @pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])

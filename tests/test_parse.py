@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+import typing
 from datetime import datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser, ParseState
-from acceptmon.parse.records import DecodeStats, LaunchConfig, PrefillStats, ServerLaunch, build
+from acceptmon.parse.records import DecodeStats, LaunchConfig, PrefillStats, ServerLaunch, build, prepare
 
 # (line, expected subset of decode fields) — one row per documented variant
 DECODE_VARIANTS = [
@@ -292,6 +296,46 @@ def test_built_record_equals_validated_record(parser):
         fast = parser.parse_line(line)
         assert fast == DecodeStats.model_validate(fast.model_dump())
     assert build(DecodeStats, {"line": 3}) == DecodeStats(line=3)
+    assert build(DecodeStats, {"line": 3}).model_fields_set == {"line"}  # the names given, as validation has it
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_a_prepared_record_is_the_validated_record(name):
+    model = KINDS[name].model
+    prepared = prepare(model)
+    assert prepared.names == tuple(model.model_fields)
+    made = prepared.make({**prepared.defaults, "extra": {}} if prepared.extra else dict(prepared.defaults), None)
+    assert made == model() and made.model_dump() == model().model_dump()
+    assert made.model_dump_json() == model().model_dump_json()
+    assert made.model_fields_set == set(model.model_fields)
+    assert prepare(model) is prepared
+
+
+def test_records_share_a_fields_set_no_one_can_change():
+    prepared = prepare(DecodeStats)
+    a, b = (prepared.make({**prepared.defaults, "extra": {}, "line": n}, None) for n in (1, 2))
+    assert a.__pydantic_fields_set__ is b.__pydantic_fields_set__
+    with pytest.raises(TypeError):
+        a.model_fields_set.add("line")
+    with pytest.raises(TypeError):
+        a.model_fields_set.update({"line"})
+    with pytest.raises(TypeError):
+        a.model_fields_set |= {"line"}
+    copied = a.model_copy(update={"line": 7})  # pydantic adds the names to a copy of the set
+    assert (copied.line, a.line, type(copied.model_fields_set)) == (7, 1, set)
+    assert a.model_fields_set == set(DecodeStats.model_fields)
+    for other in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert other == a and type(other.model_fields_set) is set
+        assert other.model_fields_set == set(DecodeStats.model_fields)
+    assert a.model_dump(exclude_unset=True) == a.model_dump()
+
+
+def test_a_field_that_may_hold_none_defaults_to_none():
+    """What lets ``unpack`` put a packed None back as it is: it is the field's default too."""
+    for kind in KINDS.values():
+        for name, f in kind.model.model_fields.items():
+            if type(None) in typing.get_args(f.annotation):
+                assert f.default is None, (kind.name, name)
 
 
 def test_line_numbers_count_every_line(parser):

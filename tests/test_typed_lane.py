@@ -244,3 +244,14 @@ def test_runs_compare_and_doctor_print_the_same_through_the_lane(tmp_path):
         assert _acceptmon(*args, pure=False) == _acceptmon(*args, pure=True), args
     summaries = json.loads(_acceptmon("runs", seed, "--format", "json", pure=False))
     assert sum(s["batches"] for s in summaries) > 10_000
+
+
+def test_the_records_of_a_part_share_its_file_name_and_a_fields_set():
+    """One string for the file's name (a worker's pickle sends it once), one fields set of every field."""
+    rows = [{**DecodeStats(file="a.log", line=n, accept_len=2.5).model_dump(mode="json"), "extra": {}} for n in (1, 2)]
+    got = typed.records("".join(json.dumps(r) + "\n" for r in rows).encode())
+    assert [(r.file, r.line, r.accept_len) for r in got] == [("a.log", 1, 2.5), ("a.log", 2, 2.5)]
+    assert got[0].file is got[1].file
+    assert got[0].model_fields_set is got[1].model_fields_set
+    assert got[0].model_fields_set == set(DecodeStats.model_fields)
+    assert got == [DecodeStats(file="a.log", line=n, accept_len=2.5) for n in (1, 2)]

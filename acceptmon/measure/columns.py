@@ -22,7 +22,7 @@ from operator import itemgetter
 from typing import Any, TypeVar, overload
 
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import Record, build
+from acceptmon.parse.records import Record, prepare
 
 T = TypeVar("T")
 NONE_INT = -(2**63)
@@ -233,31 +233,69 @@ class Batches(Sequence[Batch]):
 
 Packed = list[tuple[str, tuple[Any, ...]]]
 """Records as (kind, field values in the kind's field order): what a worker process sends."""
-_Fields = tuple[tuple[str, ...], Callable[[dict[str, Any]], tuple[Any, ...]]]
-_FIELDS: dict[tuple[str, frozenset[str] | None], _Fields] = {}
 
 
-def _fields(kind: str, only: frozenset[str] | None) -> _Fields:
-    got = _FIELDS.get((kind, only))
+class _Way:
+    """How records of one kind are packed with ``only`` (None: every field) and made again."""
+
+    def __init__(self, kind: str, only: frozenset[str] | None) -> None:
+        prepared = prepare(KINDS[kind].model)
+        self.names = tuple(f for f in prepared.names if only is None or f in only)
+        """The fields packed, in the model's order."""
+        names = self.names
+        self.get: Callable[[dict[str, Any]], tuple[Any, ...]] = itemgetter(*names) if len(names) > 1 else _one(names[0])
+        self.make = prepared.make
+        self.rest = dict(prepared.defaults)
+        """The ``__dict__`` before the packed values go in: every field's default, in the model's order."""
+        self.fresh_extra = "extra" in prepared.defaults and "extra" not in names
+        """``extra`` is not packed: each record takes an empty dict of its own, as :func:`build` gives it."""
+
+
+def _one(name: str) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    return lambda d: (d[name],)
+
+
+_WAYS: dict[tuple[str, frozenset[str] | None], _Way] = {}
+
+
+def _way(kind: str, only: frozenset[str] | None) -> _Way:
+    got = _WAYS.get((kind, only))
     if got is None:
-        names = tuple(f for f in KINDS[kind].model.model_fields if only is None or f in only)
-        get = itemgetter(*names) if len(names) > 1 else lambda d, n=names[0]: (d[n],)
-        got = _FIELDS[kind, only] = (names, get)
+        got = _WAYS[kind, only] = _Way(kind, only)
     return got
 
 
 def pack(records: Iterable[Record], only: frozenset[str] | None = None) -> Packed:
     """Records as tuples of their values (``only``: of these fields): about a quarter of a record object's
     memory, and of its pickle."""
-    return [(r.kind, _fields(r.kind, only)[1](r.__dict__)) for r in records]
+    ways: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+    out: Packed = []
+    append = out.append
+    for r in records:
+        d = r.__dict__
+        kind = d["kind"]
+        get = ways.get(kind)
+        if get is None:
+            get = ways[kind] = _way(kind, only).get
+        append((kind, get(d)))
+    return out
 
 
 def unpack(packed: Iterable[tuple[str, tuple[Any, ...]]], only: frozenset[str] | None = None) -> Iterator[Record]:
     """The records of :func:`pack` again, one at a time: every field as it was; with ``only``, those fields
-    that were not None, and every other field its default."""
+    as they were (a field that holds None has the default None), and every other field its default.
+
+    Each record's ``__dict__`` is a copy of the defaults (in the model's order) updated with the packed values,
+    which costs less than a dict made from them (that grows as it fills), and the record is made by the
+    model's prepared constructor, which gives all of them one fields set
+    (:func:`acceptmon.parse.records.prepare`)."""
+    ways: dict[str, _Way] = {}
     for kind, values in packed:
-        names = _fields(kind, only)[0]
-        if only is None:
-            yield build(KINDS[kind].model, dict(zip(names, values, strict=True)))
-        else:
-            yield build(KINDS[kind].model, {k: v for k, v in zip(names, values, strict=True) if v is not None})
+        way = ways.get(kind)
+        if way is None:
+            way = ways[kind] = _way(kind, only)
+        data = way.rest.copy()  # a copy of a whole dict, then values over its keys: no key added, no resize
+        data.update(zip(way.names, values, strict=True))
+        if way.fresh_extra:
+            data["extra"] = {}
+        yield way.make(data, None)

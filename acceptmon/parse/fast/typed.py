@@ -18,10 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, prepare
 
-_new = object.__new__
-_set = object.__setattr__
 _from_iso = datetime.fromisoformat
 
 
@@ -36,20 +34,19 @@ def records(rows: bytes, names: dict[str, str] | None = None) -> list[Record]:
     if not rows:
         return []
     values: list[dict[str, Any]] = json.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]")
+    makers = {name: prepare(kind.model).make for name, kind in KINDS.items()}
     out: list[Record] = []
-    models = {name: kind.model for name, kind in KINDS.items()}
-    for v in values:
+    append = out.append
+    file = values[0]["file"] if values else ""
+    for v in values:  # each a whole __dict__: every field of its kind, in the model's order
+        if v["file"] == file:  # one string for the part's file name, not one a record (and a pickle's memo of it)
+            v["file"] = file
         stamp = v["timestamp"]
         if stamp is not None:
             v["timestamp"] = _from_iso(stamp)
         if names:
             v.update(names)
-        r = _new(models[v["kind"]])
-        _set(r, "__dict__", v)
-        _set(r, "__pydantic_fields_set__", set(v))
-        _set(r, "__pydantic_extra__", None)
-        _set(r, "__pydantic_private__", None)
-        out.append(r)
+        append(makers[v["kind"]](v, None))
     return out
 
 
