@@ -61,12 +61,18 @@ class DepthInputs:
         self.runs: dict[tuple[str, int], _RunInputs] = {}
         self.request_lines: dict[tuple[str, str, int], int] = {}
         """Finished-request lines by (file, source, run), read or not by a rule."""
+        self._last: tuple[str, int, _RunInputs] | None = None
+        """The run :meth:`_of` gave last: the next record is most likely of the same run."""
 
     def _of(self, r: Record) -> _RunInputs:
-        key = (r.file, getattr(r, "run", 0))
-        got = self.runs.get(key)
+        file, number = r.file, r.__dict__.get("run", 0)  # a kind without a run: no pydantic attribute fallback
+        last = self._last
+        if last is not None and last[1] == number and last[0] == file:  # most records follow one of their run
+            return last[2]
+        got = self.runs.get((file, number))
         if got is None:
-            got = self.runs[key] = _RunInputs(server=r.server)
+            got = self.runs[file, number] = _RunInputs(server=r.server)
+        self._last = (file, number, got)
         return got
 
     def take(self, facts: Iterable[Fact]) -> None:
@@ -80,8 +86,9 @@ class DepthInputs:
             if b is not None:
                 inputs.accept.append(math.nan if b.accept_len is None else b.accept_len)
                 inputs.batch_tok_s.append(math.nan if b.gen_throughput is None else b.gen_throughput)
-                rates = getattr(fact.record, "position_accept_rates", None)
-                if rates and not getattr(fact.record, "cumulative", None):
+                values = fact.record.__dict__
+                rates = values.get("position_accept_rates")
+                if rates and not values.get("cumulative"):
                     _, drafted, _, k = counters(fact.record)  # type: ignore[arg-type]  # a spec line: it has rates
                     if k:
                         inputs.rates.add_rates(rates, drafted / k)
