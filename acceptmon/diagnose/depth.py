@@ -21,7 +21,8 @@ from typing import Any
 from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.state import RunState
-from acceptmon.measure.compare import RESAMPLES, Batch, Side, summarize
+from acceptmon.measure.columns import NONE_INT, Batches
+from acceptmon.measure.compare import RESAMPLES, Side, summarize
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.positions import Positions, from_lengths
@@ -46,12 +47,15 @@ class _RunInputs:
     """SGLang's per-request histograms."""
 
     def side(self) -> Side:
-        """The run as compare's side (NaN: not logged), for its block-bootstrap CIs."""
-        batches = [
-            Batch(None if math.isnan(a) else a, None, None if math.isnan(t) else t, None, False)
-            for a, t in zip(self.accept, self.batch_tok_s, strict=True)
-        ]
-        return Side(label="", batches=batches, loads=None if self.own_loads else list(self.loads))
+        """The run as compare's side, for its block-bootstrap CIs: its columns as they are (NaN: not logged, as
+        :class:`Batches` keeps them), not a :class:`Batch` per batch to turn back into columns."""
+        n = len(self.accept)
+        columns = Batches()
+        columns.accept_len, columns.gen_throughput = self.accept, self.batch_tok_s
+        columns.accept_rate = array("d", [math.nan]) * n
+        columns.running_req = array("q", [NONE_INT]) * n
+        columns.steady = bytearray(n)
+        return Side(label="", batches=columns, loads=None if self.own_loads else self.loads)
 
 
 class DepthInputs:
