@@ -190,3 +190,31 @@ def test_labels_after_a_judgement_are_that_judgements_and_a_feed_makes_them_judg
     assert doctor.labels() == set()
     assert [(c.event, c.finding.rule) for c in doctor.update([])] == [("cleared", "P2")]
     assert doctor.labels() == set()
+
+
+def test_a_judgement_judges_again_only_the_runs_of_files_with_new_records(grammars, monkeypatch):
+    """A run is judged with its own file's runs and fixed inputs: while no record reaches its file, its last
+    findings stand (a live tick with 30 files, one of them busy, judges one); a record there judges it anew."""
+    doctor = Doctor(load_rules())
+    quiet, busy = Parser(grammars, "quiet.log"), Parser(grammars, "busy.log")
+    broken, fixed = _runs()
+    doctor.update(quiet.feed(("\n".join(broken) + "\n").encode()))
+    doctor.update(busy.feed(("\n".join(broken[:12]) + "\n").encode()))
+    assert doctor.labels() == {("quiet.log", "P2", "warning")}  # busy.log: too few batches yet
+    judged: list[str] = []
+    hit = type(doctor.runs["quiet.log", 1].detectors[0][1]).hit
+    monkeypatch.setattr(
+        type(doctor.runs["quiet.log", 1].detectors[0][1]),
+        "hit",
+        lambda self, run, ctx: judged.append(run.file) or hit(self, run, ctx),
+    )
+    changes = doctor.update(busy.feed(("\n".join(broken[12:]) + "\n").encode()))
+    assert [(c.event, c.finding.file, c.finding.rule) for c in changes] == [("new", "busy.log", "P2")]
+    assert judged == ["busy.log"]
+    assert doctor.labels() == {("quiet.log", "P2", "warning"), ("busy.log", "P2", "warning")}
+    judged.clear()
+    changes = doctor.update(quiet.feed(("\n".join(fixed) + "\n").encode()))  # a new run: the file's current run
+    assert [(c.event, c.finding.file, c.finding.run) for c in changes] == [("cleared", "quiet.log", 1)]
+    assert judged == ["quiet.log"]
+    assert doctor.labels() == {("busy.log", "P2", "warning")}
+    assert [f.file for f in doctor.findings()] == ["quiet.log", "busy.log"]  # run 1 of quiet.log still has its own

@@ -21,7 +21,8 @@ from typing import Any
 from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.state import RunState
-from acceptmon.measure.compare import RESAMPLES, Batch, Side, summarize
+from acceptmon.measure.columns import NONE_INT, Batches
+from acceptmon.measure.compare import RESAMPLES, Side, summarize
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.positions import Positions, from_lengths
@@ -46,12 +47,15 @@ class _RunInputs:
     """SGLang's per-request histograms."""
 
     def side(self) -> Side:
-        """The run as compare's side (NaN: not logged), for its block-bootstrap CIs."""
-        batches = [
-            Batch(None if math.isnan(a) else a, None, None if math.isnan(t) else t, None, False)
-            for a, t in zip(self.accept, self.batch_tok_s, strict=True)
-        ]
-        return Side(label="", batches=batches, loads=None if self.own_loads else list(self.loads))
+        """The run as compare's side, for its block-bootstrap CIs: its columns as they are (NaN: not logged, as
+        :class:`Batches` keeps them), not a :class:`Batch` per batch to turn back into columns."""
+        n = len(self.accept)
+        columns = Batches()
+        columns.accept_len, columns.gen_throughput = self.accept, self.batch_tok_s
+        columns.accept_rate = array("d", [math.nan]) * n
+        columns.running_req = array("q", [NONE_INT]) * n
+        columns.steady = bytearray(n)
+        return Side(label="", batches=columns, loads=None if self.own_loads else self.loads)
 
 
 class DepthInputs:
@@ -61,12 +65,18 @@ class DepthInputs:
         self.runs: dict[tuple[str, int], _RunInputs] = {}
         self.request_lines: dict[tuple[str, str, int], int] = {}
         """Finished-request lines by (file, source, run), read or not by a rule."""
+        self._last: tuple[str, int, _RunInputs] | None = None
+        """The run :meth:`_of` gave last: the next record is most likely of the same run."""
 
     def _of(self, r: Record) -> _RunInputs:
-        key = (r.file, getattr(r, "run", 0))
-        got = self.runs.get(key)
+        file, number = r.file, r.__dict__.get("run", 0)  # a kind without a run: no pydantic attribute fallback
+        last = self._last
+        if last is not None and last[1] == number and last[0] == file:  # most records follow one of their run
+            return last[2]
+        got = self.runs.get((file, number))
         if got is None:
-            got = self.runs[key] = _RunInputs(server=r.server)
+            got = self.runs[file, number] = _RunInputs(server=r.server)
+        self._last = (file, number, got)
         return got
 
     def take(self, facts: Iterable[Fact]) -> None:
@@ -80,8 +90,9 @@ class DepthInputs:
             if b is not None:
                 inputs.accept.append(math.nan if b.accept_len is None else b.accept_len)
                 inputs.batch_tok_s.append(math.nan if b.gen_throughput is None else b.gen_throughput)
-                rates = getattr(fact.record, "position_accept_rates", None)
-                if rates and not getattr(fact.record, "cumulative", None):
+                values = fact.record.__dict__
+                rates = values.get("position_accept_rates")
+                if rates and not values.get("cumulative"):
                     _, drafted, _, k = counters(fact.record)  # type: ignore[arg-type]  # a spec line: it has rates
                     if k:
                         inputs.rates.add_rates(rates, drafted / k)

@@ -102,9 +102,8 @@ class GraphOff(Detector[GraphParams]):
         graph, running = r.__dict__.get("cuda_graph"), step.running_req or 0
         if graph is None:  # versions before the field: judge by the captured batch size
             self.stats_lines += 1
-            if run.launch is not self.cap_of:  # server_args are read once per launch line
-                self.cap_of, self.cap = run.launch, captured_batch(run)
-            if self.cap is not None and running > self.cap:
+            cap = self._captured(run)
+            if cap is not None and running > cap:
                 self.above.add(step.line)
             return
         self.total += 1
@@ -140,7 +139,7 @@ class GraphOff(Detector[GraphParams]):
                 max_running_with_graph=self.max_on,
                 min_running_without=self.min_off,
             )
-        cap = captured_batch(run)
+        cap = self._captured(run)
         if cap is not None and self.stats_lines >= self.p.min_lines:
             if r6(self.above.count / self.stats_lines) > self.p.off_fraction:
                 text = (
@@ -153,6 +152,12 @@ class GraphOff(Detector[GraphParams]):
             text = f"{self.reason.code} {self.reason.detail}" if self.reason else "server_args disable_cuda_graph=True"
             return hit(text, lines, disable_cuda_graph=disabled)
         return None
+
+    def _captured(self, run: RunState) -> int | None:
+        """:func:`captured_batch` of the run, read once per launch line (per stats line and per judgement)."""
+        if run.launch is not self.cap_of:
+            self.cap_of, self.cap = run.launch, captured_batch(run)
+        return self.cap
 
 
 def captured_batch(run: RunState) -> int | None:

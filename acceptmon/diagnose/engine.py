@@ -30,7 +30,7 @@ from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.measure.speedup import choose_baseline
 from acceptmon.measure.summary import config_text
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.parser import Tally
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -98,6 +98,9 @@ class _Run:
     state: RunState
     detectors: list[tuple[Rule, Detector[Any]]] = field(default_factory=list)
     _feeders: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    _stats: dict[str, list[Any]] = field(default_factory=dict)
+    judged: tuple[int, tuple[Finding, ...]] | None = None
+    """The findings of the last judgement, with the file's :attr:`Doctor.touched` then."""
 
     def feeders(self, method: str, kind: str) -> list[Any]:
         """Bound ``method`` of the detectors whose rule reads ``kind`` and whose type implements it."""
@@ -109,6 +112,13 @@ class _Run:
                 for rule, det in self.detectors
                 if kind in rule.reads and getattr(type(det), method) is not base
             ]
+        return found
+
+    def stats_feeders(self, kind: str) -> list[Any]:
+        """:meth:`feeders` of ``stats``, by kind alone: looked up once per stats line."""
+        found = self._stats.get(kind)
+        if found is None:
+            found = self._stats[kind] = self.feeders("stats", kind)
         return found
 
 
@@ -143,6 +153,11 @@ class Doctor:
         """``_fed`` when ``_held`` was judged: until more is fed, :meth:`labels` reads it, not judging again."""
         self._fed, self.normalizer = 0, Normalizer(warmup)
         self._cache: _Index | None = None
+        self._last: tuple[str, int, _Run] | None = None
+        """The run :meth:`_run` gave last in this feed: the next record is most likely of the same run."""
+        self.touched: dict[str, int] = {}
+        """By file: ``_fed`` when a record last reached one of its runs. A run is judged with its file's other
+        runs (same config, baseline) and fixed inputs, so its findings hold until its file is touched again."""
 
     @property
     def expected_accept_len(self) -> float | None:
@@ -154,20 +169,21 @@ class Doctor:
 
     def take(self, facts: Iterable[Fact]) -> None:
         """Take records already normalized (the live state's facts: one normalizer for every live consumer)."""
-        self._fed += 1
+        self._fed, self._last = self._fed + 1, None
         for fact in facts:
             r = fact.record
-            if KINDS[r.kind].starts_run:
+            kind = KINDS[r.kind]
+            if kind.starts_run:
                 self._launch(r)
-                self._run(r.file, r.run, getattr(r, "source", "")).state.figures.add(fact)  # a refused config
-            elif KINDS[r.kind].warning and getattr(r, "code", None) in self.before_launch:
+                self._run(r.file, r.run, r.source).state.figures.add(fact)  # a refused config
+            elif kind.warning and r.__dict__.get("code") in self.before_launch:
                 self.pending.setdefault(r.file, []).append(r)  # type: ignore[arg-type]  # the warning role's model
             else:
-                self._record(fact)
+                self._record(fact, kind)
 
     def finish(self) -> None:
         """End of input: warnings still waiting belong to the run they were printed in."""
-        self._fed += 1
+        self._fed, self._last = self._fed + 1, None
         for file, waiting in list(self.pending.items()):
             for w in waiting:
                 self._warning(self._run(w.file, w.run), w)
@@ -286,6 +302,9 @@ class Doctor:
     # Routing
 
     def _run(self, file: str, number: int, source: str = "") -> _Run:
+        last = self._last
+        if last is not None and last[1] == number and last[0] == file:  # most records follow one of their run
+            return last[2]
         key = (file, number)
         run = self.runs.get(key)
         if run is None:
@@ -293,6 +312,7 @@ class Doctor:
             run = self.runs[key] = _Run(state, [(r, SIGNATURES[r.signature].detector(r.params)) for r in self.rules])
         if number >= self.current.get(file, (file, -1))[1]:
             self.current[file] = key
+        self._last, self.touched[file] = (file, number, run), self._fed
         return run
 
     def _launch(self, r: Record) -> None:
@@ -305,12 +325,12 @@ class Doctor:
         for w in self.pending.pop(r.file, []):
             self._warning(run, w)
 
-    def _record(self, fact: Fact) -> None:
+    def _record(self, fact: Fact, kind: RecordKind) -> None:
         r = fact.record
-        run = self._run(r.file, r.run, getattr(r, "source", ""))
-        for w in self.pending.pop(r.file, []):
-            self._warning(self._run(w.file, w.run), w)
-        kind = KINDS[r.kind]
+        run = self._run(r.file, r.run, r.source)
+        if self.pending:  # (a stats line between a warning and its launch is rare: no list per record)
+            for w in self.pending.pop(r.file, ()):
+                self._warning(self._run(w.file, w.run), w)
         if kind.warning:
             self._warning(run, r)  # type: ignore[arg-type]  # the warning role's model
         elif kind.prefill:
@@ -318,9 +338,10 @@ class Doctor:
             for feed in run.feeders("prefill", r.kind):
                 feed(r, run.state)
         elif fact.batch is not None or fact.load is not None:
-            step = run.state.stats(fact)
-            for feed in run.feeders("stats", r.kind):
-                feed(r, run.state, step)
+            state = run.state
+            step = state.stats(fact)
+            for feed in run.stats_feeders(r.kind):
+                feed(r, state, step)
         else:
             run.state.record(r)
 
@@ -330,10 +351,16 @@ class Doctor:
         for feed in run.feeders("warning", "warning"):
             feed(w, run.state)
 
-    def _evaluate(self, run: _Run) -> list[Finding]:
+    def _evaluate(self, run: _Run) -> tuple[Finding, ...]:
+        """The run's findings: judged again only once a record reached its file since the last judgement."""
+        touched = self.touched.get(run.state.file, -1)
+        if run.judged is not None and run.judged[0] == touched:
+            return run.judged[1]
         hits = [(rule, h) for rule, det in run.detectors if (h := det.hit(run.state, self)) is not None]
         held = {rule.id for rule, _ in hits}
-        return [finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held]
+        found = tuple(finding(rule, run.state, h) for rule, h in hits if not rule.suppressed_by & held)
+        run.judged = (touched, found)
+        return found
 
 
 def finding(rule: Rule, run: RunState, h: Hit) -> Finding:
