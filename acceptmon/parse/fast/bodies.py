@@ -180,13 +180,18 @@ def shaped(value: str) -> list[Op] | None:
     break, colour or a trailing blank)."""
     if any(c in value for c in "\x1b\r\n\t") or value != value.rstrip():
         return None
+    return loose_steps(value, LOOSE_NUMBER, "lnumber")
+
+
+def loose_steps(text: str, numbers: re.Pattern[str], op: str) -> list[Op]:
+    """``text`` as steps: each match of ``numbers`` a loose ``op`` step, the text between them literal."""
     ops: list[Op] = []
     pos = 0
-    for m in LOOSE_NUMBER.finditer(value):
-        ops += [("lit", value[pos : m.start()].encode())] if m.start() > pos else []
-        ops.append(("lnumber", -1))
+    for m in numbers.finditer(text):
+        ops += [("lit", text[pos : m.start()].encode())] if m.start() > pos else []
+        ops.append((op, -1))
         pos = m.end()
-    return ops + ([("lit", value[pos:].encode())] if pos < len(value) else [])
+    return ops + ([("lit", text[pos:].encode())] if pos < len(text) else [])
 
 
 def value_unit(kind: str, value: str) -> tuple[bytes | None, bytes]:

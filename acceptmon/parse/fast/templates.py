@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import regex
 
-from acceptmon.parse.fast.bodies import read_body, read_head
+from acceptmon.parse.fast.bodies import loose_steps, read_body, read_head
 from acceptmon.parse.fast.model import LINE_SECONDS, Op, Shape, Template
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
 from acceptmon.parse.grammar import Grammar, GrammarSet
@@ -210,13 +210,7 @@ def lead_of(g: Grammar, m: regex.Match[str], kinds: dict[str, str], shape: Shape
             return None
         if split_stream(line) != (NONE, line):
             return None
-    ops: list[Op] = []
-    pos = 0
-    for d in DIGITS.finditer(lead):
-        ops += [("lit", lead[pos : d.start()].encode())] if d.start() > pos else []
-        ops.append(("lint", -1))
-        pos = d.end()
-    return tuple(ops + ([("lit", lead[pos:].encode())] if pos < len(lead) else []))
+    return tuple(loose_steps(lead, DIGITS, "lint"))
 
 
 def _template(g: Grammar, m: regex.Match[str], others: set[bytes]) -> Template | None:
