@@ -37,15 +37,15 @@ def parsed(parser: Parser, block: bytes) -> list[Record]:
 
 class JobLane:
     """A typed lane as a job reads through it: each block's records, the lane's and the general parser's in file
-    order, as one chunk of the job (``chunk``)."""
+    order, as one chunk of the job's."""
 
     in_place = False
     """Its blocks are the reader's, as without a lane: the job aggregates each, and sums of floats come out the
     same only over the same blocks."""
 
-    def __init__(self, lane: FastLane, chunk: Chunk = _as_list) -> None:
+    def __init__(self, lane: FastLane) -> None:
         assert lane.typed, "a job lane reads records: its lane is typed"
-        self.lane, self.chunk = lane, chunk
+        self.lane = lane
 
     @property
     def native(self) -> Any:
@@ -68,19 +68,15 @@ class JobLane:
         got = self.records(parser, block)
         return [chunk(got)] if got else []
 
-    def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> list[Any] | None:
-        """As :meth:`FastLane.feed_in_place`, the records as one chunk of the job's."""
-        parts = cast("list[list[Record]] | None", self.lane.feed_in_place(parser, buf, start, end))
-        if parts is None:
-            return None
-        got = [r for part in parts for r in part]
-        return [self.chunk(got)] if got else []
+    def feed_in_place(self, parser: Parser, buf: Any, start: int, end: int) -> None:
+        """Nothing: a job lane reads the reader's blocks (:attr:`in_place`), never regions of a buffer."""
+        return None
 
 
-def job_lane(grammars: GrammarSet, kinds: frozenset[str], chunk: Chunk = _as_list) -> JobLane | None:
-    """A lane that hands ``chunk`` records of ``kinds``, or None without the compiled matcher."""
+def job_lane(grammars: GrammarSet, kinds: frozenset[str]) -> JobLane | None:
+    """A lane that hands a job records of ``kinds``, or None without the compiled matcher."""
     lane = FastLane(grammars, "jsonl", (), typed=kinds)
-    return JobLane(lane, chunk) if lane.enabled else None
+    return JobLane(lane) if lane.enabled else None
 
 
 def live_reader(grammars: GrammarSet, kinds: frozenset[str] | None) -> Read:
