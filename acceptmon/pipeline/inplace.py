@@ -24,7 +24,7 @@ BOM = b"\xef\xbb\xbf"
 
 class Lane(Protocol):
     """What is used here of :class:`acceptmon.parse.fast.lane.FastLane` (and of a job's lane,
-    :class:`acceptmon.parse.fast.typed.JobLane`)."""
+    `acceptmon.pipeline.lanes.JobLane`)."""
 
     @property
     def native(self) -> Any: ...

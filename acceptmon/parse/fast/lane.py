@@ -235,7 +235,7 @@ class FastLane:
     def part(self, parser: Parser, nrows: int, rows: bytes) -> Part:
         """A part of the lane's own rows: table rows as they are, or (typed) their records, which take the names
         of the parser's file (:meth:`_named`)."""
-        return typed.records(rows, parser.origin.values()) if self.typed else (nrows, rows)
+        return typed.part(self.typed, parser, nrows, rows)
 
     def _named(self, parser: Parser) -> bool:
         """A file whose path names its pod: its table rows are the parser's (they carry the names, which the lane's
@@ -244,9 +244,7 @@ class FastLane:
 
     def _proven(self, parser: Parser, rows: bytes | None, row: Record, chunk: Chunk) -> bool:
         """Whether ``rows``, the lane's output for one line, says what the general parser's ``row`` of it does."""
-        if self.typed:
-            return typed.proves(rows, row, parser.origin.values())
-        return rows is not None and rows == chunk([row])[1]
+        return typed.proven(self.typed, parser, rows, row, chunk)
 
     def _segment(self, parser: Parser, buf: bytes, s: int, e: int, parts: list[Part], chunk: Chunk) -> bool:
         """Rows and tallies of the lines between two launch lines; False (nothing done) if the

@@ -14,10 +14,12 @@ learned from is the general parser's, field by field and type by type (:func:`sa
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record, prepare
 
 _from_iso = datetime.fromisoformat
@@ -72,3 +74,19 @@ def proves(rows: bytes | None, want: Record, names: dict[str, str] | None = None
         return False
     got = records(rows, names)
     return len(got) == 1 and same_record(got[0], without_extra(want))
+
+
+def part(as_records: bool, parser: Parser, nrows: int, rows: bytes) -> tuple[int, bytes] | list[Record]:
+    """A part of a lane's own rows: table rows as they are, or (``as_records``, a typed lane) their records, which
+    take the names the parser's file gives (a Kubernetes log's namespace, pod and container)."""
+    return records(rows, parser.origin.values()) if as_records else (nrows, rows)
+
+
+def proven(
+    as_records: bool, parser: Parser, rows: bytes | None, row: Record, chunk: Callable[[list[Record]], Any]
+) -> bool:
+    """Whether ``rows``, a lane's output for one line, says what the general parser's ``row`` of it does: its
+    record (a typed lane, :func:`proves`), or its table row as ``chunk`` writes it, byte for byte."""
+    if as_records:
+        return proves(rows, row, parser.origin.values())
+    return rows is not None and rows == chunk([row])[1]

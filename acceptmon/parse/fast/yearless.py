@@ -212,7 +212,7 @@ class Yearless:
         """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
         (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
-            parts.append(typed.records(rows, parser.origin.values()) if self.typed else (nrows, rows))
+            parts.append(typed.part(self.typed, parser, nrows, rows))
         account(parser, self.templates, self.exempt, counts, lines, accepts, base)
         parser.year, parser.month = year or None, month or None
 
@@ -237,7 +237,7 @@ class Yearless:
             except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
                 got = None
         if got is not None and got[0] == 1 and got[2][-1] == 1:
-            if typed.proves(got[1], row, parser.origin.values()) if self.typed else got[1] == chunk([row])[1]:
+            if typed.proven(self.typed, parser, got[1], row, chunk):
                 return True
         self.templates.pop()
         self._compile()
