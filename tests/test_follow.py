@@ -139,7 +139,8 @@ def _spend_cpu(seconds: float) -> None:
 
 def test_ticks_that_cost_cpu_are_spaced_out_while_changes_keep_coming(tmp_path):
     """A tick costing at least MAX_PAUSE / PAUSE_PER_CPU of CPU is followed by a MAX_PAUSE wait, however
-    fast the folder changes: busy logs are read in fewer, larger ticks (each wake-up costs the same)."""
+    fast the folder changes: busy logs are read in fewer, larger ticks (each wake-up costs the same). The first
+    tick's cost is start-up, not a read's: the lines written just after it are read at once."""
     log = tmp_path / "busy.log"
     log.write_bytes(b"")
     stop = threading.Event()
@@ -169,7 +170,7 @@ def test_ticks_that_cost_cpu_are_spaced_out_while_changes_keep_coming(tmp_path):
     writer.join(timeout=5)
     assert len(ticks) >= 5
     gaps = [later[0] - earlier[1] for earlier, later in itertools.pairwise(ticks)]
-    assert min(gaps) >= MAX_PAUSE - 0.01, gaps
+    assert gaps[0] < MAX_PAUSE / 2 and min(gaps[1:]) >= MAX_PAUSE - 0.01, gaps
 
 
 def test_a_cheap_tick_leaves_the_next_change_unpaced(tmp_path):

@@ -280,7 +280,9 @@ def watch_loop(
     ``/tmp``, and a link in it into ``/sys`` once hung that); when a tick changes them (a glob's new
     match in a new folder), the watch starts again on the new set.
     """
-    pause = _timed(tick)
+    _timed(tick)
+    pause = 0.0  # the first tick's cost is start-up (imports, the first launch line's validation), not a read's:
+    # lines written just after a start are read at once, not one long pause later
     if poll:
         while not stop.wait(max(interval, pause)):
             pause = _timed(tick)
