@@ -125,7 +125,8 @@ def _spec_v1(r: random.Random, k: int) -> str:
 
 
 def _vllm_dp(r: random.Random, k: int = 3, engines: int = 4) -> Iterator[str]:
-    head = _head("vllm_v1_0.10.2_dp.log", "Engine 000:")
+    # the sample's launch is on 12-31 (it is the New Year sample): moved to 10-31, before the first stamp
+    head = [x.replace(" 12-31 ", " 10-31 ") for x in _head("vllm_v1_0.10.2_dp.log", "Engine 000:")]
     yield from (x.replace("'num_speculative_tokens': 3", f"'num_speculative_tokens': {k}") for x in head)
     for sec in range(0, 1 << 30, 10):
         ts = _vllm_stamp(sec)

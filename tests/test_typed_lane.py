@@ -246,12 +246,23 @@ def test_runs_compare_and_doctor_print_the_same_through_the_lane(tmp_path):
     assert sum(s["batches"] for s in summaries) > 10_000
 
 
-def test_the_records_of_a_part_share_its_file_name_and_a_fields_set():
-    """One string for the file's name (a worker's pickle sends it once), one fields set of every field."""
-    rows = [{**DecodeStats(file="a.log", line=n, accept_len=2.5).model_dump(mode="json"), "extra": {}} for n in (1, 2)]
-    got = typed.records("".join(json.dumps(r) + "\n" for r in rows).encode())
-    assert [(r.file, r.line, r.accept_len) for r in got] == [("a.log", 1, 2.5), ("a.log", 2, 2.5)]
-    assert got[0].file is got[1].file
-    assert got[0].model_fields_set is got[1].model_fields_set
-    assert got[0].model_fields_set == set(DecodeStats.model_fields)
-    assert got == [DecodeStats(file="a.log", line=n, accept_len=2.5) for n in (1, 2)]
+def test_the_records_of_a_part_share_its_file_name_and_a_fields_set_but_not_extra(monkeypatch):
+    """One string for the file's name (a worker's pickle sends it once), one fields set of every field; each its
+    own ``extra`` (a plan's rows hold the values that vary, the rest is the plan's)."""
+    lane = lanes.job_lane(GRAMMARS, ALL)
+    assert lane is not None
+    parser = Parser(GRAMMARS, "a.log")
+    lines = (SAMPLES / "seed_eagle3_moe.log").read_bytes().splitlines(keepends=True)
+    launch = next(i for i, x in enumerate(lines) if b"server_args=" in x)
+    decode = [x for x in lines[launch:] if b"Decode batch" in x][:2]
+    reference = Parser(GRAMMARS, "a.log")
+    assert lane.records(parser, b"".join(lines[: launch + 1])) == reference.feed(b"".join(lines[: launch + 1]))
+    built = _built(monkeypatch)
+    got = lane.records(parser, b"".join(decode))
+    assert built == []  # the lane's records, not the parser's
+    want = reference.feed(b"".join(decode))
+    assert len(got) == 2 and [typed.without_extra(r) for r in want] == got
+    assert got[0].file == "a.log" and got[0].file is got[1].file
+    assert got[0].model_fields_set is got[1].model_fields_set == set(DecodeStats.model_fields)
+    assert got[0].extra == {} and got[0].extra is not got[1].extra
+    assert list(got[0].__dict__) == list(DecodeStats.model_fields)  # a record's __dict__ is in the model's order

@@ -12,13 +12,18 @@ template's rows go to the general parser. Pure: no I/O.
 
 from __future__ import annotations
 
+import copy
+import functools
+import itertools
 import json
-from typing import Any
+import weakref
+from collections.abc import Callable
+from typing import Any, cast
 
 from acceptmon.parse.fast.model import Template
 from acceptmon.parse.fast.pieces import CONVERTED, Format, cell
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import LaunchConfig
+from acceptmon.parse.records import LaunchConfig, prepare
 from acceptmon.parse.streams import STREAM_FIELDS
 from acceptmon.parse.values import VALUE_KINDS
 
@@ -35,6 +40,10 @@ BOOL_SLOT = SLOT + 256
 """In a JSONL recipe, the code of the template's first group written as JSON's ``true``/``false``."""
 JSON_RANK = 5
 """In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
+
+TYPED: weakref.WeakValueDictionary[int, Plan] = weakref.WeakValueDictionary()
+"""Typed plans by :attr:`Plan.serial`, while a lane holds them: a typed row names its plan so."""
+_SERIALS = itertools.count(1)
 
 
 class Unsupported(Exception):
@@ -118,6 +127,7 @@ class Plan:
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base, self.typed = fmt, launch, kind.derive, base, typed
+        self.kind = t.kind
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep_index = {f: i for i, f in enumerate(deps)}
         self.dep_convert = dict(self.dep_fields)
@@ -154,9 +164,37 @@ class Plan:
                 steps.append([0 if c == "line" else 4 if fmt == "csv" else JSON_RANK])
         if fmt == "csv":
             return _recipe(steps)
-        if t.extras and not self.typed:
+        if self.typed:
+            return self._typed(steps, columns, "extra" in model)
+        if t.extras:
             return None
-        return _json_recipe(steps, columns, "extra" in model or not self.typed)
+        return _json_recipe(steps, columns)
+
+    def _typed(self, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> tuple[bytes | int, ...]:
+        """A typed lane's row: a JSON array of the plan's :attr:`serial`, then the cells that vary row by row (the
+        line, its time and rank, captured and derived values). The rest, the same in every row of the plan, is
+        :attr:`shape`'s: a record is a copy of it with the array's values in place (:func:`typed.records`)."""
+        shape: dict[str, Any] = {}
+        varying: list[list[bytes | int]] = []
+        names: list[str] = []
+        for c, column in zip(columns, steps, strict=True):
+            fixed = all(isinstance(step, bytes) for step in column)
+            shape[c] = json.loads(b"".join(cast("list[bytes]", column))) if fixed else None
+            if not fixed:
+                varying.append(column)
+                names.append(c)
+        if extra:
+            shape["extra"] = {}
+        self.shape = shape
+        """Every field of the kind's record, in the model's order: its value where the same in every row."""
+        self.names = tuple(names)
+        """The fields whose values follow the serial in a row, in order."""
+        self.fresh = tuple((c, _fresh(v)) for c, v in shape.items() if isinstance(v, (dict, list)))
+        """The fields whose value is a dict or list: each record gets its own."""
+        self.make = prepare(KINDS[self.kind].model).make
+        self.serial = next(_SERIALS)
+        TYPED[self.serial] = self
+        return _recipe([[b"[" + str(self.serial).encode()], *varying], b"]\n")
 
     def derived_cells(self, texts: Any) -> tuple[bytes, ...]:
         """Cells of the derived columns for one row's dependency text(s) (memoised)."""
@@ -227,6 +265,13 @@ def _json_recipe(
     named[0] = [b"{", *named[0]]
     named[-1] = [*named[-1], b',"extra":{}}' if extra else b"}"]
     return _recipe(named, b"\n")
+
+
+def _fresh(value: dict[str, Any] | list[Any]) -> Callable[[], Any]:
+    """What makes a new copy of a dict or list that a plan's rows all hold."""
+    if not value:
+        return type(value)
+    return functools.partial(copy.deepcopy, value)
 
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:

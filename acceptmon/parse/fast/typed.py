@@ -1,10 +1,11 @@
 """The fast lane's rows as records: what ``runs``, ``compare``, ``doctor`` and the live state read.
 
 The batch commands and the live state want records, not table text. For them the lane writes each
-fast row as a JSON object of its kind's own fields (the model's columns, then ``"extra":{}``): the
-captured bytes are already the cells (see :mod:`acceptmon.parse.fast.pieces`), and one
-``json.loads`` per part turns a whole part's rows into their values, so a record costs a few
-microseconds instead of the general parser's thirty. A record made so equals the general parser's
+fast row as a JSON array: its plan's serial, then the values of its kind's fields that vary row by
+row (the captured bytes are already the cells, see :mod:`acceptmon.parse.fast.pieces`); the rest of
+a record, the same in every row of the plan, is the plan's. One ``json.loads`` per part turns a whole
+part's rows into their values, so a record costs a few microseconds instead of the general parser's
+thirty. A record made so equals the general parser's
 record of its line in every field but ``extra``, the ``key: value`` pairs no grammar knows, which it
 leaves empty: only a job that never reads ``extra`` takes these records (its ``from_lane`` says so,
 :mod:`acceptmon.pipeline.lanes`). A template joins such a lane only once its record for the line it was
@@ -18,9 +19,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from acceptmon.parse.fast.rows import TYPED, Plan
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record, prepare
+from acceptmon.parse.records import Record
 
 _from_iso = datetime.fromisoformat
 
@@ -31,24 +33,29 @@ def columns_of(kind: str) -> tuple[str, ...]:
 
 
 def records(rows: bytes, names: dict[str, str] | None = None) -> list[Record]:
-    """The records of a part of lane rows (JSON objects, one a line, each ending in a newline); ``names``: the
-    stream fields the file's path gives its plain lines (a Kubernetes log's namespace, pod and container)."""
+    """The records of a part of lane rows (JSON arrays, one a line, each ending in a newline: a plan's serial
+    and the values that vary, :meth:`acceptmon.parse.fast.rows.Plan._typed`); ``names``: the stream fields the
+    file's path gives its plain lines (a Kubernetes log's namespace, pod and container)."""
     if not rows:
         return []
-    values: list[dict[str, Any]] = json.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]")
-    makers = {name: prepare(kind.model).make for name, kind in KINDS.items()}
+    arrays: list[list[Any]] = json.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]")
     out: list[Record] = []
     append = out.append
-    file = values[0]["file"] if values else ""
-    for v in values:  # each a whole __dict__: every field of its kind, in the model's order
-        if v["file"] == file:  # one string for the part's file name, not one a record (and a pickle's memo of it)
-            v["file"] = file
+    plans: dict[int, Plan] = {}
+    for row in arrays:
+        values = iter(row)
+        serial = next(values)
+        plan = plans.get(serial) or plans.setdefault(serial, TYPED[serial])
+        v = plan.shape.copy()  # every field in the model's order; its file name one string for all records
+        v.update(zip(plan.names, values, strict=True))
+        for name, fresh in plan.fresh:
+            v[name] = fresh()
         stamp = v["timestamp"]
         if stamp is not None:
             v["timestamp"] = _from_iso(stamp)
         if names:
             v.update(names)
-        append(makers[v["kind"]](v, None))
+        append(plan.make(v, None))
     return out
 
 
