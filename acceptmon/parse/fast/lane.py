@@ -143,13 +143,15 @@ class FastLane:
 
     def _compile(self) -> None:
         self.native: Any = None
-        self.plans: dict[tuple[Any, ...], tuple[Any, list[Plan | bool | None], list[Any]]] = {}
+        self.plans: dict[tuple[Any, ...], tuple[Any, list[Plan | bool | None], list[Any], list[int]]] = {}
         """Row plans per parser context (file, run, launch, kinds wanted): a live lane serves many files."""
         if self.shape is None or not self.templates:
             return
         self.anchor_counts = anchors_held(self.templates, self.counted)
         self.accepts = [t.literal.count(ACCEPT) for t in self.templates]
         self.exempt = [t.kind == NOISE_EXEMPT for t in self.templates]
+        self.exempt_saying = [bool(a) and e for a, e in zip(self.accepts, self.exempt, strict=True)]
+        """Exempt templates whose literal text says 'accept': each match is a line saying it that is no noise."""
         self.unsure = [
             t.kind == NOISE_EXEMPT and not t.literal.count(ACCEPT) and bool(t.extras) for t in self.templates
         ]
@@ -210,8 +212,9 @@ class FastLane:
         that is only counted; False if its rows must come from the general parser."""
         return self._plans(parser)[1]
 
-    def _plans(self, parser: Parser) -> tuple[Any, list[Plan | bool | None], list[Any]]:
-        """(the launch they were made for, :meth:`plans_for`, the same in the compiled matcher's order and form)."""
+    def _plans(self, parser: Parser) -> tuple[Any, list[Plan | bool | None], list[Any], list[int]]:
+        """(the launch they were made for, :meth:`plans_for`, the same in the compiled matcher's order and form,
+        the places in that order of the templates whose rows are the general parser's)."""
         key = (parser.file, parser.run, id(parser.launch), parser.wanted)  # the launch is kept with its plans
         got = self.plans.get(key)
         if got is not None:
@@ -229,7 +232,8 @@ class FastLane:
                 plans.append(Plan(t, self.fmt, columns, context, typed=self.typed))
             except Unsupported:
                 plans.append(False)
-        got = self.plans[key] = (parser.launch, plans, native.plans(plans, self.native_order))
+        ordered = native.plans(plans, self.native_order)
+        got = self.plans[key] = (parser.launch, plans, ordered, [k for k, p in enumerate(ordered) if p is False])
         return got
 
     def part(self, parser: Parser, nrows: int, rows: bytes) -> Part:
@@ -374,24 +378,23 @@ class FastLane:
         (nrows, rows), counts, lines, accepts = quick
         if nrows:
             parts.append(self.part(parser, nrows, rows))
-        exempt = [bool(a) and e for a, e in zip(self.accepts, self.exempt, strict=True)]
-        account(parser, self.templates, exempt, counts, lines, accepts, base)
+        account(parser, self.templates, self.exempt_saying, counts, lines, accepts, base)
 
     def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
         """The segment through the compiled matcher (:mod:`acceptmon.parse.fast.native`), or None;
         False if a line holds a launch anchor."""
         at = self.native_order
         assert self.native is not None
-        plans = self._plans(parser)[2]
+        _, _, plans, refused = self._plans(parser)
         got = self.native.scan(buf, s + 1, e + 1, base, plans)
         if got is None:
             return False
         nrows, rows, hits, anchors, accepts, lines = got[:6]
+        if any(hits[k] for k in refused):
+            return None
         counts = [0] * len(self.templates)
         for i, n in zip(at, hits, strict=True):
             counts[i] = n
-        if any(n and plan is False for n, plan in zip(hits, plans, strict=True)):
-            return None
         if not self._accounted(anchors, counts, accepts > 0):
             return None
         return (nrows, rows), counts, lines, accepts
@@ -402,4 +405,4 @@ class FastLane:
         its line says it at all (``says_accept``: some line of the segment does)."""
         if not explained(self.anchor_counts, counts, found):
             return False
-        return not any(n and self.unsure[i] for i, n in enumerate(counts)) or not says_accept
+        return not says_accept or not any(n and u for n, u in zip(counts, self.unsure, strict=True))

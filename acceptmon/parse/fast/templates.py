@@ -16,7 +16,6 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -241,12 +240,14 @@ def account(
     """A scanned stretch's tallies into the parser (:meth:`~acceptmon.parse.parser.Parser.account`): the matches
     of each template by its kind, the lines, and the lines saying 'accept' less the matches that may (``exempt``);
     the parser's line number is ``base``, the stretch's end."""
-    kinds: Counter[str] = Counter()
-    for template, n in zip(templates, counts, strict=False):
+    kinds: dict[str, int] = {}
+    for template, n, e in zip(templates, counts, exempt, strict=False):
         if n:
-            kinds[template.kind] += n
+            kinds[template.kind] = kinds.get(template.kind, 0) + n
+            if e:
+                accepts -= n
     parser.line = base
-    parser.account(kinds, lines, accepts - sum(n for n, e in zip(counts, exempt, strict=False) if e))
+    parser.account(kinds, lines, accepts)
 
 
 def anchors_held(templates: Sequence[Template], anchors: Sequence[bytes]) -> list[list[tuple[int, int]]]:
