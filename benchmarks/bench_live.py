@@ -182,14 +182,16 @@ def many_files(tmp: Path, seconds: float, files: int = 30, rate: int = 1000) -> 
         wall = time.monotonic() - t0
         busy, ref = cpu_seconds(serve.proc.pid) - c0, sum(map(cpu_seconds, pids)) - a0
         r1 = rss_mib(serve.proc.pid)
-        deadline = time.monotonic() + 10
+        last_write = time.monotonic()
+        deadline = last_write + 10
         counted = 0.0
         while time.monotonic() < deadline:
             m = parse_metrics(serve.get())
             counted = sum(m.get("acceptmon_decode_batches_total", {}).values())
             if counted >= written:
                 break
-            time.sleep(0.2)
+            time.sleep(0.01)
+        caught = time.monotonic() - last_write
     finally:
         for f in handles:
             f.close()
@@ -197,7 +199,7 @@ def many_files(tmp: Path, seconds: float, files: int = 30, rate: int = 1000) -> 
         os.killpg(awk.pid, 15)
         awk.wait(timeout=10)
     return {"cpu": 100 * busy / wall, "awk_cpu": 100 * ref / wall, "rss_start": r0, "rss_end": r1,
-            "written": written, "counted": counted}  # fmt: skip
+            "written": written, "counted": counted, "caught_ms": 1000 * caught}  # fmt: skip
 
 
 def rss_over_lines(tmp: Path, total: int, per_file: int = 1_000_000) -> list[tuple[int, float]]:
@@ -257,7 +259,7 @@ def main() -> None:
             print(f"30 files, 1,000 lines/s in total for {a.cpu_seconds:.0f} s ({r['written']:,} lines, "
                   f"{r['counted']:,.0f} counted): serve {r['cpu']:.1f} % of one core (goal <= 5 %), "
                   f"tail -F | mawk {r['awk_cpu']:.1f} %; serve RSS {r['rss_start']:.1f} -> {r['rss_end']:.1f} MiB "
-                  "(goal flat)", flush=True)  # fmt: skip
+                  f"(goal flat); every line on /metrics {r['caught_ms']:.0f} ms after the last write", flush=True)  # fmt: skip
         if "rss" in cases:
             print(f"RSS while following {a.lines:,} lines:")
             samples = rss_over_lines(tmp, a.lines)
