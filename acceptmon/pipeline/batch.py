@@ -161,13 +161,15 @@ def _run_sequential(
     size = _size(path, limit) if in_place else limit
     parts_of = partial(_parts, parser, job=job, lane=lane)
     how = (lane, in_place, FAST_BLOCK)
-    for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, how, as_read=as_read):
-        Interrupt.check()
-        for part in parts:
-            job.collect(part)
-        progress.done += nbytes
-        if on_progress:
-            on_progress(progress)
+    with inplace.collected_per_block() as collect:
+        for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, how, as_read=as_read):
+            Interrupt.check()
+            for part in parts:
+                job.collect(part)
+            progress.done += nbytes
+            if on_progress:
+                on_progress(progress)
+            collect()
     return parser.tally
 
 

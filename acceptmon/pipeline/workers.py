@@ -181,7 +181,9 @@ def _parse_range(task: tuple[str, int, int, ParseState]) -> Result:
     parts: list[Any] = []
     parts_of = partial(_WORKER["parts"], parser, job=job, lane=lane)
     how = (lane, True, _WORKER["block"])
-    for _, got in inplace.blocks(parser, _WORKER["source"], (start, end - start), parts_of, how):
-        parts += got
+    with inplace.collected_per_block() as collect:
+        for _, got in inplace.blocks(parser, _WORKER["source"], (start, end - start), parts_of, how):
+            parts += got
+            collect()
     years = dict(getattr(_WORKER["grammars"].year_for, "used", {}))
     return parts, parser.tally, years, parser.guess, (parser.year, parser.month)
