@@ -21,8 +21,9 @@ from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
 
 Part = tuple[int, bytes] | list[Record]
-Entry = tuple[int, int, bytes]
-"""A fast match: (the newline before its line in the block, template index, row bytes or b'')."""
+Entry = tuple[int, int, Any]
+"""A fast match: (the newline before its line in the block, template index, row bytes or b''; a typed lane's
+row is a (plan, values) pair, :mod:`acceptmon.parse.fast.typed`)."""
 
 
 class Lane(Protocol):
@@ -30,7 +31,12 @@ class Lane(Protocol):
     counted: list[bytes]
     exempt: list[bool]
 
-    def part(self, parser: Parser, nrows: int, rows: bytes) -> Any: ...
+    def part(self, parser: Parser, nrows: int, rows: Any) -> Any: ...
+
+
+def _joined(rows: list[Any]) -> Any:
+    """A part's rows as the lane's scan gives them: bytes joined, a typed lane's pairs in a list."""
+    return b"".join(rows) if isinstance(rows[0], bytes) else rows
 
 
 def careful_segment(
@@ -53,7 +59,7 @@ def careful_segment(
         if not any(entry[0] in starts for a, starts in holding.items() if a != own):
             kept[entry[0]] = entry
     leftover = set().union(*holding.values()) - set(kept)
-    rows: list[bytes] = []
+    rows: list[Any] = []
     kinds: Counter[str] = Counter()
     end_line = parser.line + lines
     exempt, position, line = 0, s + 1, parser.line
@@ -69,7 +75,7 @@ def careful_segment(
                 rows.append(fast[2])
             continue
         if rows:
-            parts.append(lane.part(parser, len(rows), b"".join(rows)))
+            parts.append(lane.part(parser, len(rows), _joined(rows)))
             rows = []
         exempt += ACCEPT in buf[start + 1 : end]  # the parser counts this line's noise itself
         parser.account(kinds, line - parser.line, 0)  # the lines before this one (a stats line ends a group)
@@ -78,5 +84,5 @@ def careful_segment(
         if records:
             parts.append(chunk(records))
     if rows:
-        parts.append(lane.part(parser, len(rows), b"".join(rows)))
+        parts.append(lane.part(parser, len(rows), _joined(rows)))
     parser.account(kinds, end_line - parser.line, accepts - exempt)

@@ -5,7 +5,8 @@
  * counts and the word 'accept'. Program.scan(buf, s, e, base, plans) reads the lines of buf[s:e]
  * (complete lines: buf[e-1] is a newline) and does in one call what the pure-Python lane does with
  * re.finditer, %-formatting and bytes.count: it writes the CSV or JSONL rows of the lines a template
- * matches, counts the matches of each template, the non-overlapping occurrences of each anchor, and
+ * matches (or, for typed plans, builds each row's record values: a list of (plan, dict) where the rows' bytes
+ * would be; cmatch_rows.c), counts the matches of each template, the non-overlapping occurrences of each anchor, and
  * the lines that say 'accept'. Each step accepts exactly the text its regular expression in
  * acceptmon/parse/fast/pieces.py accepts and captures the same bytes (native.py
  * refuses templates where a greedy step could differ from the expression's backtracking); the
@@ -79,20 +80,51 @@ typedef struct {
     int enveloped; /* the line it stopped at has the program's envelope */
 } Stop;
 
-/* One match into the scan's entries: (offset of the newline before the line, template, its row or b""). */
-static int add_entry(PyObject *entries, Py_ssize_t at, int tmpl, const Out *o, size_t from) {
-    PyObject *entry = Py_BuildValue("niy#", at, tmpl, o->buf ? o->buf + from : "", (Py_ssize_t)(o->len - from));
+/* Where a scan's rows go: bytes into o, or (typed plans) (owner, dict) records into the list records. */
+typedef struct {
+    Out o;
+    PyObject *records; /* a typed scan's: a new list; NULL for bytes rows */
+    Out scratch; /* a typed string's pieces */
+    Py_ssize_t n; /* rows written */
+} Rows;
+
+/* One match into the scan's entries: (offset of the newline before the line, template, its row: b"" if none). */
+static int add_entry(PyObject *entries, Py_ssize_t at, int tmpl, PyObject *row) {
+    PyObject *entry = Py_BuildValue("niO", at, tmpl, row);
     int rc = entry == NULL ? -1 : PyList_Append(entries, entry);
     Py_XDECREF(entry);
     return rc;
 }
 
-/* The lines of buf[s:e]: hits per template, rows into o (and, with entries, each match that is not the parser's
+/* The row of a matched line (its plan writes one) into the rows, and with entries the match into them (unless its
+ * plan is False): -1 (a Python error set) if that fails. */
+static int emit(Rows *r, const Plan *pl, long long line, const Cap *env, const Cap *caps, PyObject *entries,
+                Py_ssize_t at, int tmpl) {
+    size_t from = r->o.len;
+    PyObject *row = NULL;
+    if (pl->recipe != NULL && r->records != NULL) {
+        row = cm_record(&r->scratch, pl, line, env, caps);
+        if (row == NULL || PyList_Append(r->records, row) < 0) return Py_XDECREF(row), -1;
+        r->n++;
+    } else if (pl->recipe != NULL) {
+        if (cm_row(&r->o, pl, line, env, caps) < 0) return -1;
+        r->n++;
+    }
+    int rc = 0;
+    if (entries != NULL && !pl->parser) {
+        if (row == NULL) row = PyBytes_FromStringAndSize(r->o.buf ? r->o.buf + from : "", (Py_ssize_t)(r->o.len - from));
+        rc = row == NULL ? -1 : add_entry(entries, at, tmpl, row);
+    }
+    Py_XDECREF(row);
+    return rc;
+}
+
+/* The lines of buf[s:e]: hits per template, rows into r (and, with entries, each match that is not the parser's
  * into it); -1 (a Python error set) if a row fails, 1 if a matched line's year-less date is the parser's to give
  * and the scan does not stop (its result is then None). */
 static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ssize_t e, long long base,
-                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nrows, Py_ssize_t *nlines, Out *o, Year *y,
-                      Stop *stop, PyObject *entries) {
+                      const Plan *plans, Py_ssize_t *hits, Py_ssize_t *nlines, Rows *r, Year *y, Stop *stop,
+                      PyObject *entries) {
     Cap env[4], caps[MAX_SLOTS];
     const uint8_t *p = buf + s, *stop_at = buf + e;
     long long line = base; /* scan checked that base + the lines of buf[s:e] does not overflow */
@@ -124,12 +156,7 @@ static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
             }
             matched = 1;
             hits[i]++;
-            size_t from = o->len;
-            if (plans[i].recipe != NULL) {
-                if (cm_row(o, &plans[i], line + 1, env, caps) < 0) return -1;
-                (*nrows)++;
-            }
-            if (entries != NULL && !plans[i].parser && add_entry(entries, (p - buf) - 1, i, o, from) < 0) return -1;
+            if (emit(r, &plans[i], line + 1, env, caps, entries, (p - buf) - 1, i) < 0) return -1;
             break;
         }
         if (!matched && stop->on && holds_anchor(pg, p, end - p)) {
@@ -170,13 +197,13 @@ static int range_ok(const Py_buffer *view, Py_ssize_t s, Py_ssize_t e, long long
     return 1;
 }
 
-static PyObject *scan_result(Py_ssize_t nrows, const Out *o, const Py_ssize_t *hits, int ntmpls,
-                             const Py_ssize_t *counts, int ncounted, Py_ssize_t accepts, Py_ssize_t nlines,
-                             const Year *y, const Stop *stop) {
-    PyObject *rows = PyBytes_FromStringAndSize(o->buf ? o->buf : "", (Py_ssize_t)o->len);
+static PyObject *scan_result(const Rows *r, const Py_ssize_t *hits, int ntmpls, const Py_ssize_t *counts,
+                             int ncounted, Py_ssize_t accepts, Py_ssize_t nlines, const Year *y, const Stop *stop) {
+    PyObject *rows = r->records != NULL ? Py_NewRef(r->records)
+                                        : PyBytes_FromStringAndSize(r->o.buf ? r->o.buf : "", (Py_ssize_t)r->o.len);
     PyObject *hits_list = list_of(hits, ntmpls), *counts_list = list_of(counts, ncounted), *result = NULL;
     if (rows != NULL && hits_list != NULL && counts_list != NULL)
-        result = Py_BuildValue("nOOOnniini", nrows, rows, hits_list, counts_list, accepts, nlines, y->year, y->month,
+        result = Py_BuildValue("nOOOnniini", r->n, rows, hits_list, counts_list, accepts, nlines, y->year, y->month,
                                stop->at, stop->enveloped);
     Py_XDECREF(rows);
     Py_XDECREF(hits_list);
@@ -219,13 +246,14 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     PyObject *result = NULL;
     Plan *plans = PyMem_Calloc((size_t)(ntmpls ? ntmpls : 1), sizeof(Plan));
     Py_ssize_t *hits = PyMem_Calloc((size_t)(ntmpls ? ntmpls : 1), sizeof(Py_ssize_t));
-    Py_ssize_t counts[MAX_NEEDLES], accepts = 0, nrows = 0, nlines = 0;
-    Out o = {NULL, 0, 0};
+    Py_ssize_t counts[MAX_NEEDLES], accepts = 0, nlines = 0;
+    Rows rows = {{NULL, 0, 0}, NULL, {NULL, 0, 0}, 0};
     if (plans == NULL || hits == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (cm_plans_of(pg, plans_obj, plans) < 0) goto done;
+    int typed = cm_plans_of(pg, plans_obj, plans);
+    if (typed < 0 || (typed && (rows.records = PyList_New(0)) == NULL)) goto done;
     if (!stop.on) { /* the whole range is said or nothing: a launch anchor anywhere in it is the parser's */
         Py_BEGIN_ALLOW_THREADS /* bytes only: the buffer is held by the view */
         count_needles(pg, (const uint8_t *)view.buf + s, e - s, counts, &accepts);
@@ -235,7 +263,7 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
             goto done;
         }
     }
-    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nrows, &nlines, &o, &year, &stop,
+    int rc = scan_lines(pg, view.buf, s, e, base, plans, hits, &nlines, &rows, &year, &stop,
                         entries == Py_None ? NULL : entries);
     if (rc < 0) goto done;
     if (rc == 0 && stop.on) { /* the counts of the lines read, up to the stop: a scan that stops again and again
@@ -246,9 +274,11 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
         rc = holds_launch(pg, counts);
     }
     result = rc ? Py_NewRef(Py_None)
-                : scan_result(nrows, &o, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
+                : scan_result(&rows, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
 done:
-    PyMem_Free(o.buf);
+    PyMem_Free(rows.o.buf);
+    PyMem_Free(rows.scratch.buf);
+    Py_XDECREF(rows.records);
     cm_plans_free(plans, ntmpls);
     PyMem_Free(hits);
     PyBuffer_Release(&view);
@@ -258,12 +288,13 @@ done:
 
 static PyMethodDef Program_methods[] = {
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
-     "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes, hits per template, count per\n"
-     "counted anchor, accept lines, lines, year, month, where it stopped, whether that line has the envelope), or\n"
+     "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes (typed plans: a list of\n"
+     "(owner, dict)), hits per template, count per counted anchor, accept lines, lines, year, month, where it\n"
+     "stopped, whether that line has the envelope), or\n"
      "None if a launch anchor is in the lines (with stop, in the lines read; without, a year-less date is the\n"
      "parser's to give).\n"
-     "entries: a list that gets (offset of the newline before the line, template, row or b'') per match whose\n"
-     "plan is not False"},
+     "entries: a list that gets (offset of the newline before the line, template, row bytes or b'' (typed: the\n"
+     "(owner, dict) row)) per match whose plan is not False"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 8
+#define CMATCH_VERSION 9
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -102,21 +102,43 @@ typedef struct {
     PyObject *text; /* CELL_TEXT: a bytes object of the recipe (the plan holds the recipe) */
 } Cell;
 
+/* A typed plan's varying field, as the value json.loads would give of its JSON cell: the line number; the rank (None
+ * or its text); a captured number (an int without '.', e or E, else a float); a captured True/False; a string of
+ * pieces (captured text, envelope pieces, literal bytes) between JSON's quotes; a derived value (the memo's). */
+enum { FIELD_LINE, FIELD_RANK, FIELD_NUMBER, FIELD_BOOL, FIELD_STR, FIELD_DERIVED };
+
 typedef struct {
-    PyObject *recipe; /* a strong reference to the tuple of bytes | int, or NULL: the template is only counted */
-    PyObject *memo; /* a strong reference to the derived cells by dependency text */
+    int kind; /* FIELD_* */
+    int i; /* FIELD_NUMBER, FIELD_BOOL: group; FIELD_DERIVED: index in the derived cells */
+    Cell *cells; /* FIELD_STR: the pieces between the quotes (CELL_TEXT, CELL_ENV, CELL_SLOT) */
+    Py_ssize_t ncells;
+} Field;
+
+typedef struct {
+    PyObject *recipe; /* a strong reference to the tuple of bytes | int (typed: of the fields' steps), or NULL: the
+                         template is only counted */
+    PyObject *memo; /* a strong reference to the derived cells by dependency text (typed: their values) */
     Cell *cells; /* the recipe in C, checked against the template */
     Py_ssize_t ncells;
     int dep[MAX_DEPS];
     int ndep;
     int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
+    /* A typed plan's (recipe is then its fields' steps): each row a copy of shape with the fields in place */
+    PyObject *shape; /* a strong reference to the dict of every field, those the same in every row set */
+    PyObject *names; /* a strong reference to the tuple of the varying fields' names (exact str), as fields */
+    PyObject *owner; /* a strong reference to what each row is paired with (the Python plan) */
+    Field *fields;
+    Py_ssize_t nfields;
 } Plan;
 
 /* cmatch_rows.c */
 int cm_out_put(Out *o, const void *s, size_t n);
+/* 1 if the plans are typed (each row a record), 0 if not (each row bytes), -1 (an error set) if they mix or fail */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out);
 void cm_plans_free(Plan *plans, int n);
 int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
+/* A typed plan's row: a new (owner, dict) tuple, or NULL (an error set); scratch holds a string's pieces. */
+PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps);
 
 /* cmatch_build.c */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw);

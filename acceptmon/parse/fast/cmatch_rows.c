@@ -1,8 +1,13 @@
-/* cmatch_rows.c: a scan's plans, read before any line, and the CSV or JSONL row of a matched line.
+/* cmatch_rows.c: a scan's plans, read before any line, and the CSV or JSONL row (or typed record) of a matched line.
  *
- * plans_of takes its own references to every recipe and memo and turns each recipe into C codes
- * checked against the captures of its template, so that what the plans list holds later (a memo
- * callback may change it) does not matter to a running scan.
+ * plans_of takes its own references to every recipe and memo (and a typed plan's shape, names and owner) and turns
+ * each recipe into C codes checked against the captures of its template, so that what the plans list holds later
+ * (a memo callback may change it) does not matter to a running scan.
+ *
+ * A typed plan's row is a record's values, built here as json.loads would give them of the JSON cells the same
+ * steps would write: a copy of the plan's shape (its file name one string for all rows), each varying field set
+ * from its steps. Only the steps whose JSON text C reads back exactly are taken (a number of the INT or FLOAT step,
+ * a string of printable pieces that need no escape); any other is refused before a line is read.
  */
 #include "cmatch.h"
 
@@ -31,16 +36,26 @@ void cm_plans_free(Plan *plans, int n) {
     for (int i = 0; plans != NULL && i < n; i++) {
         Py_CLEAR(plans[i].recipe);
         Py_CLEAR(plans[i].memo);
+        Py_CLEAR(plans[i].shape);
+        Py_CLEAR(plans[i].names);
+        Py_CLEAR(plans[i].owner);
         PyMem_Free(plans[i].cells);
+        for (Py_ssize_t j = 0; plans[i].fields != NULL && j < plans[i].nfields; j++) PyMem_Free(plans[i].fields[j].cells);
+        PyMem_Free(plans[i].fields);
     }
     PyMem_Free(plans);
 }
 
-/* True if a step of the template captures group ``slot`` (a recipe may print only those). */
-static int captured(const Tmpl *t, long slot) {
+/* The code of the step of the template that captures group ``slot``, or -1 (a recipe may print only those). */
+static int capturer(const Tmpl *t, long slot) {
     for (int i = 0; i < t->nsteps; i++)
-        if (slot >= 0 && t->steps[i].slot == slot && cm_captures(t->steps[i].code)) return 1;
-    return 0;
+        if (slot >= 0 && t->steps[i].slot == slot && cm_captures(t->steps[i].code)) return t->steps[i].code;
+    return -1;
+}
+
+/* True if a step of the template captures group ``slot``. */
+static int captured(const Tmpl *t, long slot) {
+    return capturer(t, slot) >= 0;
 }
 
 static int not_captured(void) {
@@ -66,37 +81,124 @@ static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
     return not_captured();
 }
 
-/* plans[i]: None (counted only), False (counted; the general parser writes its rows), or
- * (recipe tuple, dependency slots tuple, memo mapping). Every plan is read here, before any line, into
- * out[i] with its own references: what the list holds later does not matter to this scan. */
+/* The dependency slots of a plan, each a group the template captures. */
+static int deps_of(const Tmpl *t, PyObject *deps, Plan *pl) {
+    if (PyTuple_GET_SIZE(deps) > MAX_DEPS) return PyErr_SetString(PyExc_ValueError, "too many dependencies"), -1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(deps); j++) {
+        PyObject *d = PyTuple_GET_ITEM(deps, j);
+        long slot = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
+        if (slot == -1 && PyErr_Occurred()) return -1;
+        if (!captured(t, slot)) return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
+        pl->dep[pl->ndep++] = (int)slot;
+    }
+    return 0;
+}
+
+/* A recipe (or a typed field's steps) in C: n cells checked against the template. */
+static int cells_of(const Tmpl *t, PyObject *recipe, Cell **cells, Py_ssize_t *n) {
+    *n = PyTuple_GET_SIZE(recipe);
+    *cells = PyMem_Calloc((size_t)(*n ? *n : 1), sizeof(Cell));
+    if (*cells == NULL) return PyErr_NoMemory(), -1;
+    for (Py_ssize_t j = 0; j < *n; j++)
+        if (cell_of(t, PyTuple_GET_ITEM(recipe, j), &(*cells)[j]) < 0) return -1;
+    return 0;
+}
+
+/* (recipe, deps, memo): a plan whose rows are bytes. */
+static int bytes_plan(const Tmpl *t, PyObject *p, Plan *pl) {
+    PyObject *recipe, *deps, *memo;
+    if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &recipe, &PyTuple_Type, &deps, &memo)) return -1;
+    pl->recipe = Py_NewRef(recipe), pl->memo = Py_NewRef(memo);
+    return cells_of(t, recipe, &pl->cells, &pl->ncells) < 0 ? -1 : deps_of(t, deps, pl);
+}
+
+static int not_a_field(void) {
+    PyErr_SetString(PyExc_ValueError, "a typed field's steps are not a value the scan builds");
+    return -1;
+}
+
+/* Whether a cell is the literal '"' that opens or closes a JSON string. */
+static int quote(const Cell *c) {
+    return c->kind == CELL_TEXT && PyBytes_GET_SIZE(c->text) == 1 && PyBytes_AS_STRING(c->text)[0] == '"';
+}
+
+/* Whether a piece between a string's quotes is read back as it is: literal bytes that JSON does not escape (no
+ * quote, backslash or control byte), an envelope piece (digits, the rank's name), or a group of the STR step. */
+static int plain_piece(const Tmpl *t, const Cell *c) {
+    if (c->kind == CELL_ENV) return 1;
+    if (c->kind == CELL_SLOT) return capturer(t, c->i) == OP_STR; /* printable ASCII but '"', ',' and '\\' */
+    if (c->kind != CELL_TEXT) return 0;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(c->text);
+    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(c->text); i++)
+        if (b[i] < 0x20 || b[i] == '"' || b[i] == '\\') return 0;
+    return 1;
+}
+
+/* One typed field from its steps (a tuple of bytes | int): its kind, and for a string its pieces. */
+static int field_of(const Tmpl *t, PyObject *steps, Field *f) {
+    if (!PyTuple_Check(steps)) return PyErr_SetString(PyExc_TypeError, "a typed field's steps are a tuple"), -1;
+    if (cells_of(t, steps, &f->cells, &f->ncells) < 0) return -1;
+    Cell *c = f->cells;
+    if (f->ncells == 1) {
+        int code = c->kind == CELL_SLOT ? capturer(t, c->i) : -1;
+        f->i = c->i;
+        if (c->kind == CELL_LINE) f->kind = FIELD_LINE;
+        else if (c->kind == CELL_JSON_RANK) f->kind = FIELD_RANK;
+        else if (c->kind == CELL_SLOT && (code == OP_INT || code == OP_FLOAT)) f->kind = FIELD_NUMBER;
+        else if (c->kind == CELL_BOOL && capturer(t, c->i) == OP_BOOL) f->kind = FIELD_BOOL;
+        else if (c->kind == CELL_DERIVED) f->kind = FIELD_DERIVED;
+        else return not_a_field();
+        return 0;
+    }
+    if (f->ncells < 2 || !quote(&c[0]) || !quote(&c[f->ncells - 1])) return not_a_field();
+    for (Py_ssize_t j = 1; j < f->ncells - 1; j++)
+        if (!plain_piece(t, &c[j])) return not_a_field();
+    f->kind = FIELD_STR;
+    return 0;
+}
+
+/* (fields, deps, memo, shape, names, owner): a typed plan, each row a record (see the top of this file). */
+static int typed_plan(const Tmpl *t, PyObject *p, Plan *pl) {
+    PyObject *fields, *deps, *memo, *shape, *names, *owner;
+    if (!PyArg_ParseTuple(p, "O!O!OO!O!O", &PyTuple_Type, &fields, &PyTuple_Type, &deps, &memo, &PyDict_Type, &shape,
+                          &PyTuple_Type, &names, &owner))
+        return -1;
+    if (!PyDict_CheckExact(shape) || PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(fields))
+        return PyErr_SetString(PyExc_ValueError, "a typed plan: a dict shape, and a name per field"), -1;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, j)))
+            return PyErr_SetString(PyExc_TypeError, "a typed field's name is a str"), -1;
+    pl->recipe = Py_NewRef(fields), pl->memo = Py_NewRef(memo);
+    pl->shape = Py_NewRef(shape), pl->names = Py_NewRef(names), pl->owner = Py_NewRef(owner);
+    pl->nfields = PyTuple_GET_SIZE(fields);
+    pl->fields = PyMem_Calloc((size_t)(pl->nfields ? pl->nfields : 1), sizeof(Field));
+    if (pl->fields == NULL) return PyErr_NoMemory(), -1;
+    for (Py_ssize_t j = 0; j < pl->nfields; j++)
+        if (field_of(t, PyTuple_GET_ITEM(fields, j), &pl->fields[j]) < 0) return -1;
+    return deps_of(t, deps, pl);
+}
+
+/* plans[i]: None (counted only), False (counted; the general parser writes its rows), (recipe, dependency slots
+ * tuple, memo mapping), or a typed plan (fields, dependency slots, memo, shape, names, owner); a scan's plans are
+ * typed or not, all of them. Every plan is read here, before any line, into out[i] with its own references: what
+ * the list holds later does not matter to this scan. */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {
     if (!PyList_Check(plans) || PyList_GET_SIZE(plans) != pg->ntmpls) {
         PyErr_SetString(PyExc_ValueError, "one plan per template");
         return -1;
     }
+    int typed = -1; /* not known yet */
     for (int i = 0; i < pg->ntmpls; i++) {
-        PyObject *p = PyList_GET_ITEM(plans, i), *recipe, *deps, *memo;
-        Plan *pl = &out[i];
-        pl->parser = p == Py_False;
+        PyObject *p = PyList_GET_ITEM(plans, i);
+        out[i].parser = p == Py_False;
         if (!PyTuple_Check(p)) continue;
-        if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &recipe, &PyTuple_Type, &deps, &memo)) return -1;
-        pl->recipe = Py_NewRef(recipe), pl->memo = Py_NewRef(memo);
-        if (PyTuple_GET_SIZE(deps) > MAX_DEPS) return PyErr_SetString(PyExc_ValueError, "too many dependencies"), -1;
-        pl->ncells = PyTuple_GET_SIZE(recipe);
-        pl->cells = PyMem_Calloc((size_t)(pl->ncells ? pl->ncells : 1), sizeof(Cell));
-        if (pl->cells == NULL) return PyErr_NoMemory(), -1;
-        for (Py_ssize_t j = 0; j < pl->ncells; j++)
-            if (cell_of(&pg->tmpls[i], PyTuple_GET_ITEM(recipe, j), &pl->cells[j]) < 0) return -1;
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(deps); j++) {
-            PyObject *d = PyTuple_GET_ITEM(deps, j);
-            long slot = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
-            if (slot == -1 && PyErr_Occurred()) return -1;
-            if (!captured(&pg->tmpls[i], slot))
-                return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
-            pl->dep[pl->ndep++] = (int)slot;
-        }
+        int is_typed = PyTuple_GET_SIZE(p) == 6;
+        if (typed >= 0 && is_typed != typed)
+            return PyErr_SetString(PyExc_ValueError, "a scan's plans are all typed or none"), -1;
+        typed = is_typed;
+        if ((is_typed ? typed_plan : bytes_plan)(&pg->tmpls[i], p, &out[i]) < 0) return -1;
     }
-    return 0;
+    return typed == 1;
 }
 
 /* ---- rows ------------------------------------------------------------------------------------ */
@@ -164,4 +266,85 @@ int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *ca
     for (Py_ssize_t i = 0; rc == 0 && i < pl->ncells; i++) rc = cell(o, &pl->cells[i], line, env, caps, cells);
     Py_XDECREF(cells);
     return rc;
+}
+
+/* ---- typed records --------------------------------------------------------------------------- */
+
+/* A captured number as json.loads reads its text: an int if it has no '.', 'e' or 'E', else a float. */
+static PyObject *number(const Cap *c) {
+    char text[64];
+    if (c->n <= 0 || c->n >= (Py_ssize_t)sizeof text)
+        return PyErr_SetString(PyExc_ValueError, "a number cell of no or too many characters"), NULL;
+    memcpy(text, c->p, (size_t)c->n);
+    text[c->n] = '\0';
+    if (!memchr(text, '.', (size_t)c->n) && !memchr(text, 'e', (size_t)c->n) && !memchr(text, 'E', (size_t)c->n))
+        return PyLong_FromString(text, NULL, 10);
+    double v = PyOS_string_to_double(text, NULL, NULL);
+    return v == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(v);
+}
+
+/* A string of pieces, decoded as UTF-8 (strict). */
+static PyObject *text(Out *scratch, const Field *f, const Cap *env, const Cap *caps) {
+    scratch->len = 0;
+    for (Py_ssize_t j = 1; j < f->ncells - 1; j++) {
+        const Cell *c = &f->cells[j];
+        const Cap *piece = c->kind == CELL_ENV ? &env[c->i] : &caps[c->i];
+        int rc = c->kind == CELL_TEXT ? cm_out_put(scratch, PyBytes_AS_STRING(c->text), (size_t)PyBytes_GET_SIZE(c->text))
+                                      : cm_out_put(scratch, piece->p, (size_t)piece->n);
+        if (rc < 0) return NULL;
+    }
+    return PyUnicode_DecodeUTF8(scratch->buf ? scratch->buf : "", (Py_ssize_t)scratch->len, "strict");
+}
+
+static int scalar(PyObject *v) {
+    return v == Py_None || PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyUnicode_CheckExact(v);
+}
+
+/* A derived value for one record: a scalar as it is, a list of scalars copied (each record its own list, as
+ * json.loads gives); anything else is refused. */
+static PyObject *derived_value(PyObject *cells, int k) {
+    if (cells == NULL || k >= PyTuple_GET_SIZE(cells))
+        return PyErr_SetString(PyExc_ValueError, "a typed field asks for a derived cell that is not there"), NULL;
+    PyObject *v = PyTuple_GET_ITEM(cells, k); /* cells is held until the record is built */
+    if (scalar(v)) return Py_NewRef(v);
+    if (PyList_CheckExact(v)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++)
+            if (!scalar(PyList_GET_ITEM(v, i))) goto refused;
+        return PyList_GetSlice(v, 0, PyList_GET_SIZE(v));
+    }
+refused:
+    PyErr_SetString(PyExc_TypeError, "a derived value is a scalar or a list of scalars");
+    return NULL;
+}
+
+static PyObject *field(Out *scratch, const Field *f, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
+    switch (f->kind) {
+    case FIELD_LINE:
+        return PyLong_FromLongLong(line);
+    case FIELD_RANK:
+        return env[3].n ? PyUnicode_DecodeUTF8((const char *)env[3].p, env[3].n, "strict") : Py_NewRef(Py_None);
+    case FIELD_NUMBER:
+        return number(&caps[f->i]);
+    case FIELD_BOOL:
+        return Py_NewRef(caps[f->i].n == 4 ? Py_True : Py_False);
+    case FIELD_STR:
+        return text(scratch, f, env, caps);
+    default:
+        return derived_value(cells, f->i);
+    }
+}
+
+PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps) {
+    PyObject *cells = pl->ndep ? derived(pl, caps) : NULL; /* the only Python code a record runs, before the rest */
+    if (pl->ndep && cells == NULL) return NULL;
+    PyObject *d = PyDict_Copy(pl->shape), *rec = NULL;
+    for (Py_ssize_t j = 0; d != NULL && j < pl->nfields; j++) {
+        PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
+        if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(pl->names, j), v) < 0) Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    if (d != NULL) rec = PyTuple_Pack(2, pl->owner, d);
+    Py_XDECREF(d);
+    Py_XDECREF(cells);
+    return rec;
 }

@@ -236,7 +236,7 @@ class FastLane:
         got = self.plans[key] = (parser.launch, plans, ordered, [k for k, p in enumerate(ordered) if p is False])
         return got
 
-    def part(self, parser: Parser, nrows: int, rows: bytes) -> Part:
+    def part(self, parser: Parser, nrows: int, rows: Any) -> Part:
         """A part of the lane's own rows: table rows as they are, or (typed) their records, which take the names
         of the parser's file (:meth:`_named`)."""
         return typed.part(self.typed, parser, nrows, rows)
@@ -246,7 +246,7 @@ class FastLane:
         rows, the plain lines', leave empty); a typed lane's records take them (:meth:`part`)."""
         return bool(parser.origin) and not self.typed
 
-    def _proven(self, parser: Parser, rows: bytes | None, row: Record, chunk: Chunk) -> bool:
+    def _proven(self, parser: Parser, rows: Any, row: Record, chunk: Chunk) -> bool:
         """Whether ``rows``, the lane's output for one line, says what the general parser's ``row`` of it does."""
         return typed.proven(self.typed, parser, rows, row, chunk)
 
@@ -345,8 +345,9 @@ class FastLane:
         self._compile()
         return False
 
-    def _row_of(self, parser: Parser, raw: bytes, base: int) -> bytes | None:
-        """The row of one line as the compiled matcher writes it (None if it writes none)."""
+    def _row_of(self, parser: Parser, raw: bytes, base: int) -> Any:
+        """The row of one line as the compiled matcher writes it (bytes; typed, :data:`typed.Rows`), or None if it
+        writes none."""
         buf = b"\n" + raw + b"\n"
         quick = self._quick(parser, buf, 0, len(raw) + 1, base)
         return quick[0][1] if quick and quick[0][0] == 1 else None

@@ -26,7 +26,7 @@ from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
 from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
 from acceptmon.parse.kinds import KINDS
 
-VERSION = 8
+VERSION = 9
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -170,15 +170,12 @@ def max_deps() -> int:
 
 
 def plans(plans: Sequence[Plan | bool | None], at: Sequence[int]) -> list[Any]:
-    """Per template in C order: None (counted), False (the parser writes it), or the row recipe."""
-    out: list[Any] = []
-    for i in at:
-        plan = plans[i]
-        if isinstance(plan, Plan) and plan.recipe is not None:
-            out.append((plan.recipe, plan.dep_slots, plan.memo))
-        else:
-            out.append(plan if plan is None else False)
-    return out
+    """Per template in C order: None (counted), False (the parser writes it), or the plan as C takes it
+    (:meth:`Plan.compiled`)."""
+    return [
+        plan.compiled() if isinstance(plan, Plan) else plan if plan is None else False
+        for plan in map(plans.__getitem__, at)
+    ]
 
 
 def _envelope_ok(shape: Shape) -> bool:

@@ -7,16 +7,18 @@ value that depends on the row (``draft_accept_rate`` from ``accept_len``) is com
 the kind's own ``derive`` once per distinct logged text and remembered. What ``derive``
 reads and writes is found by running it on the template's sample values; a ``derive`` that
 reads anything but the template's fields, the server, the file or the run makes the
-template's rows go to the general parser. Pure: no I/O.
+template's rows go to the general parser.
+
+A typed plan (:mod:`acceptmon.parse.fast.typed`) writes no text: the compiled matcher builds each row's record
+values itself (:meth:`Plan.compiled`), from a :attr:`Plan.shape` and the steps of the fields that vary, exactly as
+``json.loads`` would read the JSON cells those steps stand for; its derived cells are such values too. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import itertools
 import json
-import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -41,9 +43,9 @@ BOOL_SLOT = SLOT + 256
 JSON_RANK = 5
 """In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
 
-TYPED: weakref.WeakValueDictionary[int, Plan] = weakref.WeakValueDictionary()
-"""Typed plans by :attr:`Plan.serial`, while a lane holds them: a typed row names its plan so."""
-_SERIALS = itertools.count(1)
+NUMBERS = frozenset({"int", "float", "count", "number"})
+"""Group kinds captured as JSON numbers (by the INT and FLOAT steps, whose text ``json.loads`` reads as it is: the
+compiled matcher builds their typed fields, see ``field_of`` in ``cmatch_rows.c``)."""
 
 
 class Unsupported(Exception):
@@ -78,14 +80,15 @@ class _Reads(dict[str, Any]):
         return super().setdefault(key, default)
 
 
-class _Memo(dict[Any, tuple[bytes, ...]]):
-    """Derived cells by dependency text; a missing entry is computed (see :meth:`Plan.derived_cells`)."""
+class _Memo(dict[Any, tuple[Any, ...]]):
+    """Derived cells (a typed plan's: their values) by dependency text; a missing entry is computed (see
+    :meth:`Plan.derived_cells`)."""
 
     def __init__(self, plan: Plan) -> None:
         super().__init__()
         self.plan = plan
 
-    def __missing__(self, texts: Any) -> tuple[bytes, ...]:
+    def __missing__(self, texts: Any) -> tuple[Any, ...]:
         return self.plan.derived_cells(texts)
 
 
@@ -131,14 +134,27 @@ class Plan:
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
         self.dep_index = {f: i for i, f in enumerate(deps)}
         self.dep_convert = dict(self.dep_fields)
-        self.solo: dict[str, dict[bytes, bytes]] = {}
-        self.cells: dict[tuple[type, Any], bytes] = {}
+        self.solo: dict[str, dict[bytes, Any]] = {}
+        self.cells: dict[tuple[type, Any], Any] = {}
         """Cells of converted values by their text, for a kind without ``derive``."""
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
+        self.fields: tuple[tuple[bytes | int, ...], ...] | None = None
+        """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps, or None if the compiled
+        matcher does not build one of them (the template's rows are then the parser's)."""
         self.recipe = self._recipe(t, columns, (after, written, kind.model.model_fields))
         """The row as the compiled matcher writes it (see :func:`_recipe`); None for a JSONL row with unknown keys,
-        whose ``extra`` object the general parser writes."""
+        whose ``extra`` object the general parser writes, and for a typed plan (:attr:`fields`)."""
+
+    def compiled(self) -> tuple[Any, ...] | bool:
+        """The plan as the compiled matcher takes it: (recipe, dependency slots, memo); typed, (fields, dependency
+        slots, memo, shape, names, the plan itself, which each row comes paired with); False if it writes no row
+        (the general parser's)."""
+        if self.typed:
+            if self.fields is None:
+                return False
+            return (self.fields, self.dep_slots, self.memo, self.shape, self.names, self)
+        return False if self.recipe is None else (self.recipe, self.dep_slots, self.memo)
 
     def _recipe(
         self, t: Template, columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
@@ -165,39 +181,41 @@ class Plan:
         if fmt == "csv":
             return _recipe(steps)
         if self.typed:
-            return self._typed(steps, columns, "extra" in model)
+            self._typed(t, steps, columns, "extra" in model)
+            return None
         if t.extras:
             return None
         return _json_recipe(steps, columns)
 
-    def _typed(self, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> tuple[bytes | int, ...]:
-        """A typed lane's row: a JSON array of the plan's :attr:`serial`, then the cells that vary row by row (the
-        line, its time and rank, captured and derived values). The rest, the same in every row of the plan, is
-        :attr:`shape`'s: a record is a copy of it with the array's values in place (:func:`typed.records`)."""
+    def _typed(self, t: Template, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> None:
+        """A typed lane's row: the record's values, the same in every row of the plan in :attr:`shape`, and the
+        cells that vary row by row (the line, its time and rank, captured and derived values) in :attr:`fields`,
+        as the steps of their JSON cells: the compiled matcher sets each in a copy of the shape
+        (:func:`typed.records` makes the record)."""
         shape: dict[str, Any] = {}
-        varying: list[list[bytes | int]] = []
+        varying: list[tuple[bytes | int, ...]] = []
         names: list[str] = []
         for c, column in zip(columns, steps, strict=True):
             fixed = all(isinstance(step, bytes) for step in column)
             shape[c] = json.loads(b"".join(cast("list[bytes]", column))) if fixed else None
             if not fixed:
-                varying.append(column)
+                varying.append(tuple(column))
                 names.append(c)
         if extra:
             shape["extra"] = {}
         self.shape = shape
         """Every field of the kind's record, in the model's order: its value where the same in every row."""
         self.names = tuple(names)
-        """The fields whose values follow the serial in a row, in order."""
+        """The fields that vary row by row, in the order of :attr:`fields`."""
         self.fresh = tuple((c, _fresh(v)) for c, v in shape.items() if isinstance(v, (dict, list)))
         """The fields whose value is a dict or list: each record gets its own."""
         self.make = prepare(KINDS[self.kind].model).make
-        self.serial = next(_SERIALS)
-        TYPED[self.serial] = self
-        return _recipe([[b"[" + str(self.serial).encode()], *varying], b"]\n")
+        kinds = {SLOT + i: kind for i, (_, kind) in enumerate(t.groups)}
+        if all(_built(column, kinds) for column in varying):
+            self.fields = tuple(varying)
 
-    def derived_cells(self, texts: Any) -> tuple[bytes, ...]:
-        """Cells of the derived columns for one row's dependency text(s) (memoised)."""
+    def derived_cells(self, texts: Any) -> tuple[Any, ...]:
+        """Cells of the derived columns for one row's dependency text(s) (memoised); typed, their values."""
         got = self.memo.get(texts)
         if got is not None:
             return got
@@ -219,26 +237,31 @@ class Plan:
         self.memo[texts] = got
         return got
 
-    def _cell(self, value: Any) -> bytes:
+    def _cell(self, value: Any) -> Any:
         """A derived value's cell (a launch's algorithm, a source's name: the same values row after row)."""
         if type(value) is list or type(value) is float:
-            return cell(value, self.fmt_kind)
+            return self._out(value)
         key = (type(value), value)  # 1, 1.0 and True are equal keys but different cells
         got = self.cells.get(key)
         if got is None:
             if len(self.cells) > MEMO:
                 self.cells.clear()
-            got = self.cells[key] = cell(value, self.fmt_kind)
+            got = self.cells[key] = self._out(value)
         return got
 
-    def _converted(self, name: str, text: bytes) -> bytes:
+    def _converted(self, name: str, text: bytes) -> Any:
         memo = self.solo.setdefault(name, {})
         got = memo.get(text)
         if got is None:
             if len(memo) > MEMO:
                 memo.clear()
-            got = memo[text] = cell(self.dep_convert[name](text.decode()), self.fmt_kind)
+            got = memo[text] = self._out(self.dep_convert[name](text.decode()))
         return got
+
+    def _out(self, value: Any) -> Any:
+        """A value as its row holds it: its cell's bytes; typed, what ``json.loads`` gives of its JSON cell (a
+        tuple becomes a list, a float 1e400 inf: the record a JSON row would have given)."""
+        return json.loads(cell(value, "jsonl")) if self.typed else cell(value, self.fmt_kind)
 
 
 def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
@@ -274,8 +297,30 @@ def _fresh(value: dict[str, Any] | list[Any]) -> Callable[[], Any]:
     return functools.partial(copy.deepcopy, value)
 
 
+def _built(column: tuple[bytes | int, ...], kinds: dict[int, str]) -> bool:
+    """Whether the compiled matcher builds a typed field of these steps (see ``field_of`` in ``cmatch_rows.c``): the
+    line, the rank, a derived cell, a captured number or bool, or a string of literal bytes JSON does not escape,
+    envelope pieces and captured text."""
+    if len(column) == 1:
+        step = column[0]
+        return isinstance(step, int) and (
+            step <= 0
+            or step == JSON_RANK
+            or kinds.get(step, "") in NUMBERS
+            or kinds.get(step - BOOL_SLOT + SLOT, "") == "bool"
+        )
+    if len(column) < 2 or column[0] != b'"' or column[-1] != b'"':
+        return False
+    return all(
+        kinds.get(step) == "str" or 1 <= step <= 3
+        if isinstance(step, int)
+        else not any(b < 0x20 or b in b'"\\' for b in step)
+        for step in column[1:-1]
+    )
+
+
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
     """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
-    if fmt == "csv" or kind in ("int", "float", "count", "number"):  # JSON numbers: the int's or float's own text
+    if fmt == "csv" or kind in NUMBERS:  # JSON numbers: the int's or float's own text
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']

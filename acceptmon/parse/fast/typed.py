@@ -1,11 +1,12 @@
 """The fast lane's rows as records: what ``runs``, ``compare``, ``doctor`` and the live state read.
 
-The batch commands and the live state want records, not table text. For them the lane writes each
-fast row as a JSON array: its plan's serial, then the values of its kind's fields that vary row by
-row (the captured bytes are already the cells, see :mod:`acceptmon.parse.fast.pieces`); the rest of
-a record, the same in every row of the plan, is the plan's. One ``json.loads`` per part turns a whole
-part's rows into their values, so a record costs a few microseconds instead of the general parser's
-thirty. A record made so equals the general parser's
+The batch commands and the live state want records, not table text. For them the compiled matcher builds each
+fast row as its record's values: a copy of its plan's :attr:`~acceptmon.parse.fast.rows.Plan.shape` (every field,
+those the same in every row of the plan set; its file name one string for all of them) with the values that vary
+row by row set in it (the line, its time and rank, captured and derived values), each as ``json.loads`` would read
+the JSON cell the plan's steps stand for. A scan gives them as (plan, values) pairs, so a record costs a few
+microseconds instead of the general parser's thirty: here only its dict and list fields get their own copies, its
+timestamp becomes a datetime and the record is made. A record made so equals the general parser's
 record of its line in every field but ``extra``, the ``key: value`` pairs no grammar knows, which it
 leaves empty: only a job that never reads ``extra`` takes these records (its ``from_lane`` says so,
 :mod:`acceptmon.pipeline.lanes`). A template joins such a lane only once its record for the line it was
@@ -14,17 +15,18 @@ learned from is the general parser's, field by field and type by type (:func:`sa
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from acceptmon.parse.fast.rows import TYPED, Plan
+from acceptmon.parse.fast.rows import Plan
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record
 
 _from_iso = datetime.fromisoformat
+Rows = list[tuple[Plan, dict[str, Any]]]
+"""A typed scan's rows: each its plan and its record's values (b"" where the scan had no typed plan)."""
 
 
 def columns_of(kind: str) -> tuple[str, ...]:
@@ -32,22 +34,15 @@ def columns_of(kind: str) -> tuple[str, ...]:
     return KINDS[kind].columns
 
 
-def records(rows: bytes, names: dict[str, str] | None = None) -> list[Record]:
-    """The records of a part of lane rows (JSON arrays, one a line, each ending in a newline: a plan's serial
-    and the values that vary, :meth:`acceptmon.parse.fast.rows.Plan._typed`); ``names``: the stream fields the
-    file's path gives its plain lines (a Kubernetes log's namespace, pod and container)."""
-    if not rows:
-        return []
-    arrays: list[list[Any]] = json.loads(b"[" + rows[:-1].replace(b"\n", b",") + b"]")
+def records(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Record]:
+    """The records of a part of lane rows (:data:`Rows`, the compiled matcher's, whose values dicts they take
+    over); ``names``: the stream fields the file's path gives its plain lines (a Kubernetes log's namespace, pod
+    and container)."""
     out: list[Record] = []
+    if isinstance(rows, bytes):  # a scan without a typed plan: no row
+        return out
     append = out.append
-    plans: dict[int, Plan] = {}
-    for row in arrays:
-        values = iter(row)
-        serial = next(values)
-        plan = plans.get(serial) or plans.setdefault(serial, TYPED[serial])
-        v = plan.shape.copy()  # every field in the model's order; its file name one string for all records
-        v.update(zip(plan.names, values, strict=True))
+    for plan, v in rows:
         for name, fresh in plan.fresh:
             v[name] = fresh()
         stamp = v["timestamp"]
@@ -74,7 +69,7 @@ def same_record(a: Record, b: Record) -> bool:
     )
 
 
-def proves(rows: bytes | None, want: Record, names: dict[str, str] | None = None) -> bool:
+def proves(rows: Rows | bytes | None, want: Record, names: dict[str, str] | None = None) -> bool:
     """Whether ``rows``, the lane's output for one line (of a file whose path gives ``names``), is one record equal
     to ``want`` (the general parser's record of that line) but for its unknown keys."""
     if not rows:
@@ -83,15 +78,13 @@ def proves(rows: bytes | None, want: Record, names: dict[str, str] | None = None
     return len(got) == 1 and same_record(got[0], without_extra(want))
 
 
-def part(as_records: bool, parser: Parser, nrows: int, rows: bytes) -> tuple[int, bytes] | list[Record]:
+def part(as_records: bool, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record]:
     """A part of a lane's own rows: table rows as they are, or (``as_records``, a typed lane) their records, which
     take the names the parser's file gives (a Kubernetes log's namespace, pod and container)."""
     return records(rows, parser.origin.values()) if as_records else (nrows, rows)
 
 
-def proven(
-    as_records: bool, parser: Parser, rows: bytes | None, row: Record, chunk: Callable[[list[Record]], Any]
-) -> bool:
+def proven(as_records: bool, parser: Parser, rows: Any, row: Record, chunk: Callable[[list[Record]], Any]) -> bool:
     """Whether ``rows``, a lane's output for one line, says what the general parser's ``row`` of it does: its
     record (a typed lane, :func:`proves`), or its table row as ``chunk`` writes it, byte for byte."""
     if as_records:

@@ -120,8 +120,7 @@ class Yearless:
                 except Unsupported:
                     self.plans.append(False)
                     continue
-                ok = plan.recipe is not None and len(plan.dep_slots) <= native.max_deps()
-                self.plans.append((plan.recipe, plan.dep_slots, plan.memo) if ok else False)
+                self.plans.append(plan.compiled() if len(plan.dep_slots) <= native.max_deps() else False)
         return self.plans
 
     def _scan(self, parser: Parser, buf: Any, s: int, e: int, base: int, stop: bool) -> Scan | Literal[False] | None:
