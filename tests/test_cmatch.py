@@ -7,6 +7,7 @@ captured bytes. The lane as a whole is held to the general parser in ``tests/tes
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -294,3 +295,110 @@ def test_a_bare_template_matches_only_lines_with_no_envelope_and_writes_no_stamp
             assert got is not None and got[1] == b"||||5\r\n" and got[8] == buf.index(stamp)
     with pytest.raises(ValueError, match="first step only"):
         CMATCH.Program(b"[", b"] ", [native.codes(CMATCH, [("LIT", -1, (b"k",)), ("BARE", -1, ())])], needles, 1)
+
+
+TYPED_STEPS = [("LIT", -1, (b"n: ",)), ("INT", 0, ()), ("LIT", -1, (b", x: ",)), ("FLOAT", 1, ()),
+               ("LIT", -1, (b", ok: ",)), ("BOOL", 2, ()), ("LIT", -1, (b", s: ",)), ("STR", 3, ())]  # fmt: skip
+TYPED_FIELDS = (
+    (0,),
+    (b'"', 1, b"T", 2, 3, b'"'),
+    (JSON_RANK,),
+    (SLOT,),
+    (SLOT + 1,),
+    (BOOL_SLOT + 2,),
+    (b'"', b"<", SLOT + 3, b">", b'"'),
+    (-1,),
+)
+TYPED_NAMES = ("line", "timestamp", "rank", "n", "x", "ok", "s", "d")
+
+
+class _Values(dict):
+    def __missing__(self, key):
+        return (json.loads(key),)
+
+
+def _typed(fields=TYPED_FIELDS, names=TYPED_NAMES, shape=None):
+    shape = {"file": "f.log", **dict.fromkeys(names)} if shape is None else shape
+    return (fields, (1,), _Values(), shape, names, "owner")
+
+
+@pytest.mark.parametrize(
+    ("line", "values"),
+    [
+        (
+            b"[2026-02-26 10:00:00.125 TP0] n: 7, x: 2.50, ok: True, s: a b",
+            (41, "2026-02-26T10:00:00.125", "TP0", 7, 2.5, True, "<a b>", 2.5),
+        ),
+        (
+            b"[2026-02-26 10:00:00] n: 0, x: 3.0, ok: False, s: #-~",
+            (41, "2026-02-26T10:00:00", None, 0, 3.0, False, "<#-~>", 3.0),
+        ),
+    ],
+)
+def test_a_typed_plan_gives_each_row_as_json_loads_reads_its_json_cells(line, values):
+    """A typed plan's row is (owner, a copy of the shape with each varying field set), of the types json.loads gives
+    of the JSON cells the same steps stand for: an int, a float, a bool, a str, None for no rank, a derived value."""
+    program = _program(TYPED_STEPS)
+    buf = b"\n" + line + b"\n"
+    plan = _typed()
+    got = program.scan(buf, 1, len(buf), 40, [plan])
+    assert got is not None and got[0] == 1
+    [(owner, row)] = got[1]
+    want = {"file": "f.log", **dict(zip(TYPED_NAMES, values, strict=True))}
+    assert owner == "owner" and row == want and list(row) == list(want)
+    assert [type(v) for v in row.values()] == [type(v) for v in want.values()]
+    assert row["file"] is plan[3]["file"] and plan[3]["n"] is None  # the shape is copied, its values shared
+    json_row = b"[" + b",".join(json.dumps(v).encode() for v in values) + b"]"
+    assert list(row.values())[1:] == json.loads(json_row)
+
+
+def test_a_typed_scan_lists_its_entries_with_their_rows_and_copies_a_derived_list():
+    """The careful path's entries carry a typed row as (owner, dict); a derived list is each row's own."""
+    program = _program([("LIT", -1, (b"n: ",)), ("INT", 0, ())])
+    memo = {b"7": ([1.5, 2.0],)}
+    plan = (((SLOT,), (-1,)), (0,), memo, {"n": None, "l": None}, ("n", "l"), None)
+    buf = b"\n" + STAMP + b"n: 7\n" + STAMP + b"n: 7\n"
+    entries: list[tuple[int, int, bytes]] = []
+    got = program.scan(buf, 1, len(buf), 0, [plan], 0, 0, False, entries)
+    assert got is not None and got[1] == [(None, {"n": 7, "l": [1.5, 2.0]})] * 2
+    assert [e[2] for e in entries] == got[1] and entries[0][2][1] is got[1][0][1]
+    lists = [got[1][0][1]["l"], got[1][1][1]["l"], memo[b"7"][0]]
+    assert len({id(x) for x in lists}) == 3
+    memo[b"7"] = ({"a": 1},)
+    with pytest.raises(TypeError, match="scalar or a list of scalars"):
+        program.scan(buf, 1, len(buf), 0, [plan])
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        (((SLOT + 3,),), "not a value"),  # a str group read as a number
+        (((b'"', SLOT, b'"'),), "not a value"),  # an int group as a string (only STR's text is read back as is)
+        (((b'"', b"a\\n", 1, b'"'),), "not a value"),  # a literal JSON would unescape
+        (((b'"', 1),), "not a value"),
+        (((BOOL_SLOT + 0,),), "not a value"),  # an int group as a bool
+        (((b"7",),), "not a value"),
+        (((SLOT + 9,),), "does not capture"),
+    ],
+)
+def test_typed_fields_the_scan_cannot_build_exactly_are_refused(fields, error):
+    program = _program(TYPED_STEPS)
+    buf = b"\n" + STAMP + b"n: 7, x: 2.5, ok: True, s: a\n"
+    with pytest.raises(ValueError, match=error):
+        program.scan(buf, 1, len(buf), 0, [_typed(fields, ("a",) * len(fields))])
+    with pytest.raises(TypeError, match="name is a str"):
+        program.scan(buf, 1, len(buf), 0, [_typed(((0,),), (b"a",), {})])
+    with pytest.raises(ValueError, match="a name per field"):
+        program.scan(buf, 1, len(buf), 0, [_typed(((0,),), ("a", "b"), {})])
+
+
+def test_a_scan_refuses_typed_and_byte_plans_together():
+    assert CMATCH is not None
+    two = [native.codes(CMATCH, [("LIT", -1, (b"k: ",)), ("INT", 0, ())])] * 2
+    program = CMATCH.Program(SHAPE.prefix, SHAPE.suffix, two, [b"zq", b"Launch!", b"accept"], 1)
+    buf = b"\n" + STAMP + b"k: 7\n"
+    typed = (((SLOT,),), (), {}, {"k": None}, ("k",), None)
+    with pytest.raises(ValueError, match="all typed or none"):
+        program.scan(buf, 1, len(buf), 0, [typed, (ROW, (), {})])
+    got = program.scan(buf, 1, len(buf), 0, [typed, False])
+    assert got is not None and got[1] == [(None, {"k": 7})]
