@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acceptmon.parse.fast import lane as fastlane
-from acceptmon.parse.fast import native, typed
+from acceptmon.parse.fast import native, rows, typed
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import DecodeStats, Record
@@ -313,3 +313,15 @@ def _small_blocks(iter_blocks):
         return iter_blocks(stream, **kw)
 
     return small
+
+
+def test_a_typed_field_is_built_in_c_only_where_its_json_cell_reads_back_exactly():
+    """The steps of a varying field the compiled matcher builds (``rows._built``), by the kind of the group they
+    print: anything else leaves the plan's rows to the parser (``Plan.compiled`` is False)."""
+    kinds = {rows.SLOT: "int", rows.SLOT + 1: "str", rows.SLOT + 2: "bool", rows.SLOT + 3: "lint"}
+    ok = [(0,), (-1,), (rows.JSON_RANK,), (rows.SLOT,), (rows.BOOL_SLOT + 2,), (b'"', 1, b"T", 2, 3, b'"')]
+    ok += [(b'"', b"<", rows.SLOT + 1, b'"')]
+    refused = [(rows.SLOT + 1,), (rows.BOOL_SLOT,), (b'"', rows.SLOT + 3, b'"'), (b'"', b"\\", 1, b'"'), (b"7",)]
+    refused += [(b'"', rows.JSON_RANK, b'"'), (b'"', b"\x01", b'"'), (b'"',), (1, b'"')]
+    assert all(rows._built(column, kinds) for column in ok)
+    assert not any(rows._built(column, kinds) for column in refused)
