@@ -259,8 +259,8 @@ class Plan:
         return got
 
     def _out(self, value: Any) -> Any:
-        """A value as its row holds it: its cell's bytes; typed, what ``json.loads`` gives of its JSON cell (a
-        tuple becomes a list, a float 1e400 inf: the record a JSON row would have given)."""
+        """A value as its row holds it: its cell's bytes; typed, what ``json.loads`` gives of its JSON cell (a tuple
+        a list, as a JSON row gave it: a scalar, or a list the compiled matcher copies for each row)."""
         return json.loads(cell(value, "jsonl")) if self.typed else cell(value, self.fmt_kind)
 
 
