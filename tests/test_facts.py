@@ -113,3 +113,21 @@ def test_a_toy_acceptance_kind_shows_in_runs_compare_and_doctor(toy_kind, tmp_pa
     (report,) = _json(capsys, "doctor", str(log), *extra)["runs"]
     assert (report["batches"], report["accept_len_mean"], report["judged_batches"]) == (4, 2.75, 2)
     assert report["judged_accept_len_mean"] == 3.0  # the first two batches warm up
+
+
+def test_an_amended_record_is_its_model_copy_and_shares_only_a_shared_fields_set():
+    """``amended`` is ``model_copy(update=...)`` for less: equal records and fields sets; a record made whole keeps
+    its one fields set that refuses changes, a validated record's set is never shared with its copy."""
+    from acceptmon.measure.amend import amended
+    from acceptmon.parse.records import DecodeStats, Shared, prepare
+
+    made = prepare(DecodeStats).make(DecodeStats(file="a.log", accept_len=2.5).__dict__.copy(), None)
+    validated = DecodeStats(file="a.log", accept_len=2.5)
+    for r in (made, validated):
+        got, want = amended(r, {"rank": "DP1"}), r.model_copy(update={"rank": "DP1"})
+        assert got == want and got.rank == "DP1" and r.rank is None
+        assert got.model_fields_set == want.model_fields_set
+    assert isinstance(made.model_fields_set, Shared)
+    assert amended(made, {"rank": "DP1"}).model_fields_set is made.model_fields_set
+    copy = amended(validated, {"rank": "DP1"})
+    assert copy.model_fields_set is not validated.model_fields_set and "rank" not in validated.model_fields_set

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from acceptmon.parse.records import Shared
+
 M = TypeVar("M", bound=BaseModel)
 
 _new = object.__new__
@@ -26,9 +28,12 @@ def amended(model: M, update: Mapping[str, Any]) -> M:
     """``model.model_copy(update=update)``, no validation (the values already have their types)."""
     if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
         return model.model_copy(update=update)
+    fields = model.__pydantic_fields_set__
+    if type(fields) is not Shared or not update.keys() <= fields:
+        fields = fields | update.keys()  # else already every field: the shared set, which refuses changes, as it is
     copy = _new(type(model))
     _set(copy, "__dict__", {**model.__dict__, **update})
     _set(copy, "__pydantic_extra__", None)
-    _set(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
+    _set(copy, "__pydantic_fields_set__", fields)
     _set(copy, "__pydantic_private__", None)
     return copy

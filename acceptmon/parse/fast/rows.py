@@ -48,6 +48,10 @@ NUMBERS = frozenset({"int", "float", "count", "number"})
 compiled matcher builds their typed fields, see ``field_of`` in ``cmatch_rows.c``)."""
 
 
+_SAME = frozenset({type(None), bool, int, float, str})
+"""Types of a value that its JSON cell reads back as: equal, and of the same type (a float's text is its repr)."""
+
+
 class Unsupported(Exception):
     """The kind's derived values depend on more than the fast lane captures."""
 
@@ -261,7 +265,11 @@ class Plan:
     def _out(self, value: Any) -> Any:
         """A value as its row holds it: its cell's bytes; typed, what ``json.loads`` gives of its JSON cell (a tuple
         a list, as a JSON row gave it: a scalar, or a list the compiled matcher copies for each row)."""
-        return json.loads(cell(value, "jsonl")) if self.typed else cell(value, self.fmt_kind)
+        if not self.typed:
+            return cell(value, self.fmt_kind)
+        if type(value) in _SAME or (type(value) is list and all(type(v) in _SAME for v in value)):
+            return value  # json.loads of its JSON cell is an equal value of the same type, at no cost (a spec line's)
+        return json.loads(cell(value, "jsonl"))
 
 
 def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
