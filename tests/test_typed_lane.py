@@ -316,12 +316,31 @@ def _small_blocks(iter_blocks):
 
 
 def test_a_typed_field_is_built_in_c_only_where_its_json_cell_reads_back_exactly():
-    """The steps of a varying field the compiled matcher builds (``rows._built``), by the kind of the group they
-    print: anything else leaves the plan's rows to the parser (``Plan.compiled`` is False)."""
-    kinds = {rows.SLOT: "int", rows.SLOT + 1: "str", rows.SLOT + 2: "bool", rows.SLOT + 3: "lint"}
-    ok = [(0,), (-1,), (rows.JSON_RANK,), (rows.SLOT,), (rows.BOOL_SLOT + 2,), (b'"', 1, b"T", 2, 3, b'"')]
-    ok += [(b'"', b"<", rows.SLOT + 1, b'"')]
-    refused = [(rows.SLOT + 1,), (rows.BOOL_SLOT,), (b'"', rows.SLOT + 3, b'"'), (b'"', b"\\", 1, b'"'), (b"7",)]
-    refused += [(b'"', rows.JSON_RANK, b'"'), (b'"', b"\x01", b'"'), (b'"',), (1, b'"')]
-    assert all(rows._built(column, kinds) for column in ok)
-    assert not any(rows._built(column, kinds) for column in refused)
+    """The compiled matcher alone says which typed fields it builds (``Program.plan_ok``, read as a scan reads
+    plans): a plan with any other field is False (``native.compiled``), its template's rows the parser's."""
+    lane = lanes.job_lane(GRAMMARS, ALL)
+    assert lane is not None
+    parser = Parser(GRAMMARS, "a.log")
+    lines = (SAMPLES / "seed_eagle3_moe.log").read_bytes().splitlines(keepends=True)
+    lane.records(parser, b"".join(lines[: 1 + next(i for i, x in enumerate(lines) if b"server_args=" in x)]))
+    program, ordered = lane.lane.native, lane.lane._plans(parser)[2]
+    typed_plans = [(k, p) for k, p in enumerate(ordered) if isinstance(p, tuple)]
+    assert typed_plans and all(program.plan_ok(k, p) for k, p in typed_plans)
+    k, p = typed_plans[0]
+    refused = [(b"7",), (b'"', b"\\", 1, b'"'), (b'"', b"\x01", b'"'), (b'"',), (1, b'"'), (b'"', rows.JSON_RANK, b'"')]
+    refused += [(rows.SLOT + 200,), (rows.BOOL_SLOT + 200,)]
+    for field in refused:
+        bad = ((field, *p[0][1:]), *p[1:])
+        assert not program.plan_ok(k, bad), field
+        assert native.compiled(program, k, _Refused(bad)) is False
+    assert native.compiled(program, k, _Refused(p)) == p
+
+
+class _Refused(rows.Plan):
+    """A plan whose compiled form is given (to ask the compiled matcher about it)."""
+
+    def __init__(self, compiled: tuple) -> None:  # no template: only compiled() is asked
+        self._compiled = compiled
+
+    def compiled(self) -> tuple:
+        return self._compiled

@@ -286,7 +286,22 @@ done:
     return result;
 }
 
+static PyObject *Program_plan_ok(Program *pg, PyObject *args) {
+    int i;
+    PyObject *plan;
+    if (!PyArg_ParseTuple(args, "iO", &i, &plan)) return NULL;
+    if (!pg->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "plan_ok: the program is not built (its __init__ did not run, or failed)");
+        return NULL;
+    }
+    if (i < 0 || i >= pg->ntmpls) return PyErr_SetString(PyExc_IndexError, "plan_ok: no such template"), NULL;
+    int ok = cm_plan_ok(pg, i, plan);
+    return ok < 0 ? NULL : PyBool_FromLong(ok);
+}
+
 static PyMethodDef Program_methods[] = {
+    {"plan_ok", (PyCFunction)Program_plan_ok, METH_VARARGS,
+     "plan_ok(i, plan) -> whether a scan takes this plan for template i (False: its rows are the parser's)"},
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
      "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes (typed plans: a list of\n"
      "(owner, dict)), hits per template, count per counted anchor, accept lines, lines, year, month, where it\n"

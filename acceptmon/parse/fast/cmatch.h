@@ -135,6 +135,7 @@ typedef struct {
 int cm_out_put(Out *o, const void *s, size_t n);
 /* 1 if the plans are typed (each row a record), 0 if not (each row bytes), -1 (an error set) if they mix or fail */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out);
+int cm_plan_ok(const Program *pg, int i, PyObject *p);
 void cm_plans_free(Plan *plans, int n);
 int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
 /* A typed plan's row: a new (owner, dict) tuple, or NULL (an error set); scratch holds a string's pieces. */

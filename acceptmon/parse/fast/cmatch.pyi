@@ -37,6 +37,7 @@ class Program:
         envelope: int = ...,
         leads: Sequence[Sequence[tuple[int, int, Sequence[bytes]]]] = ...,
     ) -> None: ...
+    def plan_ok(self, i: int, plan: object) -> bool: ...
     def scan(
         self,
         buf: bytes,

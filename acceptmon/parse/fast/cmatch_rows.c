@@ -178,6 +178,20 @@ static int typed_plan(const Tmpl *t, PyObject *p, Plan *pl) {
     return deps_of(t, deps, pl);
 }
 
+/* 1 if a scan takes plan ``p`` for template ``i`` as it is, 0 if it refuses it (a typed field it does not build, a
+ * recipe its template does not capture): the one judge of a plan, read as a scan reads it (cm_plans_of). */
+int cm_plan_ok(const Program *pg, int i, PyObject *p) {
+    if (!PyTuple_Check(p)) return 1; /* None or False: nothing to build */
+    Plan *pl = PyMem_Calloc(1, sizeof(Plan));
+    if (pl == NULL) return PyErr_NoMemory(), -1;
+    int rc = (PyTuple_GET_SIZE(p) == 6 ? typed_plan : bytes_plan)(&pg->tmpls[i], p, pl);
+    cm_plans_free(pl, 1);
+    if (rc == 0) return 1;
+    if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 /* plans[i]: None (counted only), False (counted; the general parser writes its rows), (recipe, dependency slots
  * tuple, memo mapping), or a typed plan (fields, dependency slots, memo, shape, names, owner); a scan's plans are
  * typed or not, all of them. Every plan is read here, before any line, into out[i] with its own references: what

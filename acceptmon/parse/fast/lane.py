@@ -232,7 +232,7 @@ class FastLane:
                 plans.append(Plan(t, self.fmt, columns, context, typed=self.typed))
             except Unsupported:
                 plans.append(False)
-        ordered = native.plans(plans, self.native_order)
+        ordered = native.plans(plans, self.native_order, self.native)
         got = self.plans[key] = (parser.launch, plans, ordered, [k for k, p in enumerate(ordered) if p is False])
         return got
 

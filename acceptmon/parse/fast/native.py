@@ -169,13 +169,19 @@ def max_deps() -> int:
     return 0 if module is None else int(module.MAX_DEPS)
 
 
-def plans(plans: Sequence[Plan | bool | None], at: Sequence[int]) -> list[Any]:
+def plans(plans: Sequence[Plan | bool | None], at: Sequence[int], program: Any) -> list[Any]:
     """Per template in C order: None (counted), False (the parser writes it), or the plan as C takes it
-    (:meth:`Plan.compiled`)."""
-    return [
-        plan.compiled() if isinstance(plan, Plan) else plan if plan is None else False
-        for plan in map(plans.__getitem__, at)
-    ]
+    (:meth:`Plan.compiled`), if ``program`` takes it (:func:`compiled`)."""
+    return [compiled(program, k, plan) for k, plan in enumerate(map(plans.__getitem__, at))]
+
+
+def compiled(program: Any, k: int, plan: Plan | bool | None) -> Any:
+    """Template ``k``'s plan as ``program`` (its compiled matcher) takes it, or False where it writes no row or
+    ``program`` refuses the plan (a typed field it does not build): that template's rows are the parser's."""
+    if not isinstance(plan, Plan):
+        return plan if plan is None else False
+    got = plan.compiled()
+    return got if got is False or program.plan_ok(k, got) else False
 
 
 def _envelope_ok(shape: Shape) -> bool:

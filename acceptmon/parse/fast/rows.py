@@ -143,9 +143,10 @@ class Plan:
         """Cells of converted values by their text, for a kind without ``derive``."""
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
-        self.fields: tuple[tuple[bytes | int, ...], ...] | None = None
-        """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps, or None if the compiled
-        matcher does not build one of them (the template's rows are then the parser's)."""
+        self.fields: tuple[tuple[bytes | int, ...], ...] = ()
+        """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps; a field the compiled matcher
+        does not build makes it refuse the plan (:func:`acceptmon.parse.fast.native.compiled`: the template's rows
+        are then the parser's)."""
         self.recipe = self._recipe(t, columns, (after, written, kind.model.model_fields))
         """The row as the compiled matcher writes it (see :func:`_recipe`); None for a JSONL row with unknown keys,
         whose ``extra`` object the general parser writes, and for a typed plan (:attr:`fields`)."""
@@ -154,9 +155,7 @@ class Plan:
         """The plan as the compiled matcher takes it: (recipe, dependency slots, memo); typed, (fields, dependency
         slots, memo, shape, names, the plan itself, which each row comes paired with); False if it writes no row
         (the general parser's)."""
-        if self.typed:
-            if self.fields is None:
-                return False
+        if self.typed:  # the compiled matcher may still refuse a field it does not build (native.compiled)
             return (self.fields, self.dep_slots, self.memo, self.shape, self.names, self)
         return False if self.recipe is None else (self.recipe, self.dep_slots, self.memo)
 
@@ -214,9 +213,7 @@ class Plan:
         self.fresh = tuple((c, _fresh(v)) for c, v in shape.items() if isinstance(v, (dict, list)))
         """The fields whose value is a dict or list: each record gets its own."""
         self.make = prepare(KINDS[self.kind].model).make
-        kinds = {SLOT + i: kind for i, (_, kind) in enumerate(t.groups)}
-        if all(_built(column, kinds) for column in varying):
-            self.fields = tuple(varying)
+        self.fields = tuple(varying)
 
     def derived_cells(self, texts: Any) -> tuple[Any, ...]:
         """Cells of the derived columns for one row's dependency text(s) (memoised); typed, their values."""
@@ -303,28 +300,6 @@ def _fresh(value: dict[str, Any] | list[Any]) -> Callable[[], Any]:
     if not value:
         return type(value)
     return functools.partial(copy.deepcopy, value)
-
-
-def _built(column: tuple[bytes | int, ...], kinds: dict[int, str]) -> bool:
-    """Whether the compiled matcher builds a typed field of these steps (see ``field_of`` in ``cmatch_rows.c``): the
-    line, the rank, a derived cell, a captured number or bool, or a string of literal bytes JSON does not escape,
-    envelope pieces and captured text."""
-    if len(column) == 1:
-        step = column[0]
-        return isinstance(step, int) and (
-            step <= 0
-            or step == JSON_RANK
-            or kinds.get(step, "") in NUMBERS
-            or kinds.get(step - BOOL_SLOT + SLOT, "") == "bool"
-        )
-    if len(column) < 2 or column[0] != b'"' or column[-1] != b'"':
-        return False
-    return all(
-        kinds.get(step) == "str" or 1 <= step <= 3
-        if isinstance(step, int)
-        else not any(b < 0x20 or b in b'"\\' for b in step)
-        for step in column[1:-1]
-    )
 
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:

@@ -120,7 +120,8 @@ class Yearless:
                 except Unsupported:
                     self.plans.append(False)
                     continue
-                self.plans.append(plan.compiled() if len(plan.dep_slots) <= native.max_deps() else False)
+                fits = len(plan.dep_slots) <= native.max_deps()
+                self.plans.append(native.compiled(self.program, len(self.plans), plan) if fits else False)
         return self.plans
 
     def _scan(self, parser: Parser, buf: Any, s: int, e: int, base: int, stop: bool) -> Scan | Literal[False] | None:
