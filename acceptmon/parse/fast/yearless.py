@@ -109,20 +109,21 @@ class Yearless:
         """Per template, what the compiled matcher writes for it (see :func:`native.plans`)."""
         context = (parser.file, parser.run, parser.launch, parser.wanted)
         if context != self.context:
-            self.context, self.plans = context, []
-            for t in self.templates:
-                if t.kind not in parser.wanted:  # a line the parser only counts is not dated: the year state is its
-                    self.plans.append(False)
-                    continue
-                columns = typed.columns_of(t.kind) if self.typed else self.columns
-                try:
-                    plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed)
-                except Unsupported:
-                    self.plans.append(False)
-                    continue
-                fits = len(plan.dep_slots) <= native.max_deps()
-                self.plans.append(native.compiled(self.program, len(self.plans), plan) if fits else False)
+            self.context = context
+            self.plans = [self._compiled(k, t, context) for k, t in enumerate(self.templates)]
         return self.plans
+
+    def _compiled(self, k: int, t: Template, context: tuple[Any, ...]) -> Any:
+        """Template ``k``'s plan for a parser ``context`` as the compiled matcher takes it, or False (its rows are
+        the parser's)."""
+        if t.kind not in context[3]:  # a line the parser only counts is not dated: the year state is its
+            return False
+        columns = typed.columns_of(t.kind) if self.typed else self.columns
+        try:
+            plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed)
+        except Unsupported:
+            return False
+        return native.compiled(self.program, k, plan) if len(plan.dep_slots) <= native.max_deps() else False
 
     def _scan(self, parser: Parser, buf: Any, s: int, e: int, base: int, stop: bool) -> Scan | Literal[False] | None:
         """``buf[s:e]`` (whole lines) through the compiled matcher: the part it can say, up to the line it
