@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -402,3 +403,58 @@ def test_a_scan_refuses_typed_and_byte_plans_together():
         program.scan(buf, 1, len(buf), 0, [typed, (ROW, (), {})])
     got = program.scan(buf, 1, len(buf), 0, [typed, False])
     assert got is not None and got[1] == [(None, {"k": 7})]
+
+
+# ---- converted groups: a percentage and a list, as the parser's converters give them --------------------------
+
+CONVERT_STEPS = [("LIT", -1, (b"p: ",)), ("LFLOAT", 0, ()), ("LIT", -1, (b"%, l: ",)), ("LIST", 1, ())]
+LOOSE_FLOAT = st.from_regex(r"\A[0-9]{1,30}(\.[0-9]{1,30})?\Z", fullmatch=True) | st.sampled_from(
+    ["100", "100.0", "100.000000001", "0", "0.0", "99.999999995", "12.345678905", "0.000000005", "57.3", "007.50"]
+)
+
+
+def _converted(p: str, rates: list[str], plan: tuple) -> Any:
+    program = _program(CONVERT_STEPS)
+    buf = b"\n" + STAMP + f"p: {p}%, l: {', '.join(rates)}".encode() + b"\n"
+    return program.scan(buf, 1, len(buf), 0, [plan])
+
+
+@settings(max_examples=300, deadline=None)
+@given(LOOSE_FLOAT, st.lists(LOOSE_FLOAT, min_size=1, max_size=16))
+def test_a_converted_group_is_the_converters_value_and_cell(p, rates):
+    """A percentage's fraction and a list's floats, built by C, are what ``to_percent`` and ``to_float_list``
+    give, of the same type, and their CSV and JSON cells are what the table writers print; a percentage the
+    converter refuses (over 100) is refused by the scan too (ValueError: the lane leaves it to the parser)."""
+    from acceptmon.parse.fast.pieces import csv_cell, json_cell
+    from acceptmon.parse.fast.rows import CONV_FLOATS_CSV, CONV_FLOATS_JSON, CONV_PERCENT, CONV_SLOT
+    from acceptmon.parse.values import to_float_list, to_percent
+
+    def code(conv: int, slot: int) -> int:
+        return CONV_SLOT + 256 * conv + slot
+
+    csv = ((code(CONV_PERCENT, 0), b"|", code(CONV_FLOATS_CSV, 1), b"\n"), (), {})
+    jsonl = ((code(CONV_PERCENT, 0), b"|", code(CONV_FLOATS_JSON, 1), b"\n"), (), {})
+    typed = (((code(CONV_PERCENT, 0),), (code(CONV_FLOATS_JSON, 1),)), (), {}, {"p": None, "l": None}, ("p", "l"), 0)
+    text = ", ".join(rates)
+    try:
+        fraction = to_percent(p)
+    except ValueError:
+        for plan in (csv, jsonl, typed):
+            with pytest.raises(ValueError, match="from 0 to 100"):
+                _converted(p, rates, plan)
+        return
+    floats = to_float_list(text)
+    assert _converted(p, rates, csv)[1] == csv_cell(fraction) + b"|" + csv_cell(floats) + b"\n"
+    assert _converted(p, rates, jsonl)[1] == json_cell(fraction) + b"|" + json_cell(floats) + b"\n"
+    [(_, row)] = _converted(p, rates, typed)[1]
+    assert row == {"p": fraction, "l": floats} and type(row["p"]) is float
+    assert all(type(v) is float for v in row["l"])
+
+
+def test_a_conversion_is_only_of_the_step_that_reads_its_text():
+    """A percentage is converted only from the LFLOAT step's text, a list only from the LIST step's."""
+    from acceptmon.parse.fast.rows import CONV_FLOATS_CSV, CONV_PERCENT, CONV_SLOT
+
+    for bad in (CONV_SLOT + 256 * CONV_PERCENT + 1, CONV_SLOT + 256 * CONV_FLOATS_CSV + 0, CONV_SLOT + 256 * 3):
+        with pytest.raises(ValueError, match="does not capture"):
+            _converted("5", ["0.5"], ((bad, b"\n"), (), {}))

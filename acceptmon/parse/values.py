@@ -129,6 +129,10 @@ def to_count(text: str) -> int:
     return value
 
 
+PERCENT_DIGITS = 8
+"""A percentage's fraction is rounded to this many decimal digits (the compiled matcher's ``PERCENT_DIGITS`` too)."""
+
+
 def to_percent(text: str) -> float | None:
     """``65.7%`` as the fraction 0.657; ``nan%`` is empty."""
     value = float(text.strip().rstrip(".").removesuffix("%"))
@@ -136,7 +140,7 @@ def to_percent(text: str) -> float | None:
         return None
     if not 0 <= value <= 100:
         raise ValueError(f"a percentage from 0 to 100: {text!r}")
-    return round(value / 100, 8)
+    return round(value / 100, PERCENT_DIGITS)
 
 
 def to_float_list(text: str) -> list[float | None]:

@@ -1,9 +1,10 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is five translation units, built together into one extension (hatch_build.py):
+ * The module is six translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
+ *   cmatch_convert.c  a percentage's or a list's value, from its captured text, as the parser's converter gives it
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
@@ -16,11 +17,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 9
+#define CMATCH_VERSION 10
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
 #define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */
+#define CONV_SLOT (BOOL_SLOT + MAX_SLOTS) /* CONV_SLOT + MAX_SLOTS * c + i prints group i converted by CONV_* c */
+#define PERCENT_DIGITS 8 /* a percentage's fraction is rounded to this many decimal digits (values.to_percent) */
 #define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
 #define MAX_DEPS 8 /* capture groups a derived cell may depend on */
 #define MAX_LEADS 64 /* leads a dated envelope may have before its prefix */
@@ -32,6 +35,11 @@ enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP
 /* Envelopes a program reads: SGLang's (literal prefix, timestamp, rank, literal suffix) or vLLM's logging prefix
  * (process prefixes, level, year-less MM-DD HH:MM:SS, source), whose year is the scan's year state. */
 enum { ENV_DATED, ENV_YEARLESS };
+
+/* Conversions of a captured group whose value is not its text, as the parser's converters (values.py) give it:
+ * a percentage (the LFLOAT step's text) as its fraction; a list (the LIST step's) of floats, written as the CSV
+ * cell (';' between) or the JSON array; typed, a float or a list of floats. */
+enum { CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON, NCONV };
 
 typedef struct {
     const uint8_t *s; /* in a Program: its own copy (cmatch_build.c frees it) */
@@ -94,22 +102,25 @@ typedef struct {
     size_t len, cap;
 } Out;
 
-enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_DERIVED };
+enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_CONV, CELL_DERIVED };
 
 typedef struct {
     int kind; /* CELL_* */
-    int i; /* CELL_ENV: env index; CELL_SLOT, CELL_BOOL: group; CELL_DERIVED: index in the derived cells */
+    int i; /* CELL_ENV: env index; CELL_SLOT, CELL_BOOL, CELL_CONV: group; CELL_DERIVED: index in the derived cells */
+    int conv; /* CELL_CONV: CONV_* */
     PyObject *text; /* CELL_TEXT: a bytes object of the recipe (the plan holds the recipe) */
 } Cell;
 
 /* A typed plan's varying field, as the value json.loads would give of its JSON cell: the line number; the rank (None
  * or its text); a captured number (an int without '.', e or E, else a float); a captured True/False; a string of
- * pieces (captured text, envelope pieces, literal bytes) between JSON's quotes; a derived value (the memo's). */
-enum { FIELD_LINE, FIELD_RANK, FIELD_NUMBER, FIELD_BOOL, FIELD_STR, FIELD_DERIVED };
+ * pieces (captured text, envelope pieces, literal bytes) between JSON's quotes; a converted group (CONV_*); a derived
+ * value (the memo's). */
+enum { FIELD_LINE, FIELD_RANK, FIELD_NUMBER, FIELD_BOOL, FIELD_STR, FIELD_CONV, FIELD_DERIVED };
 
 typedef struct {
     int kind; /* FIELD_* */
-    int i; /* FIELD_NUMBER, FIELD_BOOL: group; FIELD_DERIVED: index in the derived cells */
+    int i; /* FIELD_NUMBER, FIELD_BOOL, FIELD_CONV: group; FIELD_DERIVED: index in the derived cells */
+    int conv; /* FIELD_CONV: CONV_* */
     Cell *cells; /* FIELD_STR: the pieces between the quotes (CELL_TEXT, CELL_ENV, CELL_SLOT) */
     Py_ssize_t ncells;
 } Field;
@@ -140,6 +151,11 @@ void cm_plans_free(Plan *plans, int n);
 int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
 /* A typed plan's row: a new (owner, dict) tuple, or NULL (an error set); scratch holds a string's pieces. */
 PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps);
+
+/* cmatch_convert.c: a converted group's cell into o, or its value (a new reference); -1 or NULL with an error set
+ * (ValueError for a value the parser's converter refuses: a percentage over 100) */
+int cm_convert_cell(Out *o, int conv, const Cap *c);
+PyObject *cm_convert_value(int conv, const Cap *c);
 
 /* cmatch_build.c */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw);

@@ -64,7 +64,8 @@ static int not_captured(void) {
 }
 
 /* One recipe item as a cell: bytes as they are; 0 the line; 1-4 date, time, fraction, rank; JSON_RANK;
- * SLOT + i and BOOL_SLOT + i a group the template captures; -1 - k derived cell k. */
+ * SLOT + i and BOOL_SLOT + i a group the template captures; CONV_SLOT + MAX_SLOTS * c + i that group converted
+ * (CONV_* c: a percentage of the LFLOAT step, a list of the LIST step); -1 - k derived cell k. */
 static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
     c->text = NULL;
     if (PyBytes_Check(item)) return c->kind = CELL_TEXT, c->text = item, 0;
@@ -78,6 +79,11 @@ static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
     if (code >= SLOT && code < BOOL_SLOT && captured(t, code - SLOT)) return c->kind = CELL_SLOT, c->i = (int)(code - SLOT), 0;
     if (code >= BOOL_SLOT && code < BOOL_SLOT + MAX_SLOTS && captured(t, code - BOOL_SLOT))
         return c->kind = CELL_BOOL, c->i = (int)(code - BOOL_SLOT), 0;
+    if (code >= CONV_SLOT && code < CONV_SLOT + NCONV * MAX_SLOTS) {
+        int conv = (int)((code - CONV_SLOT) / MAX_SLOTS), slot = (int)((code - CONV_SLOT) % MAX_SLOTS);
+        if (capturer(t, slot) != (conv == CONV_PERCENT ? OP_LFLOAT : OP_LIST)) return not_captured();
+        return c->kind = CELL_CONV, c->i = slot, c->conv = conv, 0;
+    }
     return not_captured();
 }
 
@@ -123,10 +129,14 @@ static int quote(const Cell *c) {
 }
 
 /* Whether a piece between a string's quotes is read back as it is: literal bytes that JSON does not escape (no
- * quote, backslash or control byte), an envelope piece (digits, the rank's name), or a group of the STR step. */
+ * quote, backslash or control byte), an envelope piece (digits, the rank's name), or a group of the STR step or of
+ * the LINT step (an engine's digits). */
 static int plain_piece(const Tmpl *t, const Cell *c) {
     if (c->kind == CELL_ENV) return 1;
-    if (c->kind == CELL_SLOT) return capturer(t, c->i) == OP_STR; /* printable ASCII but '"', ',' and '\\' */
+    if (c->kind == CELL_SLOT) { /* printable ASCII but '"', ',' and '\\'; or an engine's digits */
+        int code = capturer(t, c->i);
+        return code == OP_STR || code == OP_LINT;
+    }
     if (c->kind != CELL_TEXT) return 0;
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(c->text);
     for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(c->text); i++)
@@ -146,6 +156,7 @@ static int field_of(const Tmpl *t, PyObject *steps, Field *f) {
         else if (c->kind == CELL_JSON_RANK) f->kind = FIELD_RANK;
         else if (c->kind == CELL_SLOT && (code == OP_INT || code == OP_FLOAT)) f->kind = FIELD_NUMBER;
         else if (c->kind == CELL_BOOL && capturer(t, c->i) == OP_BOOL) f->kind = FIELD_BOOL;
+        else if (c->kind == CELL_CONV) f->kind = FIELD_CONV, f->conv = c->conv;
         else if (c->kind == CELL_DERIVED) f->kind = FIELD_DERIVED;
         else return not_a_field();
         return 0;
@@ -262,6 +273,8 @@ static int cell(Out *o, const Cell *c, long long line, const Cap *env, const Cap
         return cm_out_put(o, caps[c->i].p, (size_t)caps[c->i].n);
     case CELL_BOOL:
         return caps[c->i].n == 4 ? cm_out_put(o, "true", 4) : cm_out_put(o, "false", 5);
+    case CELL_CONV:
+        return cm_convert_cell(o, c->conv, &caps[c->i]);
     default:
         break;
     }
@@ -343,6 +356,8 @@ static PyObject *field(Out *scratch, const Field *f, long long line, const Cap *
         return Py_NewRef(caps[f->i].n == 4 ? Py_True : Py_False);
     case FIELD_STR:
         return text(scratch, f, env, caps);
+    case FIELD_CONV:
+        return cm_convert_value(f->conv, &caps[f->i]);
     default:
         return derived_value(cells, f->i);
     }

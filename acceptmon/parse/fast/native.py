@@ -23,10 +23,20 @@ from typing import Any
 
 from acceptmon.parse.fast.model import ACCEPT, Shape, Template
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
-from acceptmon.parse.fast.rows import BOOL_SLOT, JSON_RANK, SLOT, Plan
+from acceptmon.parse.fast.rows import (
+    BOOL_SLOT,
+    CONV_FLOATS_CSV,
+    CONV_FLOATS_JSON,
+    CONV_PERCENT,
+    CONV_SLOT,
+    JSON_RANK,
+    SLOT,
+    Plan,
+)
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.values import PERCENT_DIGITS
 
-VERSION = 9
+VERSION = 10
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -53,8 +63,18 @@ LOOSE = {
 }
 """Value steps of a template whose rows are written (strict, captured) or only counted (loose), by name:
 a step's code is the module's ``OP_<name>`` (the numbers of the protocol are the C module's own)."""
-RECIPE_CODES = {"SLOT": SLOT, "BOOL_SLOT": BOOL_SLOT, "JSON_RANK": JSON_RANK}
-"""The recipe codes :mod:`rows` writes: a module that reads them otherwise is not used."""
+RECIPE_CODES = {
+    "SLOT": SLOT,
+    "BOOL_SLOT": BOOL_SLOT,
+    "JSON_RANK": JSON_RANK,
+    "CONV_SLOT": CONV_SLOT,
+    "CONV_PERCENT": CONV_PERCENT,
+    "CONV_FLOATS_CSV": CONV_FLOATS_CSV,
+    "CONV_FLOATS_JSON": CONV_FLOATS_JSON,
+    "PERCENT_DIGITS": PERCENT_DIGITS,
+}
+"""The recipe codes :mod:`rows` writes, and the digits of a percentage's fraction (:mod:`acceptmon.parse.values`):
+a module that reads them otherwise is not used."""
 
 _DIGITS = frozenset(b"0123456789")
 _PRINTABLE = frozenset(range(0x20, 0x7F))

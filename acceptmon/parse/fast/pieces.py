@@ -40,9 +40,10 @@ VALUE: dict[str, bytes] = {
 }
 """Value kinds a fast template may capture; a grammar value of another kind has no fast lane. A ``count`` or
 ``number`` is captured as the int's or float's own text; the :data:`CONVERTED` kinds are not."""
-CONVERTED = frozenset({"percent", "float_list", "engine"})
-"""Kinds whose cell is not the logged text (``57.3`` is 0.573, a list is written ``a;b;c``): their cells are
-the converter's, once per distinct text, as derived cells are (:class:`acceptmon.parse.fast.rows.Plan`)."""
+CONVERTED = frozenset({"percent", "float_list"})
+"""Kinds whose cell is not the logged text (``57.3`` is 0.573, a list is written ``a;b;c``): the compiled matcher
+converts them (``cmatch_convert.c``, :data:`acceptmon.parse.fast.rows.CONV_SLOT`). An engine's digits are its
+text (``000``)."""
 UNITS: dict[str, bytes] = {"count": rb" [A-Za-z/]{1,20}", "number": rb" [A-Za-z/]{1,20}", "percent": rb"%"}
 """What may follow a value of these kinds as literal text (``1250 tokens``, ``412.5 tokens/s``, ``57.3%``):
 their converters read the number alone, so the value and its unit read as the number does."""

@@ -42,6 +42,12 @@ BOOL_SLOT = SLOT + 256
 """In a JSONL recipe, the code of the template's first group written as JSON's ``true``/``false``."""
 JSON_RANK = 5
 """In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
+CONV_SLOT = BOOL_SLOT + 256
+"""In a recipe, ``CONV_SLOT + 256 * c + i``: the template's group ``i`` as the compiled matcher converts it by
+conversion ``c`` (``cmatch_convert.c``: the converter's value of a :data:`~acceptmon.parse.fast.pieces.CONVERTED`
+kind, whose cell is not its text)."""
+CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON = 0, 1, 2
+"""Conversions: a percentage's fraction; a list of floats as its CSV cell (``;`` between) or its JSON array."""
 
 NUMBERS = frozenset({"int", "float", "count", "number"})
 """Group kinds captured as JSON numbers (by the INT and FLOAT steps, whose text ``json.loads`` reads as it is: the
@@ -126,21 +132,17 @@ class Plan:
         if kind.derive is not None:
             kind.derive(probe, launch)
         reads, after = set(probe.reads), dict(probe)
-        converted = {f for f, i in t.fields.items() if t.groups[i][1] in CONVERTED}
-        written = [c for c in columns if (c in after and (c not in base or after[c] is not base[c])) or c in converted]
+        written = [c for c in columns if c in after and (c not in base or after[c] is not base[c])]
         if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
             raise Unsupported(t.kind)  # a value of the line's that the template does not capture
-        deps = sorted(set(t.fields) & (reads | converted | (set(t.fields) if every and kind.derive else set())))
+        deps = sorted(set(t.fields) & (reads | (set(t.fields) if every and kind.derive else set())))
         self.dep_slots = tuple(t.fields[f] for f in deps)
         """The template groups of ``dep``, for the compiled matcher."""
         self.fmt_kind, self.launch, self.derive, self.base, self.typed = fmt, launch, kind.derive, base, typed
         self.kind = t.kind
         self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
-        self.dep_index = {f: i for i, f in enumerate(deps)}
-        self.dep_convert = dict(self.dep_fields)
-        self.solo: dict[str, dict[bytes, Any]] = {}
         self.cells: dict[tuple[type, Any], Any] = {}
-        """Cells of converted values by their text, for a kind without ``derive``."""
+        """Cells of derived values by their value (see :meth:`_cell`)."""
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
         self.fields: tuple[tuple[bytes | int, ...], ...] = ()
@@ -221,16 +223,10 @@ class Plan:
         if got is not None:
             return got
         raw = texts if len(self.dep_slots) > 1 else (texts,)
-        if self.derive is None:  # converted values alone: each cell is its own text's (memoised apart)
-            got = tuple(self._converted(c, raw[self.dep_index[c]]) for c in self.derived)
-            if len(self.memo) > MEMO:
-                self.memo.clear()
-            self.memo[texts] = got
-            return got
         values = dict(self.base)
         for (name, convert), text in zip(self.dep_fields, raw, strict=True):
             values[name] = convert(text.decode())
-        if self.derive is not None:  # else only converted values (a percentage's fraction)
+        if self.derive is not None:  # a plan has dependencies only where its kind derives values
             self.derive(values, self.launch)
         got = tuple(map(self._cell, map(values.get, self.derived)))
         if len(self.memo) > MEMO:
@@ -248,15 +244,6 @@ class Plan:
             if len(self.cells) > MEMO:
                 self.cells.clear()
             got = self.cells[key] = self._out(value)
-        return got
-
-    def _converted(self, name: str, text: bytes) -> Any:
-        memo = self.solo.setdefault(name, {})
-        got = memo.get(text)
-        if got is None:
-            if len(memo) > MEMO:
-                memo.clear()
-            got = memo[text] = self._out(self.dep_convert[name](text.decode()))
         return got
 
     def _out(self, value: Any) -> Any:
@@ -303,7 +290,11 @@ def _fresh(value: dict[str, Any] | list[Any]) -> Callable[[], Any]:
 
 
 def _group_step(slot: int, kind: str, fmt: Format) -> list[bytes | int]:
-    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings."""
+    """Recipe steps of one captured group: the text itself, but JSON's booleans and quoted strings, and the value
+    the compiled matcher converts of a :data:`~acceptmon.parse.fast.pieces.CONVERTED` kind."""
+    if kind in CONVERTED:
+        conv = CONV_PERCENT if kind == "percent" else CONV_FLOATS_CSV if fmt == "csv" else CONV_FLOATS_JSON
+        return [CONV_SLOT + 256 * conv + slot]
     if fmt == "csv" or kind in NUMBERS:  # JSON numbers: the int's or float's own text
         return [SLOT + slot]
     return [BOOL_SLOT + slot] if kind == "bool" else [b'"', SLOT + slot, b'"']

@@ -2,9 +2,9 @@
 
 The message is cut as :mod:`acceptmon.parse.fast.templates` cuts a sample: its head (literal text and the
 grammar's own fields), then its keys in order, each value captured as the int's or float's own text
-(``1250 tokens``: the unit is literal), or, for percentages, per-position lists and engines, as text the
-row plan converts once per distinct value (:data:`~acceptmon.parse.fast.pieces.CONVERTED`); ``nan`` is a
-spelling of its own. Unknown keys are literal, their values' numbers loose (the pair reader's careful
+(``1250 tokens``: the unit is literal; an engine's digits), or, for percentages and per-position lists, as
+text the compiled matcher converts (:data:`~acceptmon.parse.fast.pieces.CONVERTED`); ``nan`` is a spelling of
+its own. Unknown keys are literal, their values' numbers loose (the pair reader's careful
 path, which a list takes, reads a key it does not know as a key only if it looks like one). A head field
 whose converter gives the same for any number in it (``2 Engines Aggregated``) is literal with its
 digits loose. A line whose message starts it (no logging prefix: vLLM under a custom logging format) gives a
