@@ -458,3 +458,29 @@ def test_a_conversion_is_only_of_the_step_that_reads_its_text():
     for bad in (CONV_SLOT + 256 * CONV_PERCENT + 1, CONV_SLOT + 256 * CONV_FLOATS_CSV + 0, CONV_SLOT + 256 * 3):
         with pytest.raises(ValueError, match="does not capture"):
             _converted("5", ["0.5"], ((bad, b"\n"), (), {}))
+
+
+def test_a_dependency_reaches_the_memo_as_its_text_or_its_converted_value():
+    """A derived cell's memo is keyed by what its dependencies' kinds say: the text (bytes), the INT or FLOAT
+    step's number, a percentage's fraction, a list's floats as a tuple; a kind its step does not read is refused."""
+    from acceptmon.parse.fast.rows import DEP_FLOATS, DEP_NUMBER, DEP_PERCENT, DEP_TEXT
+
+    keys: list[Any] = []
+
+    class Memo(dict):
+        def __missing__(self, key):
+            keys.append(key)
+            return (b"x",)
+
+    steps = [("LIT", -1, (b"n: ",)), ("INT", 0, ()), ("LIT", -1, (b", p: ",)), ("LFLOAT", 1, ()),
+             ("LIT", -1, (b"%, l: ",)), ("LIST", 2, ())]  # fmt: skip
+    program = _program(steps)
+    buf = b"\n" + STAMP + b"n: 12, p: 57.30%, l: 0.8370, 1, 2.5\n"
+    deps = (0 + 256 * DEP_NUMBER, 1 + 256 * DEP_PERCENT, 2 + 256 * DEP_FLOATS, 0 + 256 * DEP_TEXT)
+    got = program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), deps, Memo())])
+    assert got is not None and got[1] == b"x\n"
+    assert keys == [(12, 0.573, (0.837, 1.0, 2.5), b"12")]
+    assert [type(v) for v in keys[0]] == [int, float, tuple, bytes]
+    for bad in (1 + 256 * DEP_NUMBER, 0 + 256 * DEP_PERCENT, 1 + 256 * DEP_FLOATS, 0 + 256 * 9):
+        with pytest.raises(ValueError, match="dependency"):
+            program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (bad,), Memo())])

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 10
+#define CMATCH_VERSION 11
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -40,6 +40,11 @@ enum { ENV_DATED, ENV_YEARLESS };
  * a percentage (the LFLOAT step's text) as its fraction; a list (the LIST step's) of floats, written as the CSV
  * cell (';' between) or the JSON array; typed, a float or a list of floats. */
 enum { CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON, NCONV };
+
+/* A derived cell's dependency is slot + MAX_SLOTS * d: group slot, handed to the memo as its text (DEP_TEXT, bytes),
+ * its number (DEP_NUMBER, of the INT or FLOAT step: an int or a float), a percentage's fraction (DEP_PERCENT), or a
+ * list's floats (DEP_FLOATS, a tuple: a memo key is hashable). */
+enum { DEP_TEXT, DEP_NUMBER, DEP_PERCENT, DEP_FLOATS, NDEP };
 
 typedef struct {
     const uint8_t *s; /* in a Program: its own copy (cmatch_build.c frees it) */
@@ -131,7 +136,8 @@ typedef struct {
     PyObject *memo; /* a strong reference to the derived cells by dependency text (typed: their values) */
     Cell *cells; /* the recipe in C, checked against the template */
     Py_ssize_t ncells;
-    int dep[MAX_DEPS];
+    int dep[MAX_DEPS]; /* groups */
+    int depkind[MAX_DEPS]; /* DEP_* */
     int ndep;
     int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
     /* A typed plan's (recipe is then its fields' steps): each row a copy of shape with the fields in place */
@@ -170,6 +176,8 @@ const uint8_t *cm_yearless(const uint8_t *p, const uint8_t *end, Cap *env);
  * parser must read the segment (29 February, a year out of range). */
 int cm_date(Year *y, Cap *env);
 int cm_match(const Tmpl *t, const uint8_t *line, const uint8_t *p, const uint8_t *end, Cap *caps);
+/* The FLOAT step: the end of a float at p whose shortest repr is *cap (its text without trailing zeros), or NULL. */
+const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 
 /* cmatch_prescan.c */
 PyObject *cm_find_any(PyObject *mod, PyObject *args);

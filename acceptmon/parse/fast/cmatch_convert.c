@@ -5,7 +5,7 @@
  * digits as Python's round() does: to the correctly rounded decimal string of that many digits, read back. A list
  * (values.to_float_list) is the LIST step's text, such numbers with ", " between, each read as float() reads it.
  * A cell prints a float as repr() does (the csv module's str(), json's float repr): the list ';'-joined in CSV,
- * a JSON array in JSONL. Both conversions use CPython's own string <-> double functions, so a value is the very
+ * a JSON array in JSONL; an entry spelt as the FLOAT step reads a shortest repr is copied without its trailing zeros. Both conversions use CPython's own string <-> double functions, so a value is the very
  * float the parser's converter makes.
  */
 #include "cmatch.h"
@@ -40,12 +40,21 @@ static int put_repr(Out *o, double v) {
     return rc;
 }
 
-/* The list's next entry from offset *at (entries are separated by ", "): its number, *at moved past it. */
-static int entry(const Cap *c, Py_ssize_t *at, double *v) {
+/* The list's next entry from offset *at (entries are separated by ", "), *at moved past it. */
+static Cap entry(const Cap *c, Py_ssize_t *at) {
     Py_ssize_t from = *at, to = from;
     while (to < c->n && c->p[to] != ',') to++;
     *at = to < c->n ? to + 2 : c->n; /* the LIST step put a space after every comma */
-    return loose(c->p + from, to - from, v);
+    return (Cap){c->p + from, to - from};
+}
+
+/* An entry's cell: its text without trailing zeros where that is the float's repr (the FLOAT step's rule, the
+ * usual spelling: 0.837), else the repr of the float it reads as. */
+static int entry_cell(Out *o, Cap e) {
+    Cap shortest;
+    if (cm_float_value(e.p, e.p + e.n, &shortest) == e.p + e.n) return cm_out_put(o, shortest.p, (size_t)shortest.n);
+    double v;
+    return loose(e.p, e.n, &v) < 0 ? -1 : put_repr(o, v);
 }
 
 int cm_convert_cell(Out *o, int conv, const Cap *c) {
@@ -54,9 +63,8 @@ int cm_convert_cell(Out *o, int conv, const Cap *c) {
     if (conv == CONV_PERCENT) return percent(c, &v) < 0 ? -1 : put_repr(o, v);
     int json = conv == CONV_FLOATS_JSON;
     if (json && cm_out_put(o, "[", 1) < 0) return -1;
-    for (Py_ssize_t at = 0; at < c->n;) {
-        if ((at > 0 && cm_out_put(o, json ? "," : ";", 1) < 0) || entry(c, &at, &v) < 0 || put_repr(o, v) < 0) return -1;
-    }
+    for (Py_ssize_t at = 0; at < c->n;)
+        if ((at > 0 && cm_out_put(o, json ? "," : ";", 1) < 0) || entry_cell(o, entry(c, &at)) < 0) return -1;
     return json ? cm_out_put(o, "]", 1) : 0;
 }
 
@@ -66,7 +74,8 @@ PyObject *cm_convert_value(int conv, const Cap *c) {
     if (conv == CONV_PERCENT) return percent(c, &v) < 0 ? NULL : PyFloat_FromDouble(v);
     PyObject *list = PyList_New(0);
     for (Py_ssize_t at = 0; list != NULL && at < c->n;) {
-        PyObject *item = entry(c, &at, &v) < 0 ? NULL : PyFloat_FromDouble(v);
+        Cap e = entry(c, &at);
+        PyObject *item = loose(e.p, e.n, &v) < 0 ? NULL : PyFloat_FromDouble(v);
         if (item == NULL || PyList_Append(list, item) < 0) Py_CLEAR(list);
         Py_XDECREF(item);
     }

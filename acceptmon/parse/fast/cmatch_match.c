@@ -216,7 +216,7 @@ int cm_date(Year *y, Cap *env) {
 /* ---- values ---------------------------------------------------------------------------------- */
 
 /* FLOAT of pieces.py: the capture is the shortest repr (trailing zeros dropped, ".0" kept). */
-static const uint8_t *float_value(const uint8_t *p, const uint8_t *end, Cap *cap) {
+const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap) {
     const uint8_t *d1 = digits(p, end);
     Py_ssize_t n1 = d1 - p;
     if (n1 == 0 || d1 >= end || *d1 != '.') return NULL;
@@ -281,7 +281,7 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
         break;
     case OP_FLOAT: {
         Cap c;
-        q = float_value(p, end, &c);
+        q = cm_float_value(p, end, &c);
         if (q != NULL && st->slot >= 0) caps[st->slot] = c;
         return q;
     }

@@ -87,15 +87,25 @@ static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
     return not_captured();
 }
 
-/* The dependency slots of a plan, each a group the template captures. */
+/* Whether the step that captures a dependency's group reads the text its DEP_* kind converts. */
+static int dep_fits(int code, int kind) {
+    if (kind == DEP_NUMBER) return code == OP_INT || code == OP_FLOAT;
+    if (kind == DEP_PERCENT) return code == OP_LFLOAT;
+    if (kind == DEP_FLOATS) return code == OP_LIST;
+    return kind == DEP_TEXT;
+}
+
+/* The dependencies of a plan (slot + MAX_SLOTS * DEP_*), each a group the template captures. */
 static int deps_of(const Tmpl *t, PyObject *deps, Plan *pl) {
     if (PyTuple_GET_SIZE(deps) > MAX_DEPS) return PyErr_SetString(PyExc_ValueError, "too many dependencies"), -1;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(deps); j++) {
         PyObject *d = PyTuple_GET_ITEM(deps, j);
-        long slot = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
-        if (slot == -1 && PyErr_Occurred()) return -1;
-        if (!captured(t, slot)) return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
-        pl->dep[pl->ndep++] = (int)slot;
+        long code = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
+        if (code == -1 && PyErr_Occurred()) return -1;
+        long slot = code % MAX_SLOTS, kind = code / MAX_SLOTS;
+        if (code < 0 || kind >= NDEP || !captured(t, slot) || !dep_fits(capturer(t, slot), (int)kind))
+            return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
+        pl->dep[pl->ndep] = (int)slot, pl->depkind[pl->ndep++] = (int)kind;
     }
     return 0;
 }
@@ -228,14 +238,34 @@ int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {
 
 /* ---- rows ------------------------------------------------------------------------------------ */
 
+static PyObject *number(const Cap *c);
+
+/* Dependency i of a plan as the memo's key holds it (see DEP_*). */
+static PyObject *dep_value(const Plan *pl, int i, const Cap *caps) {
+    const Cap *c = &caps[pl->dep[i]];
+    switch (pl->depkind[i]) {
+    case DEP_NUMBER:
+        return number(c);
+    case DEP_PERCENT:
+        return cm_convert_value(CONV_PERCENT, c);
+    case DEP_FLOATS: {
+        PyObject *list = cm_convert_value(CONV_FLOATS_JSON, c), *tuple = list ? PyList_AsTuple(list) : NULL;
+        Py_XDECREF(list);
+        return tuple;
+    }
+    default:
+        return PyBytes_FromStringAndSize((const char *)c->p, c->n);
+    }
+}
+
 static PyObject *derived(const Plan *pl, const Cap *caps) {
     PyObject *key;
     if (pl->ndep == 1) {
-        key = PyBytes_FromStringAndSize((const char *)caps[pl->dep[0]].p, caps[pl->dep[0]].n);
+        key = dep_value(pl, 0, caps);
     } else {
         key = PyTuple_New(pl->ndep);
         for (int i = 0; key != NULL && i < pl->ndep; i++) {
-            PyObject *b = PyBytes_FromStringAndSize((const char *)caps[pl->dep[i]].p, caps[pl->dep[i]].n);
+            PyObject *b = dep_value(pl, i, caps);
             if (b == NULL) Py_CLEAR(key);
             else PyTuple_SET_ITEM(key, i, b);
         }

@@ -48,6 +48,18 @@ conversion ``c`` (``cmatch_convert.c``: the converter's value of a :data:`~accep
 kind, whose cell is not its text)."""
 CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON = 0, 1, 2
 """Conversions: a percentage's fraction; a list of floats as its CSV cell (``;`` between) or its JSON array."""
+DEP_TEXT, DEP_NUMBER, DEP_PERCENT, DEP_FLOATS = 0, 1, 2, 3
+"""How the compiled matcher hands a derived cell's dependency (``slot + 256 * d``) to :meth:`Plan.derived_cells`:
+its text, or its value as the kind's converter gives it (a list as a tuple, a memo key being hashable)."""
+_DEP_OF = {
+    "int": DEP_NUMBER,
+    "count": DEP_NUMBER,
+    "float": DEP_NUMBER,
+    "number": DEP_NUMBER,
+    "percent": DEP_PERCENT,
+    "float_list": DEP_FLOATS,
+}
+"""Kinds whose dependency value the compiled matcher converts (captured by the INT, FLOAT, LFLOAT, LIST steps)."""
 
 NUMBERS = frozenset({"int", "float", "count", "number"})
 """Group kinds captured as JSON numbers (by the INT and FLOAT steps, whose text ``json.loads`` reads as it is: the
@@ -136,11 +148,13 @@ class Plan:
         if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
             raise Unsupported(t.kind)  # a value of the line's that the template does not capture
         deps = sorted(set(t.fields) & (reads | (set(t.fields) if every and kind.derive else set())))
-        self.dep_slots = tuple(t.fields[f] for f in deps)
-        """The template groups of ``dep``, for the compiled matcher."""
+        kinds = [t.groups[t.fields[f]][1] for f in deps]
+        self.dep_slots = tuple(t.fields[f] + 256 * _DEP_OF.get(k, DEP_TEXT) for f, k in zip(deps, kinds, strict=True))
+        """The template groups of ``dep`` and how each is handed over (:data:`DEP_TEXT`, ...), for the compiled
+        matcher."""
         self.fmt_kind, self.launch, self.derive, self.base, self.typed = fmt, launch, kind.derive, base, typed
         self.kind = t.kind
-        self.dep_fields = [(f, VALUE_KINDS[t.groups[t.fields[f]][1]]) for f in deps]
+        self.dep_fields = [(f, _dep_value(k)) for f, k in zip(deps, kinds, strict=True)]
         self.cells: dict[tuple[type, Any], Any] = {}
         """Cells of derived values by their value (see :meth:`_cell`)."""
         self.derived = written if deps else []
@@ -224,8 +238,8 @@ class Plan:
             return got
         raw = texts if len(self.dep_slots) > 1 else (texts,)
         values = dict(self.base)
-        for (name, convert), text in zip(self.dep_fields, raw, strict=True):
-            values[name] = convert(text.decode())
+        for (name, convert), got_value in zip(self.dep_fields, raw, strict=True):
+            values[name] = got_value if convert is None else convert(got_value)
         if self.derive is not None:  # a plan has dependencies only where its kind derives values
             self.derive(values, self.launch)
         got = tuple(map(self._cell, map(values.get, self.derived)))
@@ -254,6 +268,18 @@ class Plan:
         if type(value) in _SAME or (type(value) is list and all(type(v) in _SAME for v in value)):
             return value  # json.loads of its JSON cell is an equal value of the same type, at no cost (a spec line's)
         return json.loads(cell(value, "jsonl"))
+
+
+def _dep_value(kind: str) -> Callable[[Any], Any] | None:
+    """What makes a dependency's value of what the compiled matcher hands over: nothing (its converted value),
+    a list of its tuple, or the kind's converter of its text."""
+    if kind not in _DEP_OF:
+        return functools.partial(_decoded, VALUE_KINDS[kind])
+    return list if _DEP_OF[kind] == DEP_FLOATS else None
+
+
+def _decoded(convert: Callable[[str], Any], text: bytes) -> Any:
+    return convert(text.decode())
 
 
 def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes | int, ...]:
