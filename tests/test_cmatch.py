@@ -484,3 +484,18 @@ def test_a_dependency_reaches_the_memo_as_its_text_or_its_converted_value():
     for bad in (1 + 256 * DEP_NUMBER, 0 + 256 * DEP_PERCENT, 1 + 256 * DEP_FLOATS, 0 + 256 * 9):
         with pytest.raises(ValueError, match="dependency"):
             program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (bad,), Memo())])
+
+
+def test_a_callable_memo_is_called_for_every_row():
+    """A plan that remembers nothing hands the compiled matcher a callable: it is called once per row, with the
+    key a mapping would be asked for."""
+    calls: list[Any] = []
+
+    def cells(key):
+        calls.append(key)
+        return (key,)
+
+    program = _program([("LIT", -1, (b"n: ",)), ("INT", 0, ())])
+    buf = b"\n" + STAMP + b"n: 7\n" + STAMP + b"n: 7\n"
+    got = program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (0,), cells)])
+    assert got is not None and got[1] == b"7\n7\n" and calls == [b"7", b"7"]

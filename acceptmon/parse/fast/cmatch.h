@@ -133,7 +133,8 @@ typedef struct {
 typedef struct {
     PyObject *recipe; /* a strong reference to the tuple of bytes | int (typed: of the fields' steps), or NULL: the
                          template is only counted */
-    PyObject *memo; /* a strong reference to the derived cells by dependency text (typed: their values) */
+    PyObject *memo; /* a strong reference to the derived cells by dependencies (typed: their values): a mapping, or
+                       a callable that gives them */
     Cell *cells; /* the recipe in C, checked against the template */
     Py_ssize_t ncells;
     int dep[MAX_DEPS]; /* groups */

@@ -271,7 +271,8 @@ static PyObject *derived(const Plan *pl, const Cap *caps) {
         }
     }
     if (key == NULL) return NULL;
-    PyObject *cells = PyObject_GetItem(pl->memo, key); /* may run any Python code: see the top of this file */
+    /* a mapping's item, or a callable's result (a plan that remembers nothing): either may run any Python code */
+    PyObject *cells = PyCallable_Check(pl->memo) ? PyObject_CallOneArg(pl->memo, key) : PyObject_GetItem(pl->memo, key);
     Py_DECREF(key);
     if (cells != NULL && !PyTuple_Check(cells)) {
         Py_DECREF(cells);

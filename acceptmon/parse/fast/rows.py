@@ -32,7 +32,7 @@ from acceptmon.parse.values import VALUE_KINDS
 CONSTANT_FIELDS = frozenset({"server", "file", "run"})
 MEMO = 8192
 """Derived cells a plan remembers at most (then it starts again): a decode line's accept len has a few hundred
-spellings, a vLLM spec line's counts one per line, whose cells would only fill memory."""
+spellings (a plan whose cells depend on counts remembers none: :attr:`Plan.memoised`)."""
 _LINE_FIELDS = frozenset({"line", "timestamp", "rank", "extra", *STREAM_FIELDS, "process", "pid", "level", "prefix"})
 """Values a line gives besides its template's fields (envelope, stream prefix, unknown keys): a ``derive``
 that reads one makes the template's rows the parser's. Any other field a template lacks, its lines lack too."""
@@ -51,6 +51,9 @@ CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON = 0, 1, 2
 DEP_TEXT, DEP_NUMBER, DEP_PERCENT, DEP_FLOATS = 0, 1, 2, 3
 """How the compiled matcher hands a derived cell's dependency (``slot + 256 * d``) to :meth:`Plan.derived_cells`:
 its text, or its value as the kind's converter gives it (a list as a tuple, a memo key being hashable)."""
+_UNIQUE = frozenset({"count", "float_list"})
+"""Kinds whose values rarely come again (token counts, per-position rates): a plan depending on one remembers
+nothing (:attr:`Plan.memoised`)."""
 _DEP_OF = {
     "int": DEP_NUMBER,
     "count": DEP_NUMBER,
@@ -159,6 +162,10 @@ class Plan:
         """Cells of derived values by their value (see :meth:`_cell`)."""
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
+        self.memoised = not {k for k in kinds if k in _UNIQUE}
+        """Whether the derived cells are remembered by their dependencies: not where one is a count or a list (a
+        vLLM spec line's token counts and rates differ line by line, so the compiled matcher calls
+        :meth:`derived_cells` itself rather than hash and keep keys that never come again)."""
         self.fields: tuple[tuple[bytes | int, ...], ...] = ()
         """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps; a field the compiled matcher
         does not build makes it refuse the plan (:func:`acceptmon.parse.fast.native.compiled`: the template's rows
@@ -172,8 +179,13 @@ class Plan:
         slots, memo, shape, names, the plan itself, which each row comes paired with); False if it writes no row
         (the general parser's)."""
         if self.typed:  # the compiled matcher may still refuse a field it does not build (native.compiled)
-            return (self.fields, self.dep_slots, self.memo, self.shape, self.names, self)
-        return False if self.recipe is None else (self.recipe, self.dep_slots, self.memo)
+            return (self.fields, self.dep_slots, self._lookup(), self.shape, self.names, self)
+        return False if self.recipe is None else (self.recipe, self.dep_slots, self._lookup())
+
+    def _lookup(self) -> Any:
+        """What the compiled matcher asks for a row's derived cells: the memo (a mapping), or :meth:`derived_cells`
+        (a callable) where nothing is remembered."""
+        return self.memo if self.memoised else self.derived_cells
 
     def _recipe(
         self, t: Template, columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
@@ -232,10 +244,8 @@ class Plan:
         self.fields = tuple(varying)
 
     def derived_cells(self, texts: Any) -> tuple[Any, ...]:
-        """Cells of the derived columns for one row's dependency text(s) (memoised); typed, their values."""
-        got = self.memo.get(texts)
-        if got is not None:
-            return got
+        """Cells of the derived columns for one row's dependencies (remembered where :attr:`memoised`); typed, their
+        values."""
         raw = texts if len(self.dep_slots) > 1 else (texts,)
         values = dict(self.base)
         for (name, convert), got_value in zip(self.dep_fields, raw, strict=True):
@@ -243,9 +253,10 @@ class Plan:
         if self.derive is not None:  # a plan has dependencies only where its kind derives values
             self.derive(values, self.launch)
         got = tuple(map(self._cell, map(values.get, self.derived)))
-        if len(self.memo) > MEMO:
-            self.memo.clear()
-        self.memo[texts] = got
+        if self.memoised:
+            if len(self.memo) > MEMO:
+                self.memo.clear()
+            self.memo[texts] = got
         return got
 
     def _cell(self, value: Any) -> Any:
