@@ -152,20 +152,21 @@ class Plan:
             raise Unsupported(t.kind)  # a value of the line's that the template does not capture
         deps = sorted(set(t.fields) & (reads | (set(t.fields) if every and kind.derive else set())))
         kinds = [t.groups[t.fields[f]][1] for f in deps]
-        self.dep_slots = tuple(t.fields[f] + 256 * _DEP_OF.get(k, DEP_TEXT) for f, k in zip(deps, kinds, strict=True))
+        self.memoised = not {k for k in kinds if k in _UNIQUE}
+        """Whether the derived cells are remembered by their dependencies' text: not where one is a count or a list
+        (a vLLM spec line's token counts and rates differ line by line, so the compiled matcher hands them over
+        converted and calls :meth:`derived_cells` itself rather than hash and keep keys that never come again)."""
+        dep_kinds = [DEP_TEXT if self.memoised else _DEP_OF.get(k, DEP_TEXT) for k in kinds]
+        self.dep_slots = tuple(t.fields[f] + 256 * d for f, d in zip(deps, dep_kinds, strict=True))
         """The template groups of ``dep`` and how each is handed over (:data:`DEP_TEXT`, ...), for the compiled
         matcher."""
         self.fmt_kind, self.launch, self.derive, self.base, self.typed = fmt, launch, kind.derive, base, typed
         self.kind = t.kind
-        self.dep_fields = [(f, _dep_value(k)) for f, k in zip(deps, kinds, strict=True)]
+        self.dep_fields = [(f, _dep_value(k, d)) for f, k, d in zip(deps, kinds, dep_kinds, strict=True)]
         self.cells: dict[tuple[type, Any], Any] = {}
         """Cells of derived values by their value (see :meth:`_cell`)."""
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
-        self.memoised = not {k for k in kinds if k in _UNIQUE}
-        """Whether the derived cells are remembered by their dependencies: not where one is a count or a list (a
-        vLLM spec line's token counts and rates differ line by line, so the compiled matcher calls
-        :meth:`derived_cells` itself rather than hash and keep keys that never come again)."""
         self.fields: tuple[tuple[bytes | int, ...], ...] = ()
         """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps; a field the compiled matcher
         does not build makes it refuse the plan (:func:`acceptmon.parse.fast.native.compiled`: the template's rows
@@ -281,12 +282,12 @@ class Plan:
         return json.loads(cell(value, "jsonl"))
 
 
-def _dep_value(kind: str) -> Callable[[Any], Any] | None:
-    """What makes a dependency's value of what the compiled matcher hands over: nothing (its converted value),
-    a list of its tuple, or the kind's converter of its text."""
-    if kind not in _DEP_OF:
+def _dep_value(kind: str, handed: int) -> Callable[[Any], Any] | None:
+    """What makes a dependency's value of what the compiled matcher hands over (``handed``, :data:`DEP_TEXT`, ...):
+    the kind's converter of its text, a list of its tuple, or nothing (its converted value)."""
+    if handed == DEP_TEXT:
         return functools.partial(_decoded, VALUE_KINDS[kind])
-    return list if _DEP_OF[kind] == DEP_FLOATS else None
+    return list if handed == DEP_FLOATS else None
 
 
 def _decoded(convert: Callable[[str], Any], text: bytes) -> Any:
