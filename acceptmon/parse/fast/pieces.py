@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Callable
 from typing import Any, Literal, TypeAlias
 
 Format: TypeAlias = Literal["csv", "jsonl"]
@@ -119,6 +120,15 @@ def csv_cell(value: Any) -> bytes:
 
 def json_cell(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def float_cell(fmt: Format) -> Callable[[float], bytes]:
+    """What writes a float's cell as :func:`cell` does: its ``str`` in CSV, ``json.dumps`` in JSONL."""
+    return _str_bytes if fmt == "csv" else json_cell
+
+
+def _str_bytes(value: float) -> bytes:
+    return str(value).encode()
 
 
 def cell(value: Any, fmt: Format) -> bytes:

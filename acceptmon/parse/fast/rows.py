@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from acceptmon.parse.fast.model import Template
-from acceptmon.parse.fast.pieces import CONVERTED, Format, cell
+from acceptmon.parse.fast.pieces import CONVERTED, Format, cell, float_cell
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig, prepare
 from acceptmon.parse.streams import STREAM_FIELDS
@@ -165,6 +165,7 @@ class Plan:
         self.dep_fields = [(f, _dep_value(k, d)) for f, k, d in zip(deps, kinds, dep_kinds, strict=True)]
         self.cells: dict[tuple[type, Any], Any] = {}
         """Cells of derived values by their value (see :meth:`_cell`)."""
+        self.float_cell = float_cell(fmt)
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
         self.fields: tuple[tuple[bytes | int, ...], ...] = ()
@@ -262,7 +263,9 @@ class Plan:
 
     def _cell(self, value: Any) -> Any:
         """A derived value's cell (a launch's algorithm, a source's name: the same values row after row)."""
-        if type(value) is list or type(value) is float:
+        if type(value) is float:  # every row's own (an accept rate, an accept length): no memo, no type tests
+            return value if self.typed else self.float_cell(value)
+        if type(value) is list:
             return self._out(value)
         key = (type(value), value)  # 1, 1.0 and True are equal keys but different cells
         got = self.cells.get(key)
