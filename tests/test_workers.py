@@ -216,3 +216,40 @@ def test_a_ctrl_c_lost_inside_a_destructor_still_ends_the_command(tmp_path):
     finally:
         signal.signal(signal.SIGINT, old)
         Interrupt.happened = False
+
+
+_PARSE_RANGE = workers._parse_range
+_HERE: list[str] = []
+"""What this process did, in order: parsed a range itself ("here"), or collected one ("collect")."""
+_HERE_PID = [0]
+
+
+def _slow_range(task):  # top level: the pool sends it to a worker by name
+    if os.getpid() != _HERE_PID[0]:
+        time.sleep(0.5)  # a slow worker: the first range to collect is its
+    else:
+        _HERE.append("here")
+    return _PARSE_RANGE(task)
+
+
+@pytest.mark.parametrize("ahead", [None, 1, 2])
+def test_this_process_holds_at_most_its_jobs_ahead_results_while_a_worker_is_slow(
+    grammars, small_ranges, monkeypatch, ahead
+):
+    """While the range it must collect next is still in a worker, this process parses further ranges itself, at
+    most the job's ``ahead`` of them (``AHEAD`` for a job that sets none), then waits: the same output."""
+
+    class Job(TableJob):
+        def collect(self, part):
+            _HERE.append("collect")
+            super().collect(part)
+
+    if ahead is not None:
+        Job.ahead = ahead  # type: ignore[attr-defined]
+    _HERE.clear()
+    _HERE_PID[0] = os.getpid()
+    monkeypatch.setattr(workers, "_parse_range", _slow_range)
+    out = io.BytesIO()
+    batch.run([str(SEED)], grammars, Job("csv", out), jobs=2, fast="csv")
+    assert _HERE.index("collect") == (workers.AHEAD if ahead is None else ahead)
+    assert out.getvalue() == _parse(grammars, SEED, 1)

@@ -60,7 +60,9 @@ class Job(Protocol[T]):
 
     A job whose class sets ``from_lane = True`` never reads a record's ``extra`` (the ``key: value`` pairs no
     grammar knows): a large input's stats lines then reach it from the fast lane as records
-    (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty."""
+    (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty. One that sets
+    ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
+    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer."""
 
     records_wanted: frozenset[str]
     """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""

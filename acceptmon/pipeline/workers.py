@@ -29,7 +29,8 @@ _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
 AHEAD = 4
 """Results this process holds while the one it must collect next is not ready: it waits for that one
-rather than parse further ahead (a faster main process piled up a whole file's rows)."""
+rather than parse further ahead (a faster main process piled up a whole file's rows). A job may hold fewer
+(its ``ahead``: :class:`acceptmon.pipeline.batch.Job`)."""
 Collect = Callable[[int, tuple[list[Any], Tally]], None]
 Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None]]
 """A range's chunk results, its tally, the years its year-less timestamps got, the (month, year) its
@@ -82,12 +83,13 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
     known: tuple[int | None, int | None] = (None, None)  # (year, month) of the last year-less timestamp so far
     done: dict[int, Result] = {}
     given = 0  # tasks given out so far (to a worker or taken here)
+    ahead = getattr(_WORKER["job"], "ahead", AHEAD)
     for k, task in enumerate(tasks):
         while k not in done:
             while given < len(tasks) and len(pending) < 2 * (jobs - 1):
                 pending[given] = pool.submit(_parse_range, tasks[given])
                 given += 1
-            if k in pending and (pending[k].done() or given == len(tasks) or len(done) >= AHEAD):
+            if k in pending and (pending[k].done() or given == len(tasks) or len(done) >= ahead):
                 done[k] = pending.pop(k).result()
             else:
                 done[given] = _parse_range(tasks[given])
