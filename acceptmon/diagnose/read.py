@@ -40,7 +40,7 @@ class DoctorJob:
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
     ahead = 2
     """Ranges' results ``-j`` holds ahead (:data:`acceptmon.pipeline.workers.AHEAD` is for CSV bytes): a range's
-    packed facts weigh more. 256 MiB of SGLang's newest line: 186 → 169 MiB summed, no slower."""
+    packed facts weigh more. 256 MiB of SGLang's newest line: 184–191 → 172 MiB summed peak RSS."""
 
     def __init__(self, doctor: Doctor, depth: DepthInputs | None = None) -> None:
         self.doctor, self.depth = doctor, depth

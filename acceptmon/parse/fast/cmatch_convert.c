@@ -5,8 +5,9 @@
  * digits as Python's round() does: to the correctly rounded decimal string of that many digits, read back. A list
  * (values.to_float_list) is the LIST step's text, such numbers with ", " between, each read as float() reads it.
  * A cell prints a float as repr() does (the csv module's str(), json's float repr): the list ';'-joined in CSV,
- * a JSON array in JSONL; an entry spelt as the FLOAT step reads a shortest repr is copied without its trailing zeros. Both conversions use CPython's own string <-> double functions, so a value is the very
- * float the parser's converter makes.
+ * a JSON array in JSONL; an entry spelt as the FLOAT step reads a shortest repr is copied without its trailing
+ * zeros. Both conversions use CPython's own string <-> double functions, so a value is the very float the parser's
+ * converter makes.
  */
 #include "cmatch.h"
 
