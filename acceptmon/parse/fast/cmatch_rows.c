@@ -103,7 +103,8 @@ static int deps_of(const Tmpl *t, PyObject *deps, Plan *pl) {
         long code = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
         if (code == -1 && PyErr_Occurred()) return -1;
         long slot = code % MAX_SLOTS, kind = code / MAX_SLOTS;
-        if (code < 0 || kind >= NDEP || !captured(t, slot) || !dep_fits(capturer(t, slot), (int)kind))
+        int step = code < 0 ? -1 : capturer(t, slot);
+        if (step < 0 || kind >= NDEP || !dep_fits(step, (int)kind))
             return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
         pl->dep[pl->ndep] = (int)slot, pl->depkind[pl->ndep++] = (int)kind;
     }
@@ -214,7 +215,7 @@ int cm_plan_ok(const Program *pg, int i, PyObject *p) {
 }
 
 /* plans[i]: None (counted only), False (counted; the general parser writes its rows), (recipe, dependency slots
- * tuple, memo mapping), or a typed plan (fields, dependency slots, memo, shape, names, owner); a scan's plans are
+ * tuple, memo: a mapping or a callable), or a typed plan (fields, dependency slots, memo, shape, names, owner); a scan's plans are
  * typed or not, all of them. Every plan is read here, before any line, into out[i] with its own references: what
  * the list holds later does not matter to this scan. */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {

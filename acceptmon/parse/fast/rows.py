@@ -4,7 +4,8 @@ Everything that is the same for every row of a template in a run is printed once
 recipe (:attr:`Plan.recipe`, which the compiled matcher follows): the file, server and kind, the
 run, and the launch's derived values. A derived
 value that depends on the row (``draft_accept_rate`` from ``accept_len``) is computed by
-the kind's own ``derive`` once per distinct logged text and remembered. What ``derive``
+the kind's own ``derive``, once per distinct logged text where it is remembered (not where it depends on a token
+count or a list, which rarely come again: :attr:`Plan.memoised`). What ``derive``
 reads and writes is found by running it on the template's sample values; a ``derive`` that
 reads anything but the template's fields, the server, the file or the run makes the
 template's rows go to the general parser.
@@ -54,19 +55,11 @@ its text, or its value as the kind's converter gives it (a list as a tuple, a me
 _UNIQUE = frozenset({"count", "float_list"})
 """Kinds whose values rarely come again (token counts, per-position rates): a plan depending on one remembers
 nothing (:attr:`Plan.memoised`)."""
-_DEP_OF = {
-    "int": DEP_NUMBER,
-    "count": DEP_NUMBER,
-    "float": DEP_NUMBER,
-    "number": DEP_NUMBER,
-    "percent": DEP_PERCENT,
-    "float_list": DEP_FLOATS,
-}
-"""Kinds whose dependency value the compiled matcher converts (captured by the INT, FLOAT, LFLOAT, LIST steps)."""
-
 NUMBERS = frozenset({"int", "float", "count", "number"})
 """Group kinds captured as JSON numbers (by the INT and FLOAT steps, whose text ``json.loads`` reads as it is: the
 compiled matcher builds their typed fields, see ``field_of`` in ``cmatch_rows.c``)."""
+_DEP_OF = {**dict.fromkeys(NUMBERS, DEP_NUMBER), "percent": DEP_PERCENT, "float_list": DEP_FLOATS}
+"""Kinds whose dependency value the compiled matcher converts (captured by the INT, FLOAT, LFLOAT, LIST steps)."""
 
 
 _SAME = frozenset({type(None), bool, int, float, str})
@@ -113,8 +106,8 @@ class _Memo(dict[Any, tuple[Any, ...]]):
         super().__init__()
         self.plan = plan
 
-    def __missing__(self, texts: Any) -> tuple[Any, ...]:
-        return self.plan.derived_cells(texts)
+    def __missing__(self, key: Any) -> tuple[Any, ...]:
+        return self.plan.derived_cells(key)
 
 
 class Plan:
@@ -214,13 +207,13 @@ class Plan:
         if fmt == "csv":
             return _recipe(steps)
         if self.typed:
-            self._typed(t, steps, columns, "extra" in model)
+            self._typed(steps, columns, "extra" in model)
             return None
         if t.extras:
             return None
         return _json_recipe(steps, columns)
 
-    def _typed(self, t: Template, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> None:
+    def _typed(self, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> None:
         """A typed lane's row: the record's values, the same in every row of the plan in :attr:`shape`, and the
         cells that vary row by row (the line, its time and rank, captured and derived values) in :attr:`fields`,
         as the steps of their JSON cells: the compiled matcher sets each in a copy of the shape
@@ -245,10 +238,10 @@ class Plan:
         self.make = prepare(KINDS[self.kind].model).make
         self.fields = tuple(varying)
 
-    def derived_cells(self, texts: Any) -> tuple[Any, ...]:
+    def derived_cells(self, key: Any) -> tuple[Any, ...]:
         """Cells of the derived columns for one row's dependencies (remembered where :attr:`memoised`); typed, their
         values."""
-        raw = texts if len(self.dep_slots) > 1 else (texts,)
+        raw = key if len(self.dep_slots) > 1 else (key,)
         values = dict(self.base)
         for (name, convert), got_value in zip(self.dep_fields, raw, strict=True):
             values[name] = got_value if convert is None else convert(got_value)
@@ -258,7 +251,7 @@ class Plan:
         if self.memoised:
             if len(self.memo) > MEMO:
                 self.memo.clear()
-            self.memo[texts] = got
+            self.memo[key] = got
         return got
 
     def _cell(self, value: Any) -> Any:
