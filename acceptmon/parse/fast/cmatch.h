@@ -162,6 +162,8 @@ PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env
 /* cmatch_convert.c: a converted group's cell into o, or its value (a new reference); -1 or NULL with an error set
  * (ValueError for a value the parser's converter refuses: a percentage over 100) */
 int cm_convert_cell(Out *o, int conv, const Cap *c);
+/* A plain decimal's float where it is read exactly without CPython (*exact set), as float() reads it. */
+double cm_read_float(const uint8_t *p, Py_ssize_t n, int *exact);
 PyObject *cm_convert_value(int conv, const Cap *c);
 
 /* cmatch_build.c */

@@ -338,7 +338,9 @@ static PyObject *number(const Cap *c) {
     text[c->n] = '\0';
     if (!memchr(text, '.', (size_t)c->n) && !memchr(text, 'e', (size_t)c->n) && !memchr(text, 'E', (size_t)c->n))
         return PyLong_FromString(text, NULL, 10);
-    double v = PyOS_string_to_double(text, NULL, NULL);
+    int exact;
+    double v = cm_read_float(c->p, c->n, &exact);
+    if (!exact) v = PyOS_string_to_double(text, NULL, NULL);
     return v == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(v);
 }
 
