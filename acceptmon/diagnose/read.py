@@ -7,10 +7,8 @@ its runs without speculation become the reference the engine matches buckets aga
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import cast
 
 from pydantic import BaseModel
 
@@ -19,13 +17,14 @@ from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.model import Finding, Rule
 from acceptmon.diagnose.state import RunState
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.columns import Packed, pack, unpack
+from acceptmon.measure.columns import Packed
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.speedup import baseline_runs
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.records import Record
 from acceptmon.pipeline.batch import run
+from acceptmon.pipeline.workers import handed_on, taken
 
 
 class DoctorJob:
@@ -52,11 +51,10 @@ class DoctorJob:
         self.records_wanted = frozenset(k for k in wanted | self.requests if k in KINDS)
 
     def chunk(self, records: list[Record]) -> list[Record] | Packed:
-        return pack(records) if multiprocessing.parent_process() is not None else records
+        return handed_on(records)
 
     def collect(self, part: list[Record] | Packed) -> None:
-        packed = bool(part) and isinstance(part[0], tuple)
-        records = unpack(cast(Packed, part)) if packed else iter(cast(list[Record], part))
+        records = taken(part)
         if self.depth is None:
             self.doctor.feed(records)
             return

@@ -9,20 +9,23 @@ that dies ends the run with one line instead of a wait without end.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
+from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.parse import prescan
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
+from acceptmon.parse.records import Record
 from acceptmon.pipeline import inplace
 
 _WORKER: dict[str, Any] = {}
@@ -37,14 +40,25 @@ Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[i
 first one was given with no year to go on (:attr:`Parser.guess`), and its (year, month) at the end."""
 
 
+def handed_on(records: list[Record]) -> list[Record] | Packed:
+    """Records a job's chunk hands on for its collect to read in file order: packed in a worker (a quarter of a
+    record object's pickle: :func:`~acceptmon.measure.columns.pack`), as they are in this process."""
+    return pack(records) if multiprocessing.parent_process() is not None else records
+
+
+def taken(part: list[Record] | Packed) -> Iterator[Record]:
+    """The records of :func:`handed_on`, one at a time."""
+    if part and isinstance(part[0], tuple):
+        return unpack(part)
+    return iter(cast("list[Record]", part))
+
+
 def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:
     """Parse ``ranges`` of ``path`` on ``jobs - 1`` workers and this process; ``collect(bytes, (parts,
     tally))`` each in order.
 
     ``setup``: grammars, job, lane, finder, parts (``(parser, block, job, lane) -> parts``), block size.
     """
-    import multiprocessing
-
     with open(path, "rb") as held:
         _WORKER.update(setup, source=_reopenable(path, held.fileno()))
         pool = ProcessPoolExecutor(max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"), initializer=_quiet)

@@ -12,11 +12,13 @@ from typing import cast
 
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.measure.columns import Packed
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
 from acceptmon.parse.records import Record
+from acceptmon.pipeline.workers import handed_on, taken
 
 
 class StatsJob:
@@ -34,21 +36,21 @@ class StatsJob:
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> tuple[int, Stats | list[Record]]:
+    def chunk(self, records: list[Record]) -> tuple[int, Stats | list[Record] | Packed]:
         count = sum(1 for r in records if r.kind in self.records_wanted)
         if not Stats.order_free(records):
-            return count, records
+            return count, handed_on(records)
         part = Stats()
         part.update(records)
         return count, part
 
-    def collect(self, part: tuple[int, Stats | list[Record]]) -> None:
+    def collect(self, part: tuple[int, Stats | list[Record] | Packed]) -> None:
         count, body = part
         self.records += count
         if isinstance(body, Stats):
             self.stats.merge(body)
         else:
-            self.stats.update(body)
+            self.stats.update(taken(body))
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
