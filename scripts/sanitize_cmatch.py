@@ -29,7 +29,12 @@ SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-o
 FLAGS = ("-shared", "-fPIC", "-std=c11", *hatch_build.WARNINGS, *SANITIZE)
 GROUPS = (
     ["tests/test_fastlane.py", "tests/test_fastlane_vllm.py", "tests/test_fastlane_sglang.py"],
-    ["tests/test_cmatch.py", "tests/test_cmatch_faults.py", "tests/test_cmatch_fuzz.py"],
+    [
+        "tests/test_cmatch.py",
+        "tests/test_cmatch_faults.py",
+        "tests/test_cmatch_fuzz.py",
+        "tests/test_compiled_derive.py",
+    ],
 )
 """Two pytest runs side by side (a core each): every fast-lane case runs on the compiled matcher."""
 TIMEOUT = 300

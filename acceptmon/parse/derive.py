@@ -8,9 +8,15 @@ request the run's algorithm and draft tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from acceptmon.parse.records import LaunchConfig
+
+SPEC_DIGITS = 6
+"""A spec line's derived accept rate and accept length are rounded to this many decimals (the compiled matcher's
+``SPEC_DIGITS`` too: its twin of :func:`spec_values`, ``cmatch_derive.c``)."""
 
 
 def decode_from_launch(values: dict[str, Any], launch: LaunchConfig | None) -> None:
@@ -32,7 +38,7 @@ def spec_values(values: dict[str, Any], launch: LaunchConfig | None) -> None:
     if drafted == 0:
         values["accept_rate"] = None
     elif drafted is not None and accepted is not None:
-        values["accept_rate"] = round(accepted / drafted, 6)
+        values["accept_rate"] = round(accepted / drafted, SPEC_DIGITS)
     values["draft_accept_rate"] = values.get("accept_rate")
     positions = values.get("position_accept_rates")
     k = values.get("num_spec_tokens") or (len(positions) if positions else None)
@@ -43,12 +49,12 @@ def spec_values(values: dict[str, Any], launch: LaunchConfig | None) -> None:
         k = k or launch.spec_num_steps
     logged = values.pop("accept_len", None)
     if logged is not None:
-        values["accept_len"] = round(logged + missing_bonus(logged, positions), 6)
+        values["accept_len"] = round(logged + missing_bonus(logged, positions), SPEC_DIGITS)
         values["accept_len_source"] = "logged"
     elif drafted and k:
         emitted = values.get("emitted_tokens")
         derived = emitted * k / drafted if emitted is not None else 1 + (accepted or 0) * k / drafted
-        values["accept_len"] = round(derived, 6)
+        values["accept_len"] = round(derived, SPEC_DIGITS)
         values["accept_len_source"] = "derived"
 
 
@@ -69,3 +75,28 @@ def request_from_launch(values: dict[str, Any], launch: LaunchConfig | None) -> 
     if launch is not None:
         values["spec_algorithm"] = launch.spec_algorithm
         values["spec_num_draft_tokens"] = launch.draft_tokens
+
+
+@dataclass(frozen=True)
+class Fields:
+    """What a derive may read and write, whichever branch a line's values take it down (the fast lane's plans learn
+    from one line, whose values may take another: an idle spec line writes no accept length). A test runs each
+    derive on drawn values and holds what it touches to these."""
+
+    reads: frozenset[str]
+    writes: frozenset[str]
+
+
+_LAUNCH = frozenset({"spec_algorithm", "spec_num_steps", "spec_num_draft_tokens"})
+FIELDS: dict[Callable[[dict[str, Any], LaunchConfig | None], None], Fields] = {
+    decode_from_launch: Fields(frozenset({"accept_len"}), _LAUNCH | {"draft_accept_rate"}),
+    spec_values: Fields(
+        frozenset(
+            {"drafted_tokens", "accepted_tokens", "accept_rate", "position_accept_rates", "num_spec_tokens"}
+            | {"accept_len", "emitted_tokens"}
+        ),
+        _LAUNCH | {"accept_rate", "draft_accept_rate", "accept_len", "accept_len_source"},
+    ),
+    request_from_launch: Fields(frozenset(), frozenset({"spec_algorithm", "spec_num_draft_tokens"})),
+}
+"""Each derive's :class:`Fields`."""

@@ -1,10 +1,11 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is six translation units, built together into one extension (hatch_build.py):
+ * The module is seven translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
  *   cmatch_convert.c  a percentage's or a list's value, from its captured text, as the parser's converter gives it
+ *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
@@ -17,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 11
+#define CMATCH_VERSION 12
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -27,6 +28,9 @@
 #define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
 #define MAX_DEPS 8 /* capture groups a derived cell may depend on */
 #define MAX_LEADS 64 /* leads a dated envelope may have before its prefix */
+#define REPR_MAX 48 /* a buffer for a float's repr of at most 15 digits in fixed notation */
+#define SPEC_DIGITS 6 /* a spec line's derived rate and length are rounded to this many decimals (derive.py) */
+#define MAX_OUTS 32 /* derived cells a compiled derive gives */
 
 /* OP_BARE, a template's first step only: the template starts its line, behind no envelope (a line whose envelope
  * the program reads is never one of its lines); its rows have no timestamp and no rank. */
@@ -45,6 +49,11 @@ enum { CONV_PERCENT, CONV_FLOATS_CSV, CONV_FLOATS_JSON, NCONV };
  * its number (DEP_NUMBER, of the INT or FLOAT step: an int or a float), a percentage's fraction (DEP_PERCENT), or a
  * list's floats (DEP_FLOATS, a tuple: a memo key is hashable). */
 enum { DEP_TEXT, DEP_NUMBER, DEP_PERCENT, DEP_FLOATS, NDEP };
+
+/* A compiled derive's inputs (groups) and outputs: the accept rate (draft_accept_rate too), the accept length, its
+ * source, or a cell that is the same on every row (OUT_CELL: the launch's config). */
+enum { IN_DRAFTED, IN_ACCEPTED, IN_POSITIONS, IN_LOGGED, IN_SPEC_TOKENS, IN_EMITTED, NIN };
+enum { OUT_RATE, OUT_LEN, OUT_SOURCE, OUT_CELL };
 
 typedef struct {
     const uint8_t *s; /* in a Program: its own copy (cmatch_build.c frees it) */
@@ -130,6 +139,18 @@ typedef struct {
     Py_ssize_t ncells;
 } Field;
 
+/* A plan's compiled derive (cmatch_derive.c): which groups it reads, and what each derived cell is. */
+typedef struct {
+    PyObject *spec; /* a strong reference to the tuple it was read from, which holds the objects below */
+    PyObject *cells; /* each OUT_CELL output's cell, at its index */
+    PyObject *none, *logged, *derived, *source; /* cells: no value; the accept length's sources; its default source */
+    int in[NIN]; /* groups, -1 for none */
+    int out[MAX_OUTS]; /* OUT_* */
+    int nout;
+    uint64_t launch_k; /* the launch's spec_num_steps, 0 for none */
+    int typed; /* cells are values (PyFloat), not bytes */
+} Derive;
+
 typedef struct {
     PyObject *recipe; /* a strong reference to the tuple of bytes | int (typed: of the fields' steps), or NULL: the
                          template is only counted */
@@ -140,6 +161,7 @@ typedef struct {
     int dep[MAX_DEPS]; /* groups */
     int depkind[MAX_DEPS]; /* DEP_* */
     int ndep;
+    Derive derive; /* where derive.spec is set, the derived cells are this compiled derive's, and memo declines */
     int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
     /* A typed plan's (recipe is then its fields' steps): each row a copy of shape with the fields in place */
     PyObject *shape; /* a strong reference to the dict of every field, those the same in every row set */
@@ -151,6 +173,8 @@ typedef struct {
 
 /* cmatch_rows.c */
 int cm_out_put(Out *o, const void *s, size_t n);
+/* The code of the step of the template that captures group ``slot``, or -1. */
+int cm_capturer(const Tmpl *t, long slot);
 /* 1 if the plans are typed (each row a record), 0 if not (each row bytes), -1 (an error set) if they mix or fail */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out);
 int cm_plan_ok(const Program *pg, int i, PyObject *p);
@@ -165,6 +189,16 @@ int cm_convert_cell(Out *o, int conv, const Cap *c);
 /* A plain decimal's float where it is read exactly without CPython (*exact set), as float() reads it. */
 double cm_read_float(const uint8_t *p, Py_ssize_t n, int *exact);
 PyObject *cm_convert_value(int conv, const Cap *c);
+/* 0 if the percentage converts, else -1 with its ValueError set (cm_convert_value's, without the value) */
+int cm_percent_ok(const Cap *c);
+/* round(x, ndigits) as Python's float round gives it: the correctly rounded decimal of ndigits decimals, read back;
+ * its repr in repr[0 .. *n) (a buffer of REPR_MAX) where that is the decimal's digits, *n 0 where it is not. */
+int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n);
+
+/* cmatch_derive.c: a plan's compiled derive read from its tuple (-1, an error set); a row's derived cells in *cells
+ * (1), or 0 where the line is declined (its Python derive computes it), or -1 (an error set). */
+int cm_derive_of(const Tmpl *t, PyObject *spec, Derive *d);
+int cm_derive(const Derive *d, const Cap *caps, PyObject **cells);
 
 /* cmatch_build.c */
 int cm_program_init(Program *pg, PyObject *args, PyObject *kw);

@@ -34,6 +34,19 @@ OP_LIST: int
 OP_BARE: int
 ENV_DATED: int
 ENV_YEARLESS: int
+SPEC_DIGITS: int
+MAX_OUTS: int
+IN_DRAFTED: int
+IN_ACCEPTED: int
+IN_POSITIONS: int
+IN_LOGGED: int
+IN_SPEC_TOKENS: int
+IN_EMITTED: int
+NIN: int
+OUT_RATE: int
+OUT_LEN: int
+OUT_SOURCE: int
+OUT_CELL: int
 
 class Program:
     def __init__(

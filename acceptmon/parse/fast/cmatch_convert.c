@@ -92,11 +92,12 @@ static int percent(const Cap *c, double *v, Decimal *digits) {
 
 /* The repr of an exact decimal from 1e-4 to below 1e16 (fixed notation) that has at most 15 significant digits: its
  * digits without trailing zeros (no other such decimal is the same float, so repr's shortest digits are these),
- * ".0" after a whole number. 0 if the decimal is outside that range (repr writes an exponent). */
-static int put_digits(Out *o, Decimal d) {
+ * ".0" after a whole number, written to the end of text[0 .. REPR_MAX); its length, or 0 if the decimal is outside
+ * that range (repr writes an exponent). *start is where it begins. */
+static Py_ssize_t digits_text(Decimal d, char *text, const char **start) {
     while (d.scale > 0 && d.m % 10 == 0) d.m /= 10, d.scale--;
-    char text[40], *end = text + sizeof text, *q = end;
-    if (d.m == 0) return cm_out_put(o, "0.0", 3) < 0 ? -1 : 1;
+    char *end = text + REPR_MAX, *q = end;
+    if (d.m == 0) d.scale = 0; /* 0.0 */
     if (d.scale == 0) *--q = '0', *--q = '.';
     uint64_t m = d.m;
     int written = 0;
@@ -107,10 +108,34 @@ static int put_digits(Out *o, Decimal d) {
     }
     /* zeros after the point before the first digit: 0.000123 has 3; repr writes 1.23e-05 with 4 */
     Py_ssize_t zeros = 0;
-    if (q[0] == '0')
+    if (q[0] == '0' && d.m != 0)
         while (q[2 + zeros] == '0') zeros++;
-    if (zeros >= 4) return 0;
-    return cm_out_put(o, q, (size_t)(end - q)) < 0 ? -1 : 1;
+    *start = q;
+    return zeros >= 4 ? 0 : end - q;
+}
+
+static int put_digits(Out *o, Decimal d) {
+    char text[REPR_MAX];
+    const char *start;
+    Py_ssize_t n = digits_text(d, text, &start);
+    return n == 0 ? 0 : cm_out_put(o, start, (size_t)n) < 0 ? -1 : 1;
+}
+
+int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n) {
+    *n = 0;
+    char *s = PyOS_double_to_string(x, 'f', ndigits, 0, NULL);
+    if (s == NULL) return -1;
+    Decimal d = decimal((const uint8_t *)s, (Py_ssize_t)strlen(s));
+    if (d.exact) {
+        const char *start;
+        *v = (double)d.m / POW10[d.scale];
+        *n = digits_text(d, repr, &start);
+        memmove(repr, start, (size_t)*n);
+    } else {
+        *v = PyOS_string_to_double(s, NULL, PyExc_ValueError);
+    }
+    PyMem_Free(s);
+    return *v == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
 static int put_repr(Out *o, double v) {
@@ -152,6 +177,12 @@ int cm_convert_cell(Out *o, int conv, const Cap *c) {
     for (Py_ssize_t at = 0; at < c->n;)
         if ((at > 0 && cm_out_put(o, json ? "," : ";", 1) < 0) || entry_cell(o, entry(c, &at)) < 0) return -1;
     return json ? cm_out_put(o, "]", 1) : 0;
+}
+
+int cm_percent_ok(const Cap *c) {
+    double v;
+    Decimal digits;
+    return percent(c, &v, &digits);
 }
 
 PyObject *cm_convert_value(int conv, const Cap *c) {

@@ -39,6 +39,7 @@ void cm_plans_free(Plan *plans, int n) {
         Py_CLEAR(plans[i].shape);
         Py_CLEAR(plans[i].names);
         Py_CLEAR(plans[i].owner);
+        Py_CLEAR(plans[i].derive.spec);
         PyMem_Free(plans[i].cells);
         for (Py_ssize_t j = 0; plans[i].fields != NULL && j < plans[i].nfields; j++) PyMem_Free(plans[i].fields[j].cells);
         PyMem_Free(plans[i].fields);
@@ -51,6 +52,23 @@ static int capturer(const Tmpl *t, long slot) {
     for (int i = 0; i < t->nsteps; i++)
         if (slot >= 0 && t->steps[i].slot == slot && cm_captures(t->steps[i].code)) return t->steps[i].code;
     return -1;
+}
+
+int cm_capturer(const Tmpl *t, long slot) {
+    return capturer(t, slot);
+}
+
+/* The memo: a mapping or a callable; or (compiled derive, callable), where the callable computes the lines the
+ * compiled derive declines. */
+static int memo_of(const Tmpl *t, PyObject *memo, Plan *pl) {
+    if (PyTuple_Check(memo)) {
+        PyObject *spec, *fallback;
+        if (!PyArg_ParseTuple(memo, "O!O", &PyTuple_Type, &spec, &fallback)) return -1;
+        if (cm_derive_of(t, spec, &pl->derive) < 0) return -1;
+        memo = fallback;
+    }
+    pl->memo = Py_NewRef(memo);
+    return 0;
 }
 
 /* True if a step of the template captures group ``slot``. */
@@ -125,7 +143,8 @@ static int cells_of(const Tmpl *t, PyObject *recipe, Cell **cells, Py_ssize_t *n
 static int bytes_plan(const Tmpl *t, PyObject *p, Plan *pl) {
     PyObject *recipe, *deps, *memo;
     if (!PyArg_ParseTuple(p, "O!O!O", &PyTuple_Type, &recipe, &PyTuple_Type, &deps, &memo)) return -1;
-    pl->recipe = Py_NewRef(recipe), pl->memo = Py_NewRef(memo);
+    pl->recipe = Py_NewRef(recipe);
+    if (memo_of(t, memo, pl) < 0) return -1;
     return cells_of(t, recipe, &pl->cells, &pl->ncells) < 0 ? -1 : deps_of(t, deps, pl);
 }
 
@@ -190,7 +209,8 @@ static int typed_plan(const Tmpl *t, PyObject *p, Plan *pl) {
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++)
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, j)))
             return PyErr_SetString(PyExc_TypeError, "a typed field's name is a str"), -1;
-    pl->recipe = Py_NewRef(fields), pl->memo = Py_NewRef(memo);
+    pl->recipe = Py_NewRef(fields);
+    if (memo_of(t, memo, pl) < 0) return -1;
     pl->shape = Py_NewRef(shape), pl->names = Py_NewRef(names), pl->owner = Py_NewRef(owner);
     pl->nfields = PyTuple_GET_SIZE(fields);
     pl->fields = PyMem_Calloc((size_t)(pl->nfields ? pl->nfields : 1), sizeof(Field));
@@ -215,9 +235,9 @@ int cm_plan_ok(const Program *pg, int i, PyObject *p) {
 }
 
 /* plans[i]: None (counted only), False (counted; the general parser writes its rows), (recipe, dependency slots
- * tuple, memo: a mapping or a callable), or a typed plan (fields, dependency slots, memo, shape, names, owner); a scan's plans are
- * typed or not, all of them. Every plan is read here, before any line, into out[i] with its own references: what
- * the list holds later does not matter to this scan. */
+ * tuple, memo: a mapping, a callable, or (compiled derive, callable): memo_of), or a typed plan (fields, dependency
+ * slots, memo, shape, names, owner); a scan's plans are typed or not, all of them. Every plan is read here, before
+ * any line, into out[i] with its own references: what the list holds later does not matter to this scan. */
 int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {
     if (!PyList_Check(plans) || PyList_GET_SIZE(plans) != pg->ntmpls) {
         PyErr_SetString(PyExc_ValueError, "one plan per template");
@@ -261,6 +281,14 @@ static PyObject *dep_value(const Plan *pl, int i, const Cap *caps) {
 
 static PyObject *derived(const Plan *pl, const Cap *caps) {
     PyObject *key;
+    if (pl->derive.spec != NULL) {
+        /* a dependency the compiled derive does not read is converted all the same: the parser refuses a line whose
+         * value its converter refuses (a percentage over 100), and a scan leaves that line's region to it */
+        for (int i = 0; i < pl->ndep; i++)
+            if (pl->depkind[i] == DEP_PERCENT && cm_percent_ok(&caps[pl->dep[i]]) < 0) return NULL;
+        int done = cm_derive(&pl->derive, caps, &key);
+        if (done != 0) return done < 0 ? NULL : key; /* else declined: the memo's */
+    }
     if (pl->ndep == 1) {
         key = dep_value(pl, 0, caps);
     } else {

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from acceptmon.parse.derive import SPEC_DIGITS
+from acceptmon.parse.fast import compiled_derive
 from acceptmon.parse.fast.model import ACCEPT, Shape, Template
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
 from acceptmon.parse.fast.rows import (
@@ -36,7 +38,7 @@ from acceptmon.parse.fast.rows import (
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.values import PERCENT_DIGITS
 
-VERSION = 11
+VERSION = 12
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -72,9 +74,22 @@ RECIPE_CODES = {
     "CONV_FLOATS_CSV": CONV_FLOATS_CSV,
     "CONV_FLOATS_JSON": CONV_FLOATS_JSON,
     "PERCENT_DIGITS": PERCENT_DIGITS,
+    "SPEC_DIGITS": SPEC_DIGITS,
+    "IN_DRAFTED": compiled_derive.IN_DRAFTED,
+    "IN_ACCEPTED": compiled_derive.IN_ACCEPTED,
+    "IN_POSITIONS": compiled_derive.IN_POSITIONS,
+    "IN_LOGGED": compiled_derive.IN_LOGGED,
+    "IN_SPEC_TOKENS": compiled_derive.IN_SPEC_TOKENS,
+    "IN_EMITTED": compiled_derive.IN_EMITTED,
+    "NIN": len(compiled_derive.INPUTS),
+    "OUT_RATE": compiled_derive.OUT_RATE,
+    "OUT_LEN": compiled_derive.OUT_LEN,
+    "OUT_SOURCE": compiled_derive.OUT_SOURCE,
+    "OUT_CELL": compiled_derive.OUT_CELL,
 }
-"""The recipe codes :mod:`rows` writes, and the digits of a percentage's fraction (:mod:`acceptmon.parse.values`):
-a module that reads them otherwise is not used."""
+"""The recipe codes :mod:`rows` writes, the digits of a percentage's fraction (:mod:`acceptmon.parse.values`) and
+of a spec line's derived values (:mod:`acceptmon.parse.derive`), and a compiled derive's codes
+(:mod:`compiled_derive`): a module that reads them otherwise is not used."""
 
 _DIGITS = frozenset(b"0123456789")
 _PRINTABLE = frozenset(range(0x20, 0x7F))

@@ -23,6 +23,8 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
+from acceptmon.parse.derive import FIELDS
+from acceptmon.parse.fast import compiled_derive
 from acceptmon.parse.fast.model import Template
 from acceptmon.parse.fast.pieces import CONVERTED, Format, cell, float_cell
 from acceptmon.parse.kinds import KINDS
@@ -140,9 +142,13 @@ class Plan:
         if kind.derive is not None:
             kind.derive(probe, launch)
         reads, after = set(probe.reads), dict(probe)
-        written = [c for c in columns if c in after and (c not in base or after[c] is not base[c])]
+        declared = FIELDS.get(kind.derive) if kind.derive is not None else None
+        may_write = declared.writes if declared is not None else frozenset()
+        written = [c for c in columns if c in may_write or (c in after and (c not in base or after[c] is not base[c]))]
         if (reads - set(t.fields) - CONSTANT_FIELDS - set(written) - set(defaults)) & _LINE_FIELDS:
             raise Unsupported(t.kind)  # a value of the line's that the template does not capture
+        if declared is not None:  # what another line's values may take the derive to read, or leave as captured
+            reads |= declared.reads | declared.writes
         deps = sorted(set(t.fields) & (reads | (set(t.fields) if every and kind.derive else set())))
         kinds = [t.groups[t.fields[f]][1] for f in deps]
         self.memoised = not {k for k in kinds if k in _UNIQUE}
@@ -161,6 +167,15 @@ class Plan:
         self.float_cell = float_cell(fmt)
         self.derived = written if deps else []
         self.memo: _Memo = _Memo(self)
+        captured = {f: (i, t.groups[i][1]) for f, i in t.fields.items()}
+        written_values = {c: after.get(c) for c in self.derived}
+        self.compiled_derive = (
+            None
+            if self.memoised or not self.derived
+            else compiled_derive.spec(kind.derive, captured, base, written_values, launch, self._cell, typed)
+        )
+        """The derive as the compiled matcher computes it (:mod:`acceptmon.parse.fast.compiled_derive`), where it may:
+        a vLLM spec line's, which no memo helps; the lines it declines are :meth:`derived_cells`'."""
         self.fields: tuple[tuple[bytes | int, ...], ...] = ()
         """A typed plan's varying fields (:attr:`names`) as their JSON cells' steps; a field the compiled matcher
         does not build makes it refuse the plan (:func:`acceptmon.parse.fast.native.compiled`: the template's rows
@@ -179,8 +194,10 @@ class Plan:
 
     def _lookup(self) -> Any:
         """What the compiled matcher asks for a row's derived cells: the memo (a mapping), or :meth:`derived_cells`
-        (a callable) where nothing is remembered."""
-        return self.memo if self.memoised else self.derived_cells
+        (a callable) where nothing is remembered, with the compiled derive before it where there is one."""
+        if self.memoised:
+            return self.memo
+        return self.derived_cells if self.compiled_derive is None else (self.compiled_derive, self.derived_cells)
 
     def _recipe(
         self, t: Template, columns: tuple[str, ...], probed: tuple[dict[str, Any], list[str], Any]
@@ -192,7 +209,7 @@ class Plan:
             if c in written and deps:
                 steps.append([-1 - self.derived.index(c)])
             elif c in written or c == "run" or (c not in t.fields and c not in ("timestamp", "rank", "line")):
-                value = after[c] if c in written or c in base else None
+                value = after.get(c) if c in written or c in base else None
                 if c not in written and c not in base and c in model:
                     value = model[c].get_default(call_default_factory=True)
                 steps.append([cell(value, fmt)])
