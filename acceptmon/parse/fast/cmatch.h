@@ -188,6 +188,11 @@ PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env
 int cm_convert_cell(Out *o, int conv, const Cap *c);
 /* A plain decimal's float where it is read exactly without CPython (*exact set), as float() reads it. */
 double cm_read_float(const uint8_t *p, Py_ssize_t n, int *exact);
+/* A loose float's text (at most 30 digits, '.', 30 digits: the steps' bound) as float() reads it; -1 with an error
+ * set. */
+int cm_loose(const uint8_t *p, Py_ssize_t n, double *v);
+/* A list's next entry from offset *at (the LIST step's entries are separated by ", "), *at moved past it. */
+Cap cm_entry(const Cap *c, Py_ssize_t *at);
 PyObject *cm_convert_value(int conv, const Cap *c);
 /* 0 if the percentage converts, else -1 with its ValueError set (cm_convert_value's, without the value) */
 int cm_percent_ok(const Cap *c);

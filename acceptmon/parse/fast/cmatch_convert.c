@@ -56,8 +56,7 @@ double cm_read_float(const uint8_t *p, Py_ssize_t n, int *exact) {
     return d.exact ? (double)d.m / POW10[d.scale] : 0.0;
 }
 
-/* The number of a loose float's text (at most 30 digits, '.', 30 digits: the steps' bound), as float() reads it. */
-static int loose(const uint8_t *p, Py_ssize_t n, double *v) {
+int cm_loose(const uint8_t *p, Py_ssize_t n, double *v) {
     int exact;
     *v = cm_read_float(p, n, &exact);
     if (exact) return 0;
@@ -81,7 +80,7 @@ static int percent(const Cap *c, double *v, Decimal *digits) {
     }
     digits->exact = 0;
     double x;
-    if (loose(c->p, c->n, &x) < 0) return -1;
+    if (cm_loose(c->p, c->n, &x) < 0) return -1;
     if (!(x >= 0.0 && x <= 100.0)) return PyErr_SetString(PyExc_ValueError, "a percentage from 0 to 100"), -1;
     char *s = PyOS_double_to_string(x / 100.0, 'f', PERCENT_DIGITS, 0, NULL);
     if (s == NULL) return -1;
@@ -146,8 +145,7 @@ static int put_repr(Out *o, double v) {
     return rc;
 }
 
-/* The list's next entry from offset *at (entries are separated by ", "), *at moved past it. */
-static Cap entry(const Cap *c, Py_ssize_t *at) {
+Cap cm_entry(const Cap *c, Py_ssize_t *at) {
     Py_ssize_t from = *at, to = from;
     while (to < c->n && c->p[to] != ',') to++;
     *at = to < c->n ? to + 2 : c->n; /* the LIST step put a space after every comma */
@@ -160,7 +158,7 @@ static int entry_cell(Out *o, Cap e) {
     Cap shortest;
     if (cm_float_value(e.p, e.p + e.n, &shortest) == e.p + e.n) return cm_out_put(o, shortest.p, (size_t)shortest.n);
     double v;
-    return loose(e.p, e.n, &v) < 0 ? -1 : put_repr(o, v);
+    return cm_loose(e.p, e.n, &v) < 0 ? -1 : put_repr(o, v);
 }
 
 int cm_convert_cell(Out *o, int conv, const Cap *c) {
@@ -175,7 +173,7 @@ int cm_convert_cell(Out *o, int conv, const Cap *c) {
     int json = conv == CONV_FLOATS_JSON;
     if (json && cm_out_put(o, "[", 1) < 0) return -1;
     for (Py_ssize_t at = 0; at < c->n;)
-        if ((at > 0 && cm_out_put(o, json ? "," : ";", 1) < 0) || entry_cell(o, entry(c, &at)) < 0) return -1;
+        if ((at > 0 && cm_out_put(o, json ? "," : ";", 1) < 0) || entry_cell(o, cm_entry(c, &at)) < 0) return -1;
     return json ? cm_out_put(o, "]", 1) : 0;
 }
 
@@ -192,8 +190,8 @@ PyObject *cm_convert_value(int conv, const Cap *c) {
     if (conv == CONV_PERCENT) return percent(c, &v, &digits) < 0 ? NULL : PyFloat_FromDouble(v);
     PyObject *list = PyList_New(0);
     for (Py_ssize_t at = 0; list != NULL && at < c->n;) {
-        Cap e = entry(c, &at);
-        PyObject *item = loose(e.p, e.n, &v) < 0 ? NULL : PyFloat_FromDouble(v);
+        Cap e = cm_entry(c, &at);
+        PyObject *item = cm_loose(e.p, e.n, &v) < 0 ? NULL : PyFloat_FromDouble(v);
         if (item == NULL || PyList_Append(list, item) < 0) Py_CLEAR(list);
         Py_XDECREF(item);
     }

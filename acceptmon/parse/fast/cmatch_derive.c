@@ -27,29 +27,14 @@ static uint64_t count(const Cap *c) {
     return v;
 }
 
-/* A float of the FLOAT or LIST step, as float() reads it; -1 with an error set. */
-static int real(const uint8_t *p, Py_ssize_t n, double *v) {
-    int exact;
-    *v = cm_read_float(p, n, &exact);
-    if (exact) return 0;
-    char text[72];
-    if (n <= 0 || n >= (Py_ssize_t)sizeof text) return PyErr_SetString(PyExc_ValueError, "not a number"), -1;
-    memcpy(text, p, (size_t)n);
-    text[n] = '\0';
-    *v = PyOS_string_to_double(text, NULL, PyExc_ValueError);
-    return *v == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
-
 /* The per-position rates: how many, and their sum left to right (as sum() adds floats). */
 static int rates(const Cap *c, Py_ssize_t *n, double *total) {
     *n = 0, *total = 0.0;
     for (Py_ssize_t at = 0; at < c->n; (*n)++) {
-        Py_ssize_t to = at;
-        while (to < c->n && c->p[to] != ',') to++;
+        Cap e = cm_entry(c, &at);
         double v;
-        if (real(c->p + at, to - at, &v) < 0) return -1;
+        if (cm_loose(e.p, e.n, &v) < 0) return -1;
         *total += v;
-        at = to < c->n ? to + 2 : c->n; /* the LIST step put a space after every comma */
     }
     return 0;
 }
@@ -83,7 +68,7 @@ static int accept_len(const Derive *d, const Cap *caps, uint64_t drafted, uint64
     if (d->in[IN_LOGGED] >= 0) {
         const Cap *c = &caps[d->in[IN_LOGGED]];
         double logged;
-        if (real(c->p, c->n, &logged) < 0) return -1;
+        if (cm_loose(c->p, c->n, &logged) < 0) return -1;
         int bonus = 0;
         if (npos > 0) { /* missing_bonus: the nearer of the rates' sum and that sum plus one */
             double without = fabs(logged - total), with = fabs(logged - 1 - total);
