@@ -23,10 +23,22 @@
 
 /* ---- counting -------------------------------------------------------------------------------- */
 
+/* Whether needle t (of head `head`) starts at p[s0] (len - s0 >= its length): its first four bytes as one word,
+ * then the rest. */
+static inline int needle_at(const uint8_t *p, Py_ssize_t s0, const Text *t, uint32_t head) {
+    if (t->n >= 4) {
+        uint32_t w;
+        memcpy(&w, p + s0, 4);
+        if (w != head) return 0;
+    }
+    return memcmp(p + s0, t->s, (size_t)t->n) == 0;
+}
+
 /* Non-overlapping occurrences of each needle in p[0:len] (as bytes.count), and the lines holding
  * the last needle ('accept'); one pass over every stride-th pair of bytes, a needle checked only
- * where one of its probes' pairs is (an occurrence is met once, in order of its start). Offsets
- * throughout: no pointer is formed outside the buffer. */
+ * where one of its probes' pairs is (and, with trigrams, the pair's next byte too: an occurrence is met once, in
+ * order of its start). A byte range's probes are sorted by their second byte: the look stops past the pair's.
+ * Offsets throughout: no pointer is formed outside the buffer. */
 static void count_needles(const Program *pg, const uint8_t *p, Py_ssize_t len, Py_ssize_t *counts,
                           Py_ssize_t *accept_lines) {
     Py_ssize_t next[MAX_NEEDLES], line_end = 0;
@@ -36,12 +48,19 @@ static void count_needles(const Program *pg, const uint8_t *p, Py_ssize_t len, P
     for (Py_ssize_t at = 0; at + 1 < len; at += pg->stride) {
         uint16_t h = (uint16_t)(p[at] | p[at + 1] << 8);
         if (!(pg->bigram[h >> 3] & (1 << (h & 7)))) continue;
+        if (pg->trigrams && at + 2 < len) { /* an occurrence here has its needle's next byte at at + 2 */
+            uint16_t tri = TRIGRAM(p[at], p[at + 1], p[at + 2]);
+            if (!(pg->trigram[tri >> 3] & (1 << (tri & 7)))) continue;
+        }
         for (int k = pg->by_first[p[at]]; k < pg->by_first[p[at] + 1]; k++) {
             const Probe *pr = &pg->probes[k];
+            if (pr->pair != h) {
+                if ((pr->pair >> 8) > p[at + 1]) break; /* sorted by second byte: no later probe has this pair */
+                continue;
+            }
             const Text *t = &pg->needles[pr->needle];
             Py_ssize_t s0 = at - pr->off; /* next[] >= 0, so s0 >= 0 below */
-            if (pr->pair != h || s0 < next[pr->needle] || len - s0 < t->n || memcmp(p + s0, t->s, (size_t)t->n))
-                continue;
+            if (s0 < next[pr->needle] || len - s0 < t->n || !needle_at(p, s0, t, pg->head[pr->needle])) continue;
             counts[pr->needle]++;
             next[pr->needle] = s0 + t->n;
             if (pr->needle == last && s0 >= line_end) {

@@ -97,6 +97,9 @@ typedef struct {
     int nprobes;
     uint16_t by_first[257]; /* probes[by_first[b] .. by_first[b + 1]] begin with byte b */
     uint8_t bigram[8192]; /* the pairs of all probes */
+    int trigrams; /* every needle is at least stride + 2 bytes: the pass also tests the three bytes at a probe */
+    uint8_t trigram[8192]; /* the three bytes at each probe, hashed to 16 bits (TRIGRAM) */
+    uint32_t head[MAX_NEEDLES]; /* each needle's first four bytes (as memcpy loads them), where it has four */
 } Program;
 
 typedef struct {
@@ -170,6 +173,9 @@ typedef struct {
     Field *fields;
     Py_ssize_t nfields;
 } Plan;
+
+/* The 16-bit hash of three bytes (b0, b1, b2) in the needle pass's trigram table. */
+#define TRIGRAM(b0, b1, b2) ((uint16_t)((((uint32_t)(b0) | (uint32_t)(b1) << 8 | (uint32_t)(b2) << 16) * 2654435761u) >> 16))
 
 /* cmatch_rows.c */
 int cm_out_put(Out *o, const void *s, size_t n);

@@ -100,7 +100,8 @@ static int probe_order(const void *a, const void *b) {
 }
 
 /* The needle pass's probes: every needle's pairs at offsets 0 .. stride-1, so that a pass looking at
- * every stride-th position still meets each occurrence at exactly one of its pairs. */
+ * every stride-th position still meets each occurrence at exactly one of its pairs; where every needle has a byte
+ * after each such pair, the three bytes there too (a pass tests both tables before it looks at a probe). */
 static int probes_of(Program *pg) {
     Py_ssize_t shortest = PY_SSIZE_T_MAX;
     for (int i = 0; i < pg->nneedles; i++) {
@@ -109,12 +110,21 @@ static int probes_of(Program *pg) {
     }
     pg->stride = shortest - 1 < 4 ? (int)shortest - 1 : 4;
     pg->nprobes = 0;
+    pg->trigrams = shortest >= pg->stride + 2;
     memset(pg->bigram, 0, sizeof pg->bigram);
+    memset(pg->trigram, 0, sizeof pg->trigram);
     for (int i = 0; i < pg->nneedles; i++) {
+        const uint8_t *s = pg->needles[i].s;
+        pg->head[i] = 0;
+        if (pg->needles[i].n >= 4) memcpy(&pg->head[i], s, 4);
         for (int j = 0; j < pg->stride; j++) {
-            uint16_t pair = (uint16_t)(pg->needles[i].s[j] | pg->needles[i].s[j + 1] << 8);
+            uint16_t pair = (uint16_t)(s[j] | s[j + 1] << 8);
             pg->probes[pg->nprobes++] = (Probe){pair, (uint8_t)i, (uint8_t)j};
             pg->bigram[pair >> 3] |= (uint8_t)(1 << (pair & 7));
+            if (pg->trigrams) {
+                uint16_t tri = TRIGRAM(s[j], s[j + 1], s[j + 2]);
+                pg->trigram[tri >> 3] |= (uint8_t)(1 << (tri & 7));
+            }
         }
     }
     qsort(pg->probes, (size_t)pg->nprobes, sizeof(Probe), probe_order);
@@ -148,6 +158,9 @@ static void program_free(Program *pg) {
     memset(pg->probes, 0, sizeof pg->probes);
     memset(pg->by_first, 0, sizeof pg->by_first);
     memset(pg->bigram, 0, sizeof pg->bigram);
+    memset(pg->trigram, 0, sizeof pg->trigram);
+    memset(pg->head, 0, sizeof pg->head);
+    pg->trigrams = 0;
 }
 
 void cm_program_dealloc(Program *pg) {
