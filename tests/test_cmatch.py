@@ -161,15 +161,26 @@ def test_a_recipe_that_names_an_uncaptured_group_is_refused():
             program.scan(buf, 1, len(buf), 0, [(recipe, deps, {})])
 
 
-@given(
-    lines=st.lists(st.text(alphabet="abcaccept zq\r", max_size=40), max_size=12),
-    needles=st.lists(st.text(alphabet="abcz q", min_size=2, max_size=5), min_size=1, max_size=5, unique=True),
+NEEDLES = st.one_of(
+    st.lists(st.text(alphabet="abcz q", min_size=2, max_size=5), min_size=1, max_size=5, unique=True),
+    st.lists(st.text(alphabet="abcz q", min_size=6, max_size=12), min_size=1, max_size=5, unique=True),
 )
-@settings(max_examples=400, deadline=None)
-def test_anchor_counts_are_bytes_count(lines, needles):
+"""Short anchors (the pass looks at pairs alone), or all of six bytes or more (pairs, then their trigrams)."""
+
+
+@given(needles=NEEDLES, data=st.data())
+@settings(max_examples=600, deadline=None)
+def test_anchor_counts_are_bytes_count(needles, data):
     """Non-overlapping counts per anchor, and lines that say 'accept', as bytes.count and the lane's
-    own line count give them, whatever the text (anchors that overlap themselves included)."""
+    own line count give them, whatever the text (anchors that overlap themselves included, anchors at the
+    block's ends): lines of random text and of the anchors themselves, pieces of them, joined."""
     assert CMATCH is not None
+    piece = st.one_of(
+        st.text(alphabet="abcaccept zq\r", max_size=12),
+        st.sampled_from(needles),
+        st.sampled_from(needles).map(lambda n: n[1:]),
+    )
+    lines = data.draw(st.lists(st.lists(piece, max_size=6).map("".join), max_size=12))
     words = [n.encode() for n in needles]
     steps = native.codes(CMATCH, [("LIT", -1, (b"never",))])
     program = CMATCH.Program(SHAPE.prefix, SHAPE.suffix, [steps], [*words, b"Launch!", b"accept"], 1)
