@@ -177,8 +177,14 @@ typedef struct {
 /* The 16-bit hash of three bytes (b0, b1, b2) in the needle pass's trigram table. */
 #define TRIGRAM(b0, b1, b2) ((uint16_t)((((uint32_t)(b0) | (uint32_t)(b1) << 8 | (uint32_t)(b2) << 16) * 2654435761u) >> 16))
 
-/* cmatch_rows.c */
-int cm_out_put(Out *o, const void *s, size_t n);
+/* cmatch_rows.c: n bytes at the end of o, which grows as needed (-1, MemoryError set, if it cannot) */
+int cm_out_grow(Out *o, const void *s, size_t n);
+static inline int cm_out_put(Out *o, const void *s, size_t n) {
+    if (n == 0 || n > o->cap - o->len) return cm_out_grow(o, s, n); /* none yet, or too little room */
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    return 0;
+}
 /* The code of the step of the template that captures group ``slot``, or -1. */
 int cm_capturer(const Tmpl *t, long slot);
 /* 1 if the plans are typed (each row a record), 0 if not (each row bytes), -1 (an error set) if they mix or fail */

@@ -15,7 +15,7 @@
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
-int cm_out_put(Out *o, const void *s, size_t n) {
+int cm_out_grow(Out *o, const void *s, size_t n) {
     if (n == 0) return 0; /* an empty cell (a bare line's timestamp) may come first, before there is a buffer */
     if (n > (size_t)PY_SSIZE_T_MAX - o->len) return PyErr_NoMemory(), -1;
     if (o->len + n > o->cap) {
