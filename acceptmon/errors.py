@@ -7,6 +7,8 @@ AcceptmonError
 
 from __future__ import annotations
 
+import sys
+
 
 class AcceptmonError(Exception):
     """Base of every error acceptmon reports as a one-line message (exit code 2)."""
@@ -33,7 +35,8 @@ class Interrupt:
 
     Python's own handler raises it wherever the main thread is; raised inside a ``__del__`` run by the garbage
     collector it is printed as "Exception ignored" and lost, and the command would go on to its end. This
-    handler remembers it, and the batch pipeline asks :meth:`check` between blocks."""
+    handler remembers it, and the batch pipeline asks :meth:`check` between blocks; :meth:`unraisable` keeps
+    Python from printing the lost one's traceback (the user sees one line and exit 130, nothing else)."""
 
     happened = False
 
@@ -41,6 +44,14 @@ class Interrupt:
     def handler(cls, _signum: int, _frame: object) -> None:
         cls.happened = True
         raise KeyboardInterrupt
+
+    @classmethod
+    def unraisable(cls, unraisable: sys.UnraisableHookArgs) -> None:
+        """``sys.unraisablehook``: a Ctrl-C raised inside a ``__del__`` is remembered, not printed; anything else
+        goes to Python's own hook."""
+        if cls.happened and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        sys.__unraisablehook__(unraisable)
 
     @classmethod
     def check(cls) -> None:

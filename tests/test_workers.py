@@ -218,6 +218,39 @@ def test_a_ctrl_c_lost_inside_a_destructor_still_ends_the_command(tmp_path):
         Interrupt.happened = False
 
 
+LOST_IN_DESTRUCTORS = """
+import os, signal, sys
+from acceptmon.cli import main
+from acceptmon.errors import Interrupt
+
+class Lost:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs here, inside __del__
+            pass
+
+class Broken:
+    def __del__(self):
+        raise ValueError("a destructor's own error")
+
+main(["grammars"])  # installs the command's Ctrl-C handling, as every command does
+Lost()
+assert Interrupt.happened
+Broken()
+"""
+
+
+def test_a_ctrl_c_lost_inside_a_destructor_prints_no_traceback():
+    """A Ctrl-C that lands in a ``__del__`` (regex's, during a lazy compile) is remembered, and ends the command as
+    one line and exit 130; Python's "Exception ignored" traceback of it is not printed. A destructor's other
+    errors still are."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", LOST_IN_DESTRUCTORS], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"KeyboardInterrupt" not in done.stderr
+    assert b"ValueError: a destructor's own error" in done.stderr
+
+
 _PARSE_RANGE = workers._parse_range
 _HERE: list[str] = []
 """What this process did, in order: parsed a range itself ("here"), or collected one ("collect")."""

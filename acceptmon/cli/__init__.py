@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():  # live commands set their own on start
         Interrupt.happened = False
         signal.signal(signal.SIGINT, Interrupt.handler)
+        sys.unraisablehook = Interrupt.unraisable
     try:
         return int(args.func(args))
     except AcceptmonError as exc:
