@@ -87,15 +87,16 @@ class Fields:
     writes: frozenset[str]
 
 
-_LAUNCH = frozenset({"spec_algorithm", "spec_num_steps", "spec_num_draft_tokens"})
+LAUNCH_FIELDS = frozenset({"spec_algorithm", "spec_num_steps", "spec_num_draft_tokens"})
+"""What a derive copies from the run's launch: the same on every line of a run."""
 FIELDS: dict[Callable[[dict[str, Any], LaunchConfig | None], None], Fields] = {
-    decode_from_launch: Fields(frozenset({"accept_len"}), _LAUNCH | {"draft_accept_rate"}),
+    decode_from_launch: Fields(frozenset({"accept_len"}), LAUNCH_FIELDS | {"draft_accept_rate"}),
     spec_values: Fields(
         frozenset(
             {"drafted_tokens", "accepted_tokens", "accept_rate", "position_accept_rates", "num_spec_tokens"}
             | {"accept_len", "emitted_tokens"}
         ),
-        _LAUNCH | {"accept_rate", "draft_accept_rate", "accept_len", "accept_len_source"},
+        LAUNCH_FIELDS | {"accept_rate", "draft_accept_rate", "accept_len", "accept_len_source"},
     ),
     request_from_launch: Fields(frozenset(), frozenset({"spec_algorithm", "spec_num_draft_tokens"})),
 }

@@ -48,14 +48,10 @@ void cm_plans_free(Plan *plans, int n) {
 }
 
 /* The code of the step of the template that captures group ``slot``, or -1 (a recipe may print only those). */
-static int capturer(const Tmpl *t, long slot) {
+int cm_capturer(const Tmpl *t, long slot) {
     for (int i = 0; i < t->nsteps; i++)
         if (slot >= 0 && t->steps[i].slot == slot && cm_captures(t->steps[i].code)) return t->steps[i].code;
     return -1;
-}
-
-int cm_capturer(const Tmpl *t, long slot) {
-    return capturer(t, slot);
 }
 
 /* The memo: a mapping or a callable; or (compiled derive, callable), where the callable computes the lines the
@@ -73,7 +69,7 @@ static int memo_of(const Tmpl *t, PyObject *memo, Plan *pl) {
 
 /* True if a step of the template captures group ``slot``. */
 static int captured(const Tmpl *t, long slot) {
-    return capturer(t, slot) >= 0;
+    return cm_capturer(t, slot) >= 0;
 }
 
 static int not_captured(void) {
@@ -99,7 +95,7 @@ static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
         return c->kind = CELL_BOOL, c->i = (int)(code - BOOL_SLOT), 0;
     if (code >= CONV_SLOT && code < CONV_SLOT + NCONV * MAX_SLOTS) {
         int conv = (int)((code - CONV_SLOT) / MAX_SLOTS), slot = (int)((code - CONV_SLOT) % MAX_SLOTS);
-        if (capturer(t, slot) != (conv == CONV_PERCENT ? OP_LFLOAT : OP_LIST)) return not_captured();
+        if (cm_capturer(t, slot) != (conv == CONV_PERCENT ? OP_LFLOAT : OP_LIST)) return not_captured();
         return c->kind = CELL_CONV, c->i = slot, c->conv = conv, 0;
     }
     return not_captured();
@@ -121,7 +117,7 @@ static int deps_of(const Tmpl *t, PyObject *deps, Plan *pl) {
         long code = PyLong_Check(d) ? PyLong_AsLong(d) : -1;
         if (code == -1 && PyErr_Occurred()) return -1;
         long slot = code % MAX_SLOTS, kind = code / MAX_SLOTS;
-        int step = code < 0 ? -1 : capturer(t, slot);
+        int step = code < 0 ? -1 : cm_capturer(t, slot);
         if (step < 0 || kind >= NDEP || !dep_fits(step, (int)kind))
             return PyErr_SetString(PyExc_ValueError, "a dependency slot is out of range"), -1;
         pl->dep[pl->ndep] = (int)slot, pl->depkind[pl->ndep++] = (int)kind;
@@ -164,7 +160,7 @@ static int quote(const Cell *c) {
 static int plain_piece(const Tmpl *t, const Cell *c) {
     if (c->kind == CELL_ENV) return 1;
     if (c->kind == CELL_SLOT) { /* printable ASCII but '"', ',' and '\\'; or an engine's digits */
-        int code = capturer(t, c->i);
+        int code = cm_capturer(t, c->i);
         return code == OP_STR || code == OP_LINT;
     }
     if (c->kind != CELL_TEXT) return 0;
@@ -180,12 +176,12 @@ static int field_of(const Tmpl *t, PyObject *steps, Field *f) {
     if (cells_of(t, steps, &f->cells, &f->ncells) < 0) return -1;
     Cell *c = f->cells;
     if (f->ncells == 1) {
-        int code = c->kind == CELL_SLOT ? capturer(t, c->i) : -1;
+        int code = c->kind == CELL_SLOT ? cm_capturer(t, c->i) : -1;
         f->i = c->i;
         if (c->kind == CELL_LINE) f->kind = FIELD_LINE;
         else if (c->kind == CELL_JSON_RANK) f->kind = FIELD_RANK;
         else if (c->kind == CELL_SLOT && (code == OP_INT || code == OP_FLOAT)) f->kind = FIELD_NUMBER;
-        else if (c->kind == CELL_BOOL && capturer(t, c->i) == OP_BOOL) f->kind = FIELD_BOOL;
+        else if (c->kind == CELL_BOOL && cm_capturer(t, c->i) == OP_BOOL) f->kind = FIELD_BOOL;
         else if (c->kind == CELL_CONV) f->kind = FIELD_CONV, f->conv = c->conv;
         else if (c->kind == CELL_DERIVED) f->kind = FIELD_DERIVED;
         else return not_a_field();
@@ -286,8 +282,9 @@ static PyObject *derived(const Plan *pl, const Cap *caps) {
          * value its converter refuses (a percentage over 100), and a scan leaves that line's region to it */
         for (int i = 0; i < pl->ndep; i++)
             if (pl->depkind[i] == DEP_PERCENT && cm_percent_ok(&caps[pl->dep[i]]) < 0) return NULL;
-        int done = cm_derive(&pl->derive, caps, &key);
-        if (done != 0) return done < 0 ? NULL : key; /* else declined: the memo's */
+        PyObject *cells;
+        int done = cm_derive(&pl->derive, caps, &cells);
+        if (done != 0) return done < 0 ? NULL : cells; /* else declined: the memo's */
     }
     if (pl->ndep == 1) {
         key = dep_value(pl, 0, caps);

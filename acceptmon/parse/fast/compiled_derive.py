@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from acceptmon.parse.derive import spec_values
+from acceptmon.parse.derive import LAUNCH_FIELDS, spec_values
 from acceptmon.parse.records import LaunchConfig
 
 IN_DRAFTED, IN_ACCEPTED, IN_POSITIONS, IN_LOGGED, IN_SPEC_TOKENS, IN_EMITTED = range(6)
@@ -38,8 +38,6 @@ COMPUTED = {
     "accept_len": OUT_LEN,
     "accept_len_source": OUT_SOURCE,
 }
-LAUNCH = frozenset({"spec_algorithm", "spec_num_steps", "spec_num_draft_tokens"})
-"""Derived values that are the launch's, the same on every row of a plan."""
 EXACT_INT = 2**53
 
 
@@ -73,7 +71,7 @@ def spec(
         if column in COMPUTED:
             codes.append(COMPUTED[column])
             cells.append(None)
-        elif column in LAUNCH and launch is not None:
+        elif column in LAUNCH_FIELDS and launch is not None:
             codes.append(OUT_CELL)
             cells.append(cell(value))
         else:
