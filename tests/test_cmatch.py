@@ -8,13 +8,17 @@ captured bytes. The lane as a whole is held to the general parser in ``tests/tes
 from __future__ import annotations
 
 import json
+import math
 import re
+import struct
+from array import array
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptmon.measure import bootstrap
 from acceptmon.parse.fast import native
 from acceptmon.parse.fast.model import Shape
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
@@ -516,3 +520,41 @@ def test_a_callable_memo_is_called_for_every_row():
     buf = b"\n" + STAMP + b"n: 7\n" + STAMP + b"n: 7\n"
     got = program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (0,), cells)])
     assert got is not None and got[1] == b"7\n7\n" and calls == [b"7", b"7"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=1, max_size=300),
+    st.integers(1, 40),
+    st.binary(min_size=8, max_size=8 * 60).filter(lambda b: len(b) % 8 == 0),
+)
+def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, draws):
+    """The compiled replicate loop gives bootstrap.py's block sums bit for bit, with and without counts."""
+    assert CMATCH is not None
+    column, n = array("d", values), len(values)
+    sums, counts = bootstrap._block_sums(column, min(length, n))  # a block is never longer than its column
+    for table in (counts, None):
+        want = bootstrap.block_totals(draws, n, sums, table)
+        got = CMATCH.block_totals(draws, n, sums, table)
+        assert got[1] == want[1]
+        assert got[0] == want[0] or (math.isnan(got[0]) and math.isnan(want[0]))
+        assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
+
+
+def test_block_totals_refuses_what_it_cannot_read():
+    """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
+    assert CMATCH is not None
+    sums, counts, draws = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0]), bytes(16)
+    assert CMATCH.block_totals(draws, 2, sums, counts) == (1.0, 1)  # the first of two draws: start 0
+    for bad in (
+        (draws, 4, sums, counts),
+        (draws, 2, array("f", [1.0, 2.0]), None),
+        (draws, 2, sums, array("i", [1, 1])),
+        (bytes(15), 2, sums, None),
+        (draws, 0, sums, None),
+        (draws, 2, b"\0" * 24, None),
+    ):
+        with pytest.raises(ValueError):
+            CMATCH.block_totals(*bad)
+    with pytest.raises(TypeError):
+        CMATCH.block_totals(draws, 2, 3, None)

@@ -346,6 +346,8 @@ static PyTypeObject ProgramType = {
 static PyMethodDef module_functions[] = {
     {"find_any", cm_find_any, METH_VARARGS, "find_any(buf, start, end, words) -> first offset of any word, or -1"},
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
+    {"block_totals", cm_block_totals, METH_VARARGS,
+     "block_totals(draws, n, sums, counts) -> (total, count): a bootstrap replicate's full blocks (bootstrap.py)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,55 @@
+/* cmatch_resample.c: one replicate's block sums for the circular block bootstrap, acceptmon/measure/bootstrap.py.
+ *
+ * The bootstrap draws, per replicate, k uniform block starts (64 random bits each, reduced mod n) and adds up the
+ * precomputed sum (and count) of the block at each of the first k - 1; Python does the last, cut-short block. This
+ * is that loop, the same additions in the same order as bootstrap.py's own (a double accumulator from 0.0, the
+ * blocks in the order drawn), so both give the same replicates to the last bit. */
+#include "cmatch.h"
+
+/* A buffer of 8-byte items of the format wanted ('d' or 'q'), at least n long; else an exception set. */
+static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const char *what) {
+    const char *got = view->format == NULL ? "B" : view->format;
+    if (got[0] == '@' || got[0] == '=') got++;
+    if (view->itemsize != 8 || strcmp(got, format) != 0 || view->len / 8 < n) {
+        PyErr_Format(PyExc_ValueError, "%s must be an array('%s') of at least %zd items", what, format, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* block_totals(draws, n, sums, counts) -> (total, count): draws holds 8 * k bytes, k little-endian 64-bit draws, of
+ * which the first k - 1 are block starts (draw mod n); total adds sums[start] over them, count counts[start] (None
+ * without counts). */
+PyObject *cm_block_totals(PyObject *mod, PyObject *args) {
+    Py_buffer draws, sums = {0}, counts = {0};
+    Py_ssize_t n;
+    PyObject *sums_obj, *counts_obj, *out = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "y*nOO", &draws, &n, &sums_obj, &counts_obj)) return NULL;
+    int have_counts = counts_obj != Py_None;
+    if (PyObject_GetBuffer(sums_obj, &sums, PyBUF_FORMAT) < 0) goto done;
+    if (have_counts && PyObject_GetBuffer(counts_obj, &counts, PyBUF_FORMAT) < 0) goto done;
+    if (n <= 0 || draws.len % 8 != 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be positive and draws a whole number of 8-byte draws");
+        goto done;
+    }
+    if (items_of(&sums, "d", n, "sums") < 0 || (have_counts && items_of(&counts, "q", n, "counts") < 0)) goto done;
+    const uint8_t *raw = (const uint8_t *)draws.buf;
+    const double *s = (const double *)sums.buf;
+    const int64_t *c = have_counts ? (const int64_t *)counts.buf : NULL;
+    double total = 0.0;
+    int64_t count = 0;
+    for (Py_ssize_t k = 0; k + 1 < draws.len / 8; k++) {
+        uint64_t draw = 0;
+        for (int b = 7; b >= 0; b--) draw = draw << 8 | raw[8 * k + b];
+        size_t start = (size_t)(draw % (uint64_t)n);
+        total += s[start];
+        if (c != NULL) count += c[start];
+    }
+    out = have_counts ? Py_BuildValue("(dL)", total, (long long)count) : Py_BuildValue("(dO)", total, Py_None);
+done:
+    PyBuffer_Release(&draws);
+    if (sums.obj != NULL) PyBuffer_Release(&sums);
+    if (counts.obj != NULL) PyBuffer_Release(&counts);
+    return out;
+}
