@@ -10,14 +10,18 @@ up in all three without touching them.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from acceptmon.cli import main
+from acceptmon.measure.aggregate import Stats
 from acceptmon.parse import kinds
+from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import BaseRecord
+from acceptmon.sinks.runs_table import StatsJob
 from tests.conftest import SAMPLES
 
 FIGURES = ("batches", "accept_len_mean", "gen_throughput_per_rank", "gen_throughput_total")
@@ -131,3 +135,58 @@ def test_an_amended_record_is_its_model_copy_and_shares_only_a_shared_fields_set
     assert amended(made, {"rank": "DP1"}).model_fields_set is made.model_fields_set
     copy = amended(validated, {"rank": "DP1"})
     assert copy.model_fields_set is not validated.model_fields_set and "rank" not in validated.model_fields_set
+
+
+def _split_runs(records: list[Any], cut: int) -> list[Any]:
+    """``runs``' summaries with the records read as two parts, cut before ``cut`` (as two blocks, or two ranges of
+    ``-j``, are): the second aggregated on its own from where it is order-free, and merged."""
+    job = StatsJob()
+    for part in (records[:cut], records[cut:]):
+        job.collect(job.chunk(part))
+    return job.stats.summaries()
+
+
+@pytest.mark.parametrize("name", ["vllm_v1_0.10.2_dp.log", "vllm_v1_0.8.5.log", "vllm_v0_0.6.log", "newest_0.5.23.log"])
+def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
+    """Cut anywhere, a log's runs are the same: a vLLM part's spec lines before its first line naming an engine
+    are fed in order (they take the engine named before the cut), the rest is aggregated apart, its token counts
+    and per-position rates merged; vLLM v0's counters since start are always fed in order."""
+    records = Parser(grammars, name, records=StatsJob().records_wanted).feed((SAMPLES / name).read_bytes())
+    whole = _split_runs(records, 0)
+    assert whole and any(s.batches for s in whole)
+    for cut in range(1, len(records)):
+        got = _split_runs(records, cut)
+        assert len(got) == len(whole)
+        for a, b in zip(got, whole, strict=True):
+            assert _same(a.model_dump(), b.model_dump()), (cut, a, b)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, a float to its last rounded digit: a part's sums are added up apart, then merged (``runs`` adds them
+    so per block, whatever ``-j``; here the cut is anywhere), and a mean at a rounding midpoint may round either way."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=1.001e-4)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def test_a_part_is_order_free_after_its_last_line_that_takes_an_earlier_lines_engine(grammars):
+    """Spec lines name no engine: each takes the one its file's and source's (here: pod's) last throughput line
+    named."""
+    lines = [
+        "[pod/p1/vllm] INFO 05-02 09:14:52 [loggers.py:111] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 388.6 tokens/s, Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 27.8%",
+        "[pod/p2/vllm] INFO 05-02 09:14:52 [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.97, "
+        "Accepted: 1289 tokens, Drafted: 1962 tokens",
+        "[pod/p1/vllm] INFO 05-02 09:14:52 [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.97, "
+        "Accepted: 1289 tokens, Drafted: 1962 tokens",
+    ]
+    records = Parser(grammars, "a.log").feed(("\n".join(lines) + "\n").encode())
+    assert [r.kind for r in records] == ["throughput", "spec", "spec"]
+    assert [r.source for r in records] == ["pod/p1/vllm", "pod/p2/vllm", "pod/p1/vllm"]
+    assert Stats.order_free(records) == 3  # p1's engine was named before pid=2's line: not in the part after it
+    assert Stats.order_free(records[:1]) == 0 and Stats.order_free(records[:2]) == 2
+    assert Stats.order_free(records[1:]) == 2

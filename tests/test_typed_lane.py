@@ -224,7 +224,7 @@ def _acceptmon(*args: str, pure: bool) -> bytes:
 
 def test_runs_compare_and_doctor_print_the_same_through_the_lane(tmp_path):
     """On inputs large enough for the lane (repeated sample logs, over its least input of 4 MiB; over the 8 MiB of
-    parallel reading for ``-j 2``)."""
+    parallel reading for ``-j 2``, where vLLM's parts are aggregated apart from their first line naming an engine)."""
 
     def repeated(name: str, mib: int) -> str:
         text = (SAMPLES / name).read_bytes()
@@ -240,6 +240,7 @@ def test_runs_compare_and_doctor_print_the_same_through_the_lane(tmp_path):
         ("compare", f"{seed}#1", f"{seed}#2", "--format", "json"),
         ("runs", seed, "--format", "csv"),
         ("runs", repeated("seed_eagle3_moe.log", 9), "--format", "json", "-j", "2"),
+        ("runs", repeated("vllm_v1_0.10.2_dp.log", 9), repeated("vllm_v1_0.8.5.log", 9), "--format", "json", "-j", "2"),
     ):
         assert _acceptmon(*args, pure=False) == _acceptmon(*args, pure=True), args
     summaries = json.loads(_acceptmon("runs", seed, "--format", "json", pure=False))

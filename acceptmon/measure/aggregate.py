@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -165,6 +165,9 @@ class RunStats:
         self.requests += other.requests
         for name in ("accept_len", "accept_rate", "draft_accept_rate", "request_accept_len"):
             getattr(self, name).merge(getattr(other, name))
+        if other.spec is not None:
+            self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
+            self.spec.merge(other.spec)
 
     def _seen(self, r: Record) -> None:
         """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""
@@ -245,20 +248,32 @@ class Stats:
             run.add(fact)
 
     @staticmethod
-    def order_free(records: Iterable[Record]) -> bool:
-        """Whether these records give the same figures whatever came before them: none counts tokens (since
-        start, or per draft) or belongs to a unit named by an earlier line (or to a request line before it).
-        Such a part of a file can be aggregated on its own (in a worker) and merged; any other is fed in file
-        order."""
-        for r in records:
+    def order_free(records: Sequence[Record]) -> int | None:
+        """Where these records start to give the same figures whatever came before them: the first record after
+        which none belongs to a unit named by an earlier line (a vLLM spec line takes the engine its file's last
+        throughput line named); None if one counts tokens since start (vLLM v0) or belongs to a request line before
+        it (per-position rates). From there a part of a file can be aggregated on its own (in a worker) and merged;
+        what comes before, and any other part, is fed in file order."""
+        start = 0
+        named: set[tuple[str, str]] = set()
+        for i, r in enumerate(records):
             values = r.__dict__
             kind = KINDS[r.kind]
-            if kind.unit_field != "rank" or kind.positions or values.get("drafted_tokens") is not None:
-                return False
-        return True
+            if kind.positions or values.get("cumulative"):
+                return None
+            field = kind.unit_field
+            if field != "rank":
+                where = (r.file, values.get("source", ""))
+                if values.get(field):
+                    named.add(where)
+                elif where not in named:
+                    start = i + 1
+                    named.clear()  # the part read on its own starts after this record: earlier names are not in it
+        return start
 
     def merge(self, other: Stats) -> None:
         """Fold in the aggregate of a later, order-free part of the same files."""
+        self.normalizer.named(other.normalizer)
         for key, run in other.runs.items():
             if run.launch is not None:
                 self.normalizer.intervals.launch(run.file, run.run)

@@ -301,6 +301,11 @@ class Normalizer:
             steps = drafted / len(rates)
         return Fact(amended(r, {"verify_ct": round(steps, 3)}) if steps else r)
 
+    def named(self, later: Normalizer) -> None:
+        """Take the units that the normalizer of a later part of the same files (read on its own) saw named last:
+        a record after that part that names none takes its file's and source's from there."""
+        self._last_unit.update(later._last_unit)
+
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""
         unit = getattr(r, name, None)

@@ -57,6 +57,17 @@ class SpecTotals:
         for i, p in enumerate(rates):
             self.positions[i] += (p or 0.0) * drafts
 
+    def merge(self, other: SpecTotals) -> None:
+        """Fold in a later part's interval counts (a part with cumulative counters is read in order, never merged)."""
+        assert other.first is None, "cumulative counters are read in file order"
+        self.accepted += other.accepted
+        self.drafted += other.drafted
+        self.emitted += other.emitted
+        self.drafts += other.drafts
+        self.positions += [0.0] * (len(other.positions) - len(self.positions))
+        for i, p in enumerate(other.positions):
+            self.positions[i] += p
+
     def totals(self) -> tuple[int, int, int, float]:
         """accepted, drafted, emitted, drafts: interval sums plus the cumulative counters' increase."""
         acc, drafted, emitted, drafts = self.accepted, self.drafted, self.emitted, self.drafts

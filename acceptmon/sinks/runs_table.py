@@ -23,8 +23,9 @@ from acceptmon.pipeline.workers import handed_on, taken
 
 class StatsJob:
     """Records of the kinds runs are made of, normalized and aggregated in file order: a part that needs no
-    earlier line (:meth:`Stats.order_free`, every SGLang part) is aggregated where it was parsed (in workers
-    too) and merged, any other is handed on as records."""
+    earlier line from where :meth:`Stats.order_free` says (every SGLang part from its start, a vLLM 0.10+ part from
+    its first line that names an engine) is aggregated there where it was parsed (in workers too) and merged; what
+    comes before, and any other part (vLLM v0's counters since start), is handed on as records."""
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
@@ -36,21 +37,24 @@ class StatsJob:
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> tuple[int, Stats | list[Record] | Packed]:
+    def chunk(self, records: list[Record]) -> tuple[int, list[Record] | Packed, Stats | None]:
+        """The records to feed in file order (those before where the part is order-free, or all), and the
+        aggregate of the rest."""
         count = sum(1 for r in records if r.kind in self.records_wanted)
-        if not Stats.order_free(records):
-            return count, handed_on(records)
+        start = Stats.order_free(records)
+        if start is None:
+            return count, handed_on(records), None
         part = Stats()
-        part.update(records)
-        return count, part
+        part.update(records[start:] if start else records)
+        return count, handed_on(records[:start]), part
 
-    def collect(self, part: tuple[int, Stats | list[Record] | Packed]) -> None:
-        count, body = part
+    def collect(self, part: tuple[int, list[Record] | Packed, Stats | None]) -> None:
+        count, before, rest = part
         self.records += count
-        if isinstance(body, Stats):
-            self.stats.merge(body)
-        else:
-            self.stats.update(taken(body))
+        if before:
+            self.stats.update(taken(before))
+        if rest is not None:
+            self.stats.merge(rest)
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
