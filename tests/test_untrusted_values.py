@@ -7,11 +7,15 @@ import math
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acceptmon.diagnose.detect_accept import deepest_step
 from acceptmon.display import strict_json
-from acceptmon.measure.normalize import Normalizer
+from acceptmon.measure import normalize
+from acceptmon.measure.normalize import VALID, Normalizer
 from acceptmon.parse.parser import Parser
+from acceptmon.parse.records import DecodeStats
 from tests.serving import Serve, decode_line, launch_line, value, wait_for
 from tests.test_cli import acceptmon
 
@@ -192,3 +196,38 @@ def test_impossible_per_request_values_are_counted_and_left_out(tmp_path, gramma
 def _with_length(line: str, value: str) -> str:
     head, tail = line.split("'spec_accept_length': ", 1)
     return f"{head}'spec_accept_length': {value}, {tail.split(', ', 1)[1]}"
+
+
+SPECIAL = [None, 0.0, -0.0, 1.0, 0.5, 1000.0, 1000.0000001, 0.9999999, -1e-300, math.inf, -math.inf, math.nan, 1e308]
+SPECIAL += [0, 1, 1000, 1001, -1, 2**70, True, False, "1", 1.5]
+CHECKED = sorted(set(DecodeStats.model_fields) & set(VALID))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.fixed_dictionaries({n: st.sampled_from(SPECIAL) | st.floats() | st.integers() for n in CHECKED}), st.booleans()
+)
+def test_the_check_of_untrusted_values_is_the_bounds_themselves(values, refused):
+    """A decode record's values, plain or not (NaN, infinities, -0.0, bools, huge ints, text), are left out exactly
+    where :data:`VALID`'s bounds say, and a refused launch drops a derived draft accept rate: the per-model test of
+    the usual values is only a shortcut to the same answer."""
+    _check_as_bounds(values, refused)
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_each_special_value_in_each_field_is_judged_by_the_bounds(refused):
+    for name in CHECKED:  # the others in bounds
+        for v in SPECIAL:
+            _check_as_bounds({**dict.fromkeys(CHECKED, 1), name: v}, refused)
+
+
+def _check_as_bounds(values: dict[str, object], refused: bool) -> None:
+    record = DecodeStats.model_construct(**values)
+    got, invalid = normalize._checked(record, refused)
+    bad = sorted(n for n in CHECKED if (v := getattr(record, n)) is not None and not normalize._valid(n, v))
+    assert invalid == len(bad), values
+    derived = refused and record.draft_accept_rate is not None and getattr(record, "accepted_tokens", None) is None
+    for n in CHECKED:
+        left_out = n in bad or (n == "draft_accept_rate" and derived)
+        assert getattr(got, n) is (None if left_out else getattr(record, n)), (n, values)
+    assert (got is record) == (not bad and not derived)
