@@ -161,6 +161,20 @@ def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
             assert _same(a.model_dump(), b.model_dump()), (cut, a, b)
 
 
+def test_a_part_after_a_refused_launch_drops_the_rates_derived_from_it(grammars):
+    """A launch with a draft-token count no server runs: every batch of its run loses the draft accept rate the
+    parser derived from that count, in a part read on its own too (the rule reads the batch's record alone)."""
+    from tests.serving import decode_line, launch_line
+
+    lines = [launch_line(steps=3, tokens=4000), *(decode_line(i, acc=2.0 + i / 10) for i in range(6))]
+    records = Parser(grammars, "x.log", records=StatsJob().records_wanted).feed(("\n".join(lines) + "\n").encode())
+    assert all(r.draft_accept_rate is not None for r in records[1:])  # as the parser derives it
+    for cut in range(len(records)):
+        (run,) = _split_runs(records, cut)
+        assert (run.batches, run.draft_accept_rate_mean, run.refused_configs) == (6, None, 1), cut
+        assert run.accept_len_mean == 2.25 and run.spec_num_draft_tokens is None
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, a float to its last rounded digit: a part's sums are added up apart, then merged (``runs`` adds them
     so per block, whatever ``-j``; here the cut is anywhere), and a mean at a rounding midpoint may round either way."""

@@ -306,6 +306,6 @@ def test_impossible_values_are_left_out_as_the_rule_says_for_every_field_and_kin
     for name in fields:
         for value in odd:
             r = records.build(model, {"file": "x.log", "line": 1, name: value})
-            checked, invalid = normalize._checked(r, False)
+            checked, invalid = normalize._checked(r)
             assert invalid == (0 if normalize._valid(name, value) else 1), (name, value)
             assert getattr(checked, name) == (value if invalid == 0 else None) or value != value, (name, value)

@@ -15,7 +15,7 @@ from acceptmon.display import strict_json
 from acceptmon.measure import normalize
 from acceptmon.measure.normalize import VALID, Normalizer
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import DecodeStats
+from acceptmon.parse.records import DecodeStats, LaunchConfig
 from tests.serving import Serve, decode_line, launch_line, value, wait_for
 from tests.test_cli import acceptmon
 
@@ -201,32 +201,48 @@ def _with_length(line: str, value: str) -> str:
 SPECIAL = [None, 0.0, -0.0, 1.0, 0.5, 1000.0, 1000.0000001, 0.9999999, -1e-300, math.inf, -math.inf, math.nan, 1e308]
 SPECIAL += [0, 1, 1000, 1001, -1, 2**70, True, False, "1", 1.5]
 CHECKED = sorted(set(DecodeStats.model_fields) & set(VALID))
+SIZES = [None, -1, 0, 1, 3, 64, 65, 1024, 1025, 10**30]
+"""A launch's draft tokens and steps, as the parser gives a decode record them: refused outside CONFIG_LIMITS."""
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.fixed_dictionaries({n: st.sampled_from(SPECIAL) | st.floats() | st.integers() for n in CHECKED}), st.booleans()
+    st.fixed_dictionaries({n: st.sampled_from(SPECIAL) | st.floats() | st.integers() for n in CHECKED}),
+    st.sampled_from(SIZES),
+    st.sampled_from(SIZES),
 )
-def test_the_check_of_untrusted_values_is_the_bounds_themselves(values, refused):
+def test_the_check_of_untrusted_values_is_the_bounds_themselves(values, tokens, steps):
     """A decode record's values, plain or not (NaN, infinities, -0.0, bools, huge ints, text), are left out exactly
-    where :data:`VALID`'s bounds say, and a refused launch drops a derived draft accept rate: the per-model test of
-    the usual values is only a shortcut to the same answer."""
-    _check_as_bounds(values, refused)
+    where :data:`VALID`'s bounds say, and a draft accept rate derived from a refused draft-token count (the
+    launch's ``num_draft_tokens``, else its ``num_steps + 1``) is dropped: the per-model test of the usual values
+    is only a shortcut to the same answer."""
+    _check_as_bounds({**values, "spec_num_draft_tokens": tokens, "spec_num_steps": steps})
 
 
-@pytest.mark.parametrize("refused", [False, True])
-def test_each_special_value_in_each_field_is_judged_by_the_bounds(refused):
+@pytest.mark.parametrize("tokens", SIZES)
+@pytest.mark.parametrize("steps", [None, 3, 65])
+def test_each_special_value_in_each_field_is_judged_by_the_bounds(tokens, steps):
     for name in CHECKED:  # the others in bounds
         for v in SPECIAL:
-            _check_as_bounds({**dict.fromkeys(CHECKED, 1), name: v}, refused)
+            _check_as_bounds(
+                {**dict.fromkeys(CHECKED, 1), name: v, "spec_num_draft_tokens": tokens, "spec_num_steps": steps}
+            )
 
 
-def _check_as_bounds(values: dict[str, object], refused: bool) -> None:
+def _check_as_bounds(values: dict[str, object]) -> None:
     record = DecodeStats.model_construct(**values)
-    got, invalid = normalize._checked(record, refused)
+    got, invalid = normalize._checked(record)
     bad = sorted(n for n in CHECKED if (v := getattr(record, n)) is not None and not normalize._valid(n, v))
     assert invalid == len(bad), values
-    derived = refused and record.draft_accept_rate is not None and getattr(record, "accepted_tokens", None) is None
+    config = LaunchConfig(
+        spec_algorithm="EAGLE",
+        spec_num_draft_tokens=values["spec_num_draft_tokens"],
+        spec_num_steps=values["spec_num_steps"],
+    )
+    refused = normalize.refused(config)
+    clean = config.model_copy(update=dict.fromkeys(refused))
+    from_refused = clean.draft_tokens != config.draft_tokens  # the count the parser derived the rate from is refused
+    derived = from_refused and record.draft_accept_rate is not None and getattr(record, "accepted_tokens", None) is None
     for n in CHECKED:
         left_out = n in bad or (n == "draft_accept_rate" and derived)
         assert getattr(got, n) is (None if left_out else getattr(record, n)), (n, values)

@@ -24,8 +24,9 @@ once, and which records it applies to is their kind's declared role
   included, or over 1000; a rate outside 0..1; a negative count, throughput or latency; anything not
   finite) is left out: the fact's record has None there and :attr:`Fact.invalid` counts it. A launch
   whose speculative or parallel sizes no real server runs (:data:`CONFIG_LIMITS`) has them as None
-  (unknown), :attr:`Fact.refused` names them, and the run's batches lose a draft accept rate derived
-  from them.
+  (unknown), :attr:`Fact.refused` names them, and a batch loses a draft accept rate derived from a
+  refused draft-token count, which its record carries (the parser gives a decode record its launch's sizes):
+  the rule needs no earlier line, so a part of a file read on its own applies it as the whole file does.
 
 Runs are keyed by (file, source, run): runs are numbered per file in launch order, and a
 stream with several processes (``source``) keeps each one's runs apart.
@@ -133,18 +134,29 @@ def _plain_of(model: type) -> Callable[[Callable[[str], Any]], bool]:
     return found
 
 
-def _checked(r: Record, config_refused: bool) -> tuple[Record, int]:
+def _from_refused(get: Callable[[str], Any]) -> bool:
+    """Whether a record's draft accept rate was derived (no accepted count) from its launch's draft-token count,
+    and :data:`CONFIG_LIMITS` refuse that count: its ``num_draft_tokens``, or else ``num_steps`` (a chain's
+    ``num_steps + 1``), as :attr:`~acceptmon.parse.records.LaunchConfig.draft_tokens` takes them."""
+    if get("draft_accept_rate") is None or get("accepted_tokens") is not None:
+        return False
+    name = "spec_num_draft_tokens" if get("spec_num_draft_tokens") is not None else "spec_num_steps"
+    v, (low, high) = get(name), CONFIG_LIMITS[name]
+    return v is not None and not (isinstance(v, int) and low <= v <= high)
+
+
+def _checked(r: Record) -> tuple[Record, int]:
     """The record with its impossible values as None, and how many there were (the record itself if none)."""
     values = r.__dict__
     get = values.get
-    if (_PLAIN.get(type(r)) or _plain_of(type(r)))(get) and not config_refused:
+    derived = _from_refused(get)
+    if not derived and (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
         return r, 0
     bad: list[str] | None = None
-    for n, _, _ in _CHECKED[type(r)]:
+    for n, _, _ in _CHECKED.get(type(r)) or _bounds(type(r)):
         v = get(n)
         if v is not None and not _valid(n, v):
             bad = [*(bad or ()), n]
-    derived = config_refused and get("draft_accept_rate") is not None and get("accepted_tokens") is None
     if bad is None and not derived:
         return r, 0
     update = dict.fromkeys(bad or ())
@@ -203,8 +215,6 @@ class Fact:
 class _Run:
     batches: int = 0
     """Batches seen so far (the first :attr:`Normalizer.warmup` are warm-up)."""
-    refused: bool = False
-    """Its refused launch config gave the draft-token count its draft accept rates were derived from."""
 
 
 @dataclass(slots=True)
@@ -236,7 +246,7 @@ class Normalizer:
         if kind.starts_run:
             return self._launch(r)
         if kind.request:
-            r, invalid = _checked(r, False)
+            r, invalid = _checked(r)
             self._requests[run_key(r), r.rank or ""] = r
             return Fact(r, invalid=invalid)
         if kind.positions:
@@ -250,7 +260,7 @@ class Normalizer:
         if kind.prefill:
             state.after_prefill = True
             return Fact(r)
-        r, invalid = _checked(r, state.run.refused)
+        r, invalid = _checked(r)
         values = r.__dict__
         if kind.load:  # the load fields, spelled out (generators over a field list cost more, per stats line)
             get, (old_tput, old_running, old_queue) = values.get, state.load
@@ -283,10 +293,7 @@ class Normalizer:
         bad = refused(config)
         if not bad or config is None:
             return Fact(r)
-        clean = amended(config, dict.fromkeys(bad))
-        if clean.draft_tokens != config.draft_tokens:
-            self._run(run_key(r)).refused = True
-        return Fact(amended(r, {"config": clean}), refused=tuple(bad))
+        return Fact(amended(r, {"config": amended(config, dict.fromkeys(bad))}), refused=tuple(bad))
 
     def _run(self, key: RunKey) -> _Run:
         run = self._runs.get(key)
