@@ -146,11 +146,15 @@ def _split_runs(records: list[Any], cut: int) -> list[Any]:
     return job.stats.summaries()
 
 
-@pytest.mark.parametrize("name", ["vllm_v1_0.10.2_dp.log", "vllm_v1_0.8.5.log", "vllm_v0_0.6.log", "newest_0.5.23.log"])
+@pytest.mark.parametrize(
+    "name",
+    ["vllm_v1_0.10.2_dp.log", "vllm_v1_0.8.5.log", "vllm_v0_0.6.log", "newest_0.5.23.log", "llamacpp_draft_mtp.log"],
+)
 def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
     """Cut anywhere, a log's runs are the same: a vLLM part's spec lines before its first line naming an engine
-    are fed in order (they take the engine named before the cut), the rest is aggregated apart, its token counts
-    and per-position rates merged; vLLM v0's counters since start are always fed in order."""
+    are fed in order (they take the engine named before the cut), as are the first lines of counters since start
+    (vLLM v0, llama.cpp's statistics); the rest is aggregated apart, its token counts, counters and per-position
+    rates merged."""
     records = Parser(grammars, name, records=StatsJob().records_wanted).feed((SAMPLES / name).read_bytes())
     whole = _split_runs(records, 0)
     assert whole and any(s.batches for s in whole)
@@ -189,18 +193,29 @@ def _same(a: Any, b: Any) -> bool:
 
 def test_a_part_is_order_free_after_its_last_line_that_takes_an_earlier_lines_engine(grammars):
     """Spec lines name no engine: each takes the one its file's and source's (here: pod's) last throughput line
-    named."""
-    lines = [
-        "[pod/p1/vllm] INFO 05-02 09:14:52 [loggers.py:111] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
-        "Avg generation throughput: 388.6 tokens/s, Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 27.8%",
-        "[pod/p2/vllm] INFO 05-02 09:14:52 [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.97, "
-        "Accepted: 1289 tokens, Drafted: 1962 tokens",
-        "[pod/p1/vllm] INFO 05-02 09:14:52 [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.97, "
-        "Accepted: 1289 tokens, Drafted: 1962 tokens",
-    ]
+    named. A part's lines before a name in it take one from before the part: they are fed in order. Lines whose
+    file and source the part never names assume none was named before (vLLM v0 names none); where the part is
+    merged that is checked, and the whole part is fed in order if a line before it named one."""
+    throughput = (
+        "[pod/{}/vllm] INFO 05-02 09:14:52 [loggers.py:111] Engine 00{}: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 388.6 tokens/s, Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 27.8%"
+    )
+    spec = (
+        "[pod/{}/vllm] INFO 05-02 09:14:52 [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.97, "
+        "Accepted: 12{}9 tokens, Drafted: 1962 tokens"
+    )
+    lines = [throughput.format("p1", 1), spec.format("p2", 1), spec.format("p1", 2), throughput.format("p2", 2)]
+    lines += [spec.format("p2", 3), spec.format("p1", 4), spec.format("p1", 5)]
     records = Parser(grammars, "a.log").feed(("\n".join(lines) + "\n").encode())
-    assert [r.kind for r in records] == ["throughput", "spec", "spec"]
-    assert [r.source for r in records] == ["pod/p1/vllm", "pod/p2/vllm", "pod/p1/vllm"]
-    assert Stats.order_free(records) == 3  # p1's engine was named before pid=2's line: not in the part after it
-    assert Stats.order_free(records[:1]) == 0 and Stats.order_free(records[:2]) == 2
-    assert Stats.order_free(records[1:]) == 2
+    assert [r.kind for r in records] == ["throughput", "spec", "spec", "throughput", "spec", "spec", "spec"]
+    assert [r.source for r in records[:2]] == ["pod/p1/vllm", "pod/p2/vllm"]
+    p1, p2 = ("a.log", "pod/p1/vllm"), ("a.log", "pod/p2/vllm")
+    assert Stats.order_free(records) == (2, frozenset())  # p2's first line needs a name from before: p2 names one
+    assert Stats.order_free(records[:3]) == (0, {p2})  # p2 named nowhere in the part: assumed never named
+    assert Stats.order_free(records[1:3]) == (0, {p1, p2})
+    assert Stats.order_free(records[1:]) == (1, {p1})  # p2 named after its first line, p1 nowhere
+    whole = _split_runs(records, 0)
+    assert [(s.source, s.ranks, s.batches) for s in whole] == [(p1[1], 1, 3), (p2[1], 2, 2)]  # p2 first took none
+    for cut in range(1, len(records)):  # every later part assumes p1 (or p2) was never named: it was, before it
+        got = _split_runs(records, cut)
+        assert [s.model_dump() for s in got] == [s.model_dump() for s in whole], cut

@@ -15,13 +15,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
-from acceptmon.measure.tokens import SpecTotals
+from acceptmon.measure.tokens import Intervals, SpecTotals
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -222,6 +223,15 @@ class RunStats:
         )
 
 
+class Free(NamedTuple):
+    """Where a part of a file is order-free (:meth:`Stats.order_free`)."""
+
+    start: int
+    """The records before it are fed in file order; the part's normalizer sees them first."""
+    assumed: frozenset[tuple[str, str]]
+    """Files and sources whose lines the part reads as naming no engine, none having been named before it."""
+
+
 class Stats:
     """Runs of every file fed so far, in order of appearance; fed records in file order."""
 
@@ -248,35 +258,58 @@ class Stats:
             run.add(fact)
 
     @staticmethod
-    def order_free(records: Sequence[Record]) -> int | None:
-        """Where these records start to give the same figures whatever came before them: the first record after
-        which none belongs to a unit named by an earlier line (a vLLM spec line takes the engine its file's last
-        throughput line named); None if one counts tokens since start (vLLM v0) or belongs to a request line before
-        it (per-position rates). From there a part of a file can be aggregated on its own (in a worker) and merged;
-        what comes before, and any other part, is fed in file order."""
+    def order_free(records: Sequence[Record]) -> Free | None:
+        """Where these records start to give the same figures whatever came before them, given the normalizer has
+        seen the records before (:meth:`part`): after the last record that needs an earlier line outside them (a
+        vLLM spec line that takes the engine its file's last throughput line named, where a later line in the part
+        names one; the first cumulative line of its counters: vLLM v0, llama.cpp's statistics); None if one
+        belongs to a request line before it (per-position rates). What comes before is fed in file order.
+
+        Lines of a file and source that no line in the part names an engine for (vLLM v0 names none) take none:
+        the part assumes none was named before it either, which :meth:`Normalizer.named_any` checks where the part
+        is merged (if one was, the whole part is fed in file order)."""
         start = 0
-        named: set[tuple[str, str]] = set()
+        last: dict[tuple[str, str], str] = {}
+        waiting: dict[tuple[str, str], int] = {}
+        """By file and source never named yet in the part: its last line that needs a name from before."""
+        counted: set[tuple[str, int, str]] = set()
         for i, r in enumerate(records):
             values = r.__dict__
             kind = KINDS[r.kind]
-            if kind.positions or values.get("cumulative"):
+            if kind.positions:
                 return None
             field = kind.unit_field
+            unit = values.get(field)
             if field != "rank":
                 where = (r.file, values.get("source", ""))
-                if values.get(field):
-                    named.add(where)
-                elif where not in named:
+                if unit:
+                    last[where] = unit
+                    if where in waiting:
+                        start = max(start, waiting.pop(where) + 1)
+                elif where in last:
+                    unit = last[where]
+                else:
+                    waiting[where] = i
+            if values.get("cumulative"):
+                key = Intervals.key(r, unit if field == "engine" else values.get("engine"))
+                if key not in counted:
+                    counted.add(key)
                     start = i + 1
-                    named.clear()  # the part read on its own starts after this record: earlier names are not in it
-        return start
+        return Free(start, frozenset(waiting))
+
+    @classmethod
+    def part(cls, records: list[Record], start: int) -> Stats:
+        """The aggregate of ``records[start:]`` (:meth:`order_free`), its normalizer told what the records before
+        name and count."""
+        stats = cls()
+        stats.normalizer.feed(records[:start])
+        stats.update(records[start:] if start else records)
+        return stats
 
     def merge(self, other: Stats) -> None:
         """Fold in the aggregate of a later, order-free part of the same files."""
-        self.normalizer.named(other.normalizer)
+        self.normalizer.take_last(other.normalizer)
         for key, run in other.runs.items():
-            if run.launch is not None:
-                self.normalizer.intervals.launch(run.file, run.run)
             mine = self.runs.get(key)
             if mine is None:
                 self.runs[key] = run

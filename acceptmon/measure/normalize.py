@@ -325,10 +325,18 @@ class Normalizer:
             steps = drafted / len(rates)
         return Fact(amended(r, {"verify_ct": round(steps, 3)}) if steps else r)
 
-    def named(self, later: Normalizer) -> None:
-        """Take the units that the normalizer of a later part of the same files (read on its own) saw named last:
-        a record after that part that names none takes its file's and source's from there."""
+    def named_any(self, wheres: Iterable[tuple[str, str]]) -> bool:
+        """Whether a line seen so far named an engine for any of these files and sources."""
+        return any(w in self._last_unit for w in wheres)
+
+    def take_last(self, later: Normalizer) -> None:
+        """Take what the normalizer of a later part of the same files (read on its own) saw last: the units named
+        (a record after that part that names none takes its file's and source's from there), each unit's last
+        finished request (a per-position line after it is weighed by it) and the cumulative counters (a line after
+        it closes the interval from there)."""
         self._last_unit.update(later._last_unit)
+        self._requests.update(later._requests)
+        self.intervals.take_last(later.intervals)
 
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""

@@ -58,8 +58,10 @@ class SpecTotals:
             self.positions[i] += (p or 0.0) * drafts
 
     def merge(self, other: SpecTotals) -> None:
-        """Fold in a later part's interval counts (a part with cumulative counters is read in order, never merged)."""
-        assert other.first is None, "cumulative counters are read in file order"
+        """Fold in a later part's counts: interval sums add up, cumulative counters run from this part's first to the
+        later part's last."""
+        self.first = self.first or other.first
+        self.last = other.last or self.last
         self.accepted += other.accepted
         self.drafted += other.drafted
         self.emitted += other.emitted
@@ -106,6 +108,18 @@ class Intervals:
     def launch(self, file: str, run: int) -> None:
         self._launched.add((file, run))
 
+    @staticmethod
+    def key(r: Record, engine: str | None) -> tuple[str, int, str]:
+        """The counters a cumulative line continues: its file's, run's and unit's (``engine``: the record's, or the
+        one it takes from its file's last line that named one)."""
+        return r.file, r.run, engine or getattr(r, "rank", None) or ""
+
+    def take_last(self, later: Intervals) -> None:
+        """Take the counters and launches of a later part of the same files read on its own (a line after that part
+        continues the counters it saw last)."""
+        self._last.update(later._last)
+        self._launched |= later._launched
+
     def close(self, key: tuple[str, int, str], now: Counters) -> tuple[float | None, float | None]:
         """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
         acc, drafted, emitted, k = now
@@ -128,6 +142,6 @@ class Intervals:
         """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""
         if not getattr(r, "cumulative", None):
             return r
-        length, rate = self.close((r.file, r.run, r.engine or r.rank or ""), counters(r))  # type: ignore[attr-defined,arg-type]
+        length, rate = self.close(self.key(r, getattr(r, "engine", None)), counters(r))  # type: ignore[arg-type]
         update: dict[str, Any] = {"accept_len": length, "accept_rate": rate, "draft_accept_rate": rate}
         return amended(r, update)

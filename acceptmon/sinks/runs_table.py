@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import NamedTuple, cast
 
 from acceptmon.display import duration, number, short_model
-from acceptmon.measure.aggregate import RunSummary, Stats
+from acceptmon.measure.aggregate import Free, RunSummary, Stats
 from acceptmon.measure.columns import Packed
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
@@ -22,10 +22,11 @@ from acceptmon.pipeline.workers import handed_on, taken
 
 
 class StatsJob:
-    """Records of the kinds runs are made of, normalized and aggregated in file order: a part that needs no
-    earlier line from where :meth:`Stats.order_free` says (every SGLang part from its start, a vLLM 0.10+ part from
-    its first line that names an engine) is aggregated there where it was parsed (in workers too) and merged; what
-    comes before, and any other part (vLLM v0's counters since start), is handed on as records."""
+    """Records of the kinds runs are made of, normalized and aggregated in file order: a part is aggregated where it
+    was parsed (in workers too) from where :meth:`Stats.order_free` says (every SGLang part from its start, a vLLM
+    part from its first lines of each engine's counters or name) and merged; what comes before, and any other part
+    (per-position rates), is handed on as records, as is a whole part that assumes no engine was named before it
+    (fed in order if one was)."""
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
@@ -37,24 +38,38 @@ class StatsJob:
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> tuple[int, list[Record] | Packed, Stats | None]:
-        """The records to feed in file order (those before where the part is order-free, or all), and the
-        aggregate of the rest."""
-        count = sum(1 for r in records if r.kind in self.records_wanted)
-        start = Stats.order_free(records)
-        if start is None:
-            return count, handed_on(records), None
-        part = Stats()
-        part.update(records[start:] if start else records)
-        return count, handed_on(records[:start]), part
+    def chunk(self, records: list[Record]) -> Chunk:
+        """The records to feed in file order (those before where the part is order-free, all of them if it is not,
+        or if it assumes), and the aggregate of the rest."""
+        wanted = sum(1 for r in records if r.kind in self.records_wanted)
+        free = Stats.order_free(records)
+        if free is None:
+            return Chunk(wanted, handed_on(records), None)
+        handed = records if free.assumed else records[: free.start]
+        return Chunk(wanted, handed_on(handed), Stats.part(records, free.start), free)
 
-    def collect(self, part: tuple[int, list[Record] | Packed, Stats | None]) -> None:
-        count, before, rest = part
-        self.records += count
-        if before:
-            self.stats.update(taken(before))
-        if rest is not None:
-            self.stats.merge(rest)
+    def collect(self, part: Chunk) -> None:
+        self.records += part.wanted
+        free, records = part.free, part.records
+        if free is not None and self.stats.normalizer.named_any(free.assumed):
+            free = None  # a line before the part named an engine its lines take: read in order
+        if free is None:
+            self.stats.update(taken(records))
+            return
+        if free.start:
+            self.stats.update(taken(records[: free.start]))
+        if part.rest is not None:
+            self.stats.merge(part.rest)
+
+
+class Chunk(NamedTuple):
+    """What :meth:`StatsJob.chunk` hands on: records to feed in order, the aggregate of the rest and where it
+    starts."""
+
+    wanted: int
+    records: list[Record] | Packed
+    rest: Stats | None
+    free: Free | None = None
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
