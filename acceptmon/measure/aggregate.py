@@ -267,7 +267,10 @@ class Stats:
 
         Lines of a file and source that no line in the part names an engine for (vLLM v0 names none) take none:
         the part assumes none was named before it either, which :meth:`Normalizer.named_any` checks where the part
-        is merged (if one was, the whole part is fed in file order)."""
+        is merged (if one was, the whole part is fed in file order).
+
+        A part's normalizer starts each unit's load and warm-up afresh: a batch's carried load and warm-up flag
+        may differ from the whole file's, and a run's figures read neither."""
         start = 0
         last: dict[tuple[str, str], str] = {}
         waiting: dict[tuple[str, str], int] = {}

@@ -24,9 +24,9 @@ from acceptmon.pipeline.workers import handed_on, taken
 class StatsJob:
     """Records of the kinds runs are made of, normalized and aggregated in file order: a part is aggregated where it
     was parsed (in workers too) from where :meth:`Stats.order_free` says (every SGLang part from its start, a vLLM
-    part from its first lines of each engine's counters or name) and merged; what comes before, and any other part
-    (per-position rates), is handed on as records, as is a whole part that assumes no engine was named before it
-    (fed in order if one was)."""
+    part after its lines that need one before it) and merged; what comes before, and any other part (per-position
+    rates), is handed on as records, as is a whole part that assumes no engine was named before it (fed in order if
+    one was)."""
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
