@@ -7,10 +7,12 @@ as numbers: ``1250 tokens`` is 1250, ``57.3%`` is 57.3, compared with acceptmon'
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +43,8 @@ def _sglang_stamp(sec: int, millis: bool = False) -> str:
 
 
 def _vllm_stamp(sec: int) -> str:
-    """Year-less, from 11-01 (a 256 MiB log spans days, not a New Year: ranges of ``-j`` guess no year wrong)."""
+    """Year-less, from 11-01 (a 256 MiB log spans days, not a New Year, and ends before :data:`WRITTEN`: ranges of
+    ``-j`` guess no year wrong)."""
     sec += 304 * 86400
     day = sec // 86400 % 365
     month = next(m for m in range(12, 0, -1) if day >= _MONTH_START[m - 1])
@@ -221,6 +224,13 @@ SHAPES: dict[str, Shape] = {
 }
 
 
+WRITTEN = datetime(2026, 12, 31, 23, 59, 59).timestamp()
+"""The generated logs' modification time: after their last line, as a server's log's is. vLLM's stamps have no
+year: acceptmon dates the first by it (2026), and each range of ``-j`` its own first stamp (the latest year in
+which the stamp is not after it). Left at the time of writing, a log dated past that day would have its later
+ranges guessed a year early and read twice, so that the figures depended on the day the benchmark ran."""
+
+
 def generate(shape: Shape, path: Path, mib: float) -> None:
     """``path``: the shape's log of about ``mib`` MiB."""
     target, size = int(mib * (1 << 20)), 0
@@ -230,6 +240,7 @@ def generate(shape: Shape, path: Path, mib: float) -> None:
             chunk = "\n".join(next(lines) for _ in range(256)) + "\n"
             f.write(chunk)
             size += len(chunk)
+    os.utime(path, (WRITTEN, WRITTEN))
 
 
 def awk(shape: Shape, log: Path, out: Path, program: str) -> str:
