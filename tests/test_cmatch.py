@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptmon.measure import bootstrap
+from acceptmon.parse import prescan
 from acceptmon.parse.fast import native
 from acceptmon.parse.fast.model import Shape
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS, EXTRA_KEY, EXTRA_VALUE, VALUE, loosen
@@ -194,6 +195,40 @@ def test_anchor_counts_are_bytes_count(needles, data):
     assert got[3] == [block.count(w) for w in words]
     assert got[4] == sum(1 for line in block.split(b"\n") if b"accept" in line)
     assert got[5] == len(lines)
+
+
+WORDS = st.lists(st.text(alphabet="aab_=Z: ", min_size=1, max_size=7).map(str.encode), min_size=1, max_size=70)
+"""Words the pre-scan looks for: of one byte to seven, with letters, spaces, capitals and punctuation (each word is
+looked for by its least common pair), words that overlap themselves and each other, and more than one pass takes."""
+
+
+@given(words=WORDS, data=st.data())
+@settings(max_examples=500, deadline=None)
+def test_the_first_of_any_word_is_where_bytes_find_it(words, data):
+    """``find_any`` gives the first offset of any word in ``buf[start:end]``, as the smallest of ``bytes.find``:
+    text built of the words and pieces of them, any span (out of bounds and reversed too)."""
+    assert CMATCH is not None
+    piece = st.one_of(st.binary(max_size=5), st.sampled_from(words), st.sampled_from(words).map(lambda w: w[1:]))
+    buf = b"".join(data.draw(st.lists(piece, max_size=30)))
+    start, end = data.draw(st.integers(-3, len(buf) + 3)), data.draw(st.integers(-3, len(buf) + 3))
+    want = prescan.BYTES.find_any(buf, max(start, 0), max(end, 0), words)
+    assert CMATCH.find_any(buf, start, end, words) == want
+
+
+@pytest.mark.parametrize(
+    ("buf", "words", "first"),
+    [
+        (b"xaa_=", [b"a_", b"aa_="], 1),  # "aa_=" is looked for by "_=", past where "a_" was found: it starts first
+        (b"xaa_=", [b"aa_=", b"a_"], 1),
+        (b"server_args=", [b"args=", b"server_"], 0),
+        (b"ab", [b"ab", b"abc"], 0),
+        (b"abab", [b"bab", b"x"], 1),
+        (b"", [b"ab"], -1),
+    ],
+)
+def test_a_word_found_later_in_the_pass_can_start_first(buf, words, first):
+    assert CMATCH is not None
+    assert CMATCH.find_any(buf, 0, len(buf), words) == first == prescan.BYTES.find_any(buf, 0, len(buf), words)
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,8 @@ def codes(module: Any, steps: Sequence[Step]) -> list[tuple[int, int, tuple[byte
 
 
 class _Finder:
-    """The pre-scan's searches (:class:`acceptmon.parse.prescan.Finder`) in C: ``memmem`` and ``memchr``."""
+    """The pre-scan's searches (:class:`acceptmon.parse.prescan.Finder`) in C: every word in one pass (a table of
+    pairs), and ``memchr``."""
 
     def __init__(self, module: Any) -> None:
         self.find_any, self.newlines = module.find_any, module.newlines
