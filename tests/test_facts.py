@@ -219,3 +219,23 @@ def test_a_part_is_order_free_after_its_last_line_that_takes_an_earlier_lines_en
     for cut in range(1, len(records)):  # every later part assumes p1 (or p2) was never named: it was, before it
         got = _split_runs(records, cut)
         assert [s.model_dump() for s in got] == [s.model_dump() for s in whole], cut
+
+
+def test_counters_since_start_are_each_sources_own(grammars):
+    """Two vLLM v0 processes in one stream (kubectl's ``[pod/...]`` prefixes), their spec lines interleaved: each
+    line's interval is its own process's counters less its own previous line's, as in a file of that process alone."""
+    spec = (
+        "[pod/{}/vllm] INFO 10-16 19:0{}:00 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.5, "
+        "System efficiency: 0.5, Number of speculative tokens: 3, Number of accepted tokens: {}, "
+        "Number of draft tokens: {}, Number of emitted tokens: {}."
+    )
+    p1 = [spec.format("p1", i, 100 * i, 300 * i, 100 * i + 100 * i) for i in range(1, 5)]  # 1 + 3 * 1/3 = 2.0
+    p2 = [spec.format("p2", i, 250 * i, 300 * i, 250 * i + 100 * i) for i in range(1, 5)]  # 1 + 3 * 2.5/3 = 3.5
+    mixed = [line for pair in zip(p1, p2, strict=True) for line in pair]
+
+    def runs(lines: list[str]) -> dict[str, float | None]:
+        records = Parser(grammars, "a.log", records=StatsJob().records_wanted).feed(("\n".join(lines) + "\n").encode())
+        return {s.source: s.accept_len_mean for s in _split_runs(records, 0)}
+
+    assert runs(p1) == {"pod/p1/vllm": 2.0} and runs(p2) == {"pod/p2/vllm": 3.5}
+    assert runs(mixed) == {"pod/p1/vllm": 2.0, "pod/p2/vllm": 3.5}

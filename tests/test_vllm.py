@@ -222,17 +222,17 @@ def test_intervals_of_counters_since_start():
     from acceptmon.measure.tokens import Intervals
 
     seen, unseen = Intervals(), Intervals()
-    seen.launch("a.log", 1)
+    seen.launch(("a.log", "", 1))
     # (accepted, drafted, emitted, k): 900 of 1000 accepted, 1233 emitted over 1000 / 3 drafts, then 100 of 1000
-    assert seen.close(("a.log", 1, ""), (900, 1000, 1233, 3)) == (3.699, 0.9)  # from zero: the launch was seen
-    assert seen.close(("a.log", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
-    assert seen.close(("a.log", 1, ""), (1000, 2000, 1666, 3)) == (None, None)  # no drafts in the interval
-    assert seen.close(("a.log", 1, ""), (10, 20, 16, 3)) == (None, None)  # counters went back: unknown
-    assert unseen.close(("b.log", 1, ""), (900, 1000, 1233, 3)) == (None, None)  # since a start not in the log
-    assert unseen.close(("b.log", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
+    assert seen.close(("a.log", "", 1, ""), (900, 1000, 1233, 3)) == (3.699, 0.9)  # from zero: the launch was seen
+    assert seen.close(("a.log", "", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
+    assert seen.close(("a.log", "", 1, ""), (1000, 2000, 1666, 3)) == (None, None)  # no drafts in the interval
+    assert seen.close(("a.log", "", 1, ""), (10, 20, 16, 3)) == (None, None)  # counters went back: unknown
+    assert unseen.close(("b.log", "", 1, ""), (900, 1000, 1233, 3)) == (None, None)  # since a start not in the log
+    assert unseen.close(("b.log", "", 1, ""), (1000, 2000, 1666, 3)) == (1.299, 0.1)
     # an emitted count missing at one end: the interval's length from its accepted tokens (1 + 100 x 3 / 1000)
-    assert unseen.close(("b.log", 1, ""), (1100, 3000, None, 3)) == (1.3, 0.1)
-    assert unseen.close(("b.log", 1, ""), (1200, 4000, 3000, 3)) == (1.3, 0.1)
+    assert unseen.close(("b.log", "", 1, ""), (1100, 3000, None, 3)) == (1.3, 0.1)
+    assert unseen.close(("b.log", "", 1, ""), (1200, 4000, 3000, 3)) == (1.3, 0.1)
 
 
 def test_v0_counters_since_start_are_judged_per_interval(tmp_path, capsys):

@@ -22,7 +22,7 @@ from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
-from acceptmon.measure.tokens import Intervals, SpecTotals
+from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -275,7 +275,7 @@ class Stats:
         last: dict[tuple[str, str], str] = {}
         waiting: dict[tuple[str, str], int] = {}
         """By file and source never named yet in the part: its last line that needs a name from before."""
-        counted: set[tuple[str, int, str]] = set()
+        counted: set[CounterKey] = set()
         for i, r in enumerate(records):
             values = r.__dict__
             kind = KINDS[r.kind]

@@ -288,7 +288,7 @@ class Normalizer:
 
     def _launch(self, r: Record) -> Fact:
         """A launch: its run starts; a config no real server runs has the refused sizes as None."""
-        self.intervals.launch(r.file, r.run)
+        self.intervals.launch(run_key(r))
         config: LaunchConfig | None = getattr(r, "config", None)
         bad = refused(config)
         if not bad or config is None:

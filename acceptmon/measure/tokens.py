@@ -18,6 +18,8 @@ from acceptmon.parse.records import Record, SpecStats
 
 Counters = tuple[int, int, int | None, int | None]
 """A spec line's accepted, drafted and emitted tokens, and draft width k (tokens per draft)."""
+CounterKey = tuple[str, str, int, str]
+"""Whose counters since start a line carries: file, source, run and unit (:meth:`Intervals.key`)."""
 
 
 def counters(r: SpecStats) -> Counters:
@@ -102,17 +104,18 @@ class Intervals:
     Means over lines (``compare``, ``doctor``) are then means over intervals, not of running averages."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, int, str], tuple[int, int, int | None]] = {}
-        self._launched: set[tuple[str, int]] = set()
+        self._last: dict[CounterKey, tuple[int, int, int | None]] = {}
+        self._launched: set[tuple[str, str, int]] = set()
 
-    def launch(self, file: str, run: int) -> None:
-        self._launched.add((file, run))
+    def launch(self, run: tuple[str, str, int]) -> None:
+        """A run (file, source, run) starts: its counters count from zero."""
+        self._launched.add(run)
 
     @staticmethod
-    def key(r: Record, engine: str | None) -> tuple[str, int, str]:
-        """The counters a cumulative line continues: its file's, run's and unit's (``engine``: the record's, or the
-        one it takes from its file's last line that named one)."""
-        return r.file, r.run, engine or getattr(r, "rank", None) or ""
+    def key(r: Record, engine: str | None) -> CounterKey:
+        """The counters a cumulative line continues: its file's, source's (a process of a stream), run's and
+        unit's (``engine``: the record's, or the one it takes from its file's last line that named one)."""
+        return r.file, getattr(r, "source", ""), r.run, engine or getattr(r, "rank", None) or ""
 
     def take_last(self, later: Intervals) -> None:
         """Take the counters and launches of a later part of the same files read on its own (a line after that part
@@ -120,12 +123,12 @@ class Intervals:
         self._last.update(later._last)
         self._launched |= later._launched
 
-    def close(self, key: tuple[str, int, str], now: Counters) -> tuple[float | None, float | None]:
+    def close(self, key: CounterKey, now: Counters) -> tuple[float | None, float | None]:
         """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
         acc, drafted, emitted, k = now
         before = self._last.get(key)
         self._last[key] = (acc, drafted, emitted)
-        if before is None and key[:2] not in self._launched:
+        if before is None and key[:3] not in self._launched:
             return None, None
         b_acc, b_drafted, b_emitted = before or (0, 0, 0)
         d_acc, d_drafted = acc - b_acc, drafted - b_drafted
