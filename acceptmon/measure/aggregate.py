@@ -136,8 +136,7 @@ class RunStats:
             self.accept_rate.add(values.get("accept_rate"))
             self.draft_accept_rate.add(b.accept_rate)
             if values.get("drafted_tokens") is not None:
-                self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
-                self.spec.add(r)  # type: ignore[arg-type]
+                self._spec().add(r)  # type: ignore[arg-type]
 
     def _line(self, fact: Fact) -> None:
         """A fact without batch or load: a launch, a finished request, a request's per-position rates."""
@@ -167,8 +166,13 @@ class RunStats:
         for name in ("accept_len", "accept_rate", "draft_accept_rate", "request_accept_len"):
             getattr(self, name).merge(getattr(other, name))
         if other.spec is not None:
-            self.spec = self.spec or SpecTotals(since_start=self.launch is not None)
-            self.spec.merge(other.spec)
+            self._spec().merge(other.spec)
+
+    def _spec(self) -> SpecTotals:
+        """The run's token counts, begun at its first line that has them (from zero if its launch was seen)."""
+        if self.spec is None:
+            self.spec = SpecTotals(since_start=self.launch is not None)
+        return self.spec
 
     def _seen(self, r: Record) -> None:
         """The run's span: its earliest and latest log time (a log whose clock went back gives no negative span)."""

@@ -91,12 +91,13 @@ def refused(config: Any) -> list[str]:
     """The fields of a launch config outside :data:`CONFIG_LIMITS` (an empty list for a plausible one)."""
     if config is None:
         return []
-    out = []
-    for name, (low, high) in CONFIG_LIMITS.items():
-        v = getattr(config, name, None)
-        if v is not None and not (isinstance(v, int) and low <= v <= high):
-            out.append(name)
-    return out
+    return [name for name in CONFIG_LIMITS if _refuses(name, getattr(config, name, None))]
+
+
+def _refuses(name: str, v: Any) -> bool:
+    """Whether :data:`CONFIG_LIMITS` refuse this value of a launch size (None: not given, not refused)."""
+    low, high = CONFIG_LIMITS[name]
+    return v is not None and not (isinstance(v, int) and low <= v <= high)
 
 
 def _valid(name: str, v: Any) -> bool:
@@ -141,8 +142,7 @@ def _from_refused(get: Callable[[str], Any]) -> bool:
     if get("draft_accept_rate") is None or get("accepted_tokens") is not None:
         return False
     name = "spec_num_draft_tokens" if get("spec_num_draft_tokens") is not None else "spec_num_steps"
-    v, (low, high) = get(name), CONFIG_LIMITS[name]
-    return v is not None and not (isinstance(v, int) and low <= v <= high)
+    return _refuses(name, get(name))
 
 
 def _checked(r: Record) -> tuple[Record, int]:
