@@ -139,8 +139,7 @@ async def test_80x24_shows_fewer_things_whole(grammars):
         await pilot.pause()  # mounted and laid out before the key, also on a busy machine
         await pilot.press("p")
         await pilot.wait_for_scheduled_animations()
-        await pilot.pause(0.1)
-        assert app.screen.has_class("-short") and app.screen.has_class("-narrow")
+        assert await until(pilot, lambda: app.screen.has_class("-short") and app.screen.has_class("-narrow"))
         assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
         header = str(app.query_one("#header").render()).splitlines()
         assert header[0].startswith(" PAUSED ") and len(header) == 2 and max(map(len, header)) <= 78
@@ -257,10 +256,10 @@ async def test_the_bars_keep_their_legend_when_a_run_drafts_more_tokens(grammars
         app.refresh_view = lambda: None  # type: ignore[method-assign]  # only this test's bars
         for n in (3, 4, 2, 4):
             bars.show([Position(position=i, mean=0.5, last=0.4) for i in range(1, n + 1)])
-            await pilot.pause(0.05)
+            # legend, bars and the two border rows, once laid out (a busy machine takes a few refreshes)
+            assert await until(pilot, lambda n=n: bars.region.height == n + 3), (n, bars.region)
             lines = bar_lines(app)
             assert len(lines) == n + 1 and lines[0].split()[:3] == ["#", "█", "run"], (n, lines)
-            assert bars.region.height == n + 3  # legend, bars and the two border rows
 
 
 async def test_a_refresh_after_the_app_stopped_draws_nothing(grammars):
