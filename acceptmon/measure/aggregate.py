@@ -227,6 +227,15 @@ class RunStats:
         )
 
 
+_SELF_CONTAINED = frozenset(
+    k.name
+    for k in KINDS.values()
+    if k.unit_field == "rank" and not k.positions and "cumulative" not in k.model.model_fields
+)
+"""Kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they count
+nothing since server start and weigh no earlier request (every SGLang record)."""
+
+
 class Free(NamedTuple):
     """Where a part of a file is order-free (:meth:`Stats.order_free`)."""
 
@@ -281,10 +290,12 @@ class Stats:
         """By file and source never named yet in the part: its last line that needs a name from before."""
         counted: set[CounterKey] = set()
         for i, r in enumerate(records):
-            values = r.__dict__
+            if r.kind in _SELF_CONTAINED:
+                continue
             kind = KINDS[r.kind]
             if kind.positions:
                 return None
+            values = r.__dict__
             field = kind.unit_field
             unit = values.get(field)
             if field != "rank":
