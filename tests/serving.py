@@ -92,7 +92,7 @@ class Serve:
         self.stderr = ""
         self.url = f"{scheme}://127.0.0.1:{self.port}/metrics"
 
-    def wait_listening(self, timeout: float = 15.0, **kw: object) -> None:
+    def wait_listening(self, timeout: float = 30.0, **kw: object) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -151,7 +151,9 @@ def value(metrics: dict[str, dict[tuple[tuple[str, str], ...], float]], name: st
     return None
 
 
-def wait_for(predicate, timeout: float = 10.0, interval: float = 0.02):  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.02):  # type: ignore[no-untyped-def]
+    """``predicate()``'s first true value, polled until ``timeout`` (generous: a busy CI machine is slow, and
+    a condition that holds returns at once); its last value, false, when the time is up."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:

@@ -161,15 +161,15 @@ def test_a_judgement_in_progress_blocks_no_update_scrape_or_screen(grammars):
     broken, fixed = _runs()
     try:
         live.update("seed.log", parser.feed(("\n".join(broken) + "\n").encode()), parser.tally)
-        assert doctor.judging.wait(10)  # the doctor's thread is inside a judgement now
-        page = _within(2.0, lambda: MetricsPage(live).render().decode())
+        assert doctor.judging.wait(30)  # the doctor's thread is inside a judgement now
+        page = _within(10.0, lambda: MetricsPage(live).render().decode())  # blocked, it would wait 30 s
         batches = [x for x in page.splitlines() if x.startswith("acceptmon_decode_batches_total{")]
         assert any('rank="DP0 TP0 EP0"' in x and x.endswith(" 12.0") for x in batches)  # the lines were taken in
         assert "acceptmon_doctor_finding{" not in page  # nothing judged yet, and nobody waits for it
-        _within(2.0, lambda: live.update("seed.log", parser.feed(("\n".join(fixed) + "\n").encode()), parser.tally))
-        assert _within(2.0, live.take_changes) == []
+        _within(10.0, lambda: live.update("seed.log", parser.feed(("\n".join(fixed) + "\n").encode()), parser.tally))
+        assert _within(10.0, live.take_changes) == []
         doctor.release.set()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while ("seed.log", "P2", "warning") not in live.snapshot().findings and time.monotonic() < deadline:
             time.sleep(0.02)
         assert ("seed.log", "P2", "warning") in live.snapshot().findings  # published once it was judged

@@ -204,8 +204,9 @@ def test_a_fleet_of_three_nodes_sums_to_the_lines_written(tmp_path):
         _eventually(lambda: _assert_scraped(prom_port, len(serves)))
         for serve, node in zip(serves, nodes, strict=True):  # the first scrape's values: these lines
             _eventually(lambda s=serve, nd=node: _assert_node_counted(s, nd), timeout=30)
-        time.sleep(2)  # scraped (1 s interval) before any other line is written
         first = _expected_groups(nodes)
+        # scraped (1 s interval) before any other line is written: Prometheus holds these lines' counters
+        _eventually(lambda: _assert_fleet_sums(prom_port, first), timeout=30)
         for rnd in range(3, 12):  # the pods write at different rates; rotation and a restart midway
             for n, node in enumerate(nodes):
                 for k, c in enumerate(node):

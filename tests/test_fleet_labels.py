@@ -63,7 +63,8 @@ class Written:
         return decode_line(i, rank="TP0", running=running, acc=acc)
 
 
-def wait_for(serve: Serve, done: Callable[[Metrics], bool], timeout: float = 20.0) -> Metrics:
+def wait_for(serve: Serve, done: Callable[[Metrics], bool], timeout: float = 30.0) -> Metrics:
+    """The page once ``done(page)``; the last page read when ``timeout`` is up (generous: a busy machine)."""
     deadline = time.monotonic() + timeout
     while True:
         m = serve.metrics()
@@ -116,6 +117,7 @@ def test_pods_tree_rotation_restart_and_streams_give_per_source_series_and_count
             return sample(m, "acceptmon_decode_batches_total", file=file)
 
         m = wait_for(serve, lambda m: batches(m, files["a"]) == 4 and batches(m, files["b0"]) == 3)
+        assert (batches(m, files["a"]), batches(m, files["b0"])) == (4, 3), "the pods' first lines"
         # kubelet rotation of pod A: rename, the runtime writes on into the renamed file until it reopens, a new 0.log
         rotated = a_dir / "0.log.20260226-140500"
         os.rename(a_dir / "0.log", rotated)
@@ -128,6 +130,7 @@ def test_pods_tree_rotation_restart_and_streams_give_per_source_series_and_count
             cri([launch(None, "2026-02-26 14:10:00"), *(b1.decode(i, 6, 2.2) for i in range(5))])
         )
         m = wait_for(serve, lambda m: batches(m, files["a"]) == a.lines and batches(m, files["b1"]) == b1.lines)
+        assert (batches(m, files["a"]), batches(m, files["b1"])) == (a.lines, b1.lines), "the rotated and new files"
         # then kubelet compresses the rotated file: nothing is read again
         with rotated.open("rb") as src, gzip.open(f"{rotated}.gz", "wb") as dst:
             dst.write(src.read())

@@ -146,8 +146,9 @@ def test_failures_past_the_limit_are_429_held_a_while_and_the_right_password_is_
 
 def test_the_limit_lifts_when_the_oldest_failure_leaves_the_window(checks: list[bytes]) -> None:
     with serving(web=users(cost=4), limits=Limits(auth_failures=2, auth_window=2.0, auth_delay=0.1)) as server:
-        first = time.monotonic()
-        assert [request(server, headers=basic("prometheus", "x"))[0] for _ in range(3)] == [401, 401, 429]
+        assert request(server, headers=basic("prometheus", "x"))[0] == 401
+        first = time.monotonic()  # the oldest failure was counted by now (before its answer, which may come late)
+        assert [request(server, headers=basic("prometheus", "x"))[0] for _ in range(2)] == [401, 429]
         time.sleep(max(0.0, first + 2.3 - time.monotonic()))
         assert request(server, headers=basic("prometheus", "x"))[0] == 401
     assert len(checks) == 4
@@ -216,6 +217,9 @@ def test_addresses_past_the_limit_share_one_turn(running: list[int]) -> None:
 def test_held_failures_are_dropped_first_to_make_room_for_a_scrape() -> None:
     with serving(web=users(cost=4), limits=Limits(max_connections=4, auth_failures=1, auth_delay=10.0)) as server:
         assert request(server, headers=basic("prometheus", "x"))[0] == 401
+        # its connection let go by the server too: until the server reads the client's close it holds one of the
+        # 4 places, and a busy machine let a held guesser be dropped for the 4th (3 held, never 4)
+        assert wait_for(lambda: not server.open_sockets()), server.open_sockets()
         guessers = []
         for _ in range(4):  # every connection holds a failure past the limit
             s = socket.create_connection(server.address, timeout=5)
@@ -225,8 +229,12 @@ def test_held_failures_are_dropped_first_to_make_room_for_a_scrape() -> None:
                 + b"\r\n\r\n"
             )
             guessers.append(s)
+
+        def held() -> int:
+            return sum(c.parked == "held" for c in list(server.httpd.conns.values()))  # a copy: threads change it
+
         try:
-            assert wait_for(lambda: sum(c.parked == "held" for c in server.httpd.conns.values()) == 4)
+            assert wait_for(lambda: held() == 4), f"4 held failures awaited, {held()} held"
             start = time.monotonic()
             assert request(server, headers=basic("prometheus", "s3cret"))[::2] == (200, PAGE)
             assert time.monotonic() - start < 5
@@ -284,7 +292,7 @@ def test_when_every_connection_is_being_answered_a_new_one_is_closed_at_once() -
             t.start()
         assert wait_for(lambda: len(rendering) == 4)  # every connection is being answered
         with socket.create_connection(server.address, timeout=5) as extra:
-            assert wait_for(lambda: hung_up(extra), timeout=5)
+            assert wait_for(lambda: hung_up(extra), timeout=15), "the connection past the cap closed"  # < release
         release.set()
         for t in busy:
             t.join(20)
@@ -298,7 +306,8 @@ def test_a_client_that_does_not_finish_its_request_head_is_dropped_at_the_deadli
             start = time.monotonic()
             s.sendall(b"GET /metrics HTTP/1.1\r\n")
             closed_after = None
-            for _ in range(50):  # a byte every 0.1 s (or nothing), for 5 s at most
+            deadline = start + 30  # generous: a busy machine may check the 1 s deadline late
+            while time.monotonic() < deadline:  # a byte every 0.1 s (or nothing)
                 time.sleep(0.1)
                 try:
                     s.sendall(trickle)
@@ -308,7 +317,7 @@ def test_a_client_that_does_not_finish_its_request_head_is_dropped_at_the_deadli
                 if hung_up(s):
                     closed_after = time.monotonic() - start
                     break
-        assert closed_after is not None, "still open after 5 s"
+        assert closed_after is not None, "still open after 30 s"
         assert closed_after >= 0.9
         assert request(server)[::2] == (200, PAGE)
 

@@ -33,7 +33,7 @@ def decoded(serve: Serve) -> float:
 
 def settle(serve: Serve, want: int) -> float:
     """The count once it reached ``want`` and then had time to go past it (it should not)."""
-    assert wait_for(lambda: decoded(serve) >= want, timeout=10), decoded(serve)
+    assert wait_for(lambda: decoded(serve) >= want), (want, decoded(serve))
     wait_for(lambda: decoded(serve) > want, timeout=SETTLE)
     return decoded(serve)
 

@@ -48,8 +48,10 @@ def test_default_start_backfills_the_current_run_then_follows(tmp_path):
         assert (labels["spec_num_steps"], labels["spec_num_draft_tokens"]) == ("5", "6")
         start = time.monotonic()
         write(log, decode_line(99, acc=2.0))
-        assert wait_for(lambda: decoded(serve) == 8, timeout=2.0), "appended line not visible within 2 s"
-        assert time.monotonic() - start < 2.0
+        # read as it is appended: about 0.05 s on an idle machine, a few tenths under load; 10 s is for a busy CI
+        # machine (benchmarks/bench_live.py measures the latency)
+        assert wait_for(lambda: decoded(serve) == 8, timeout=10.0), "appended line not visible within 10 s"
+        print(f"\nappended line on /metrics after {time.monotonic() - start:.2f} s")
         assert value(serve.metrics(), "acceptmon_accept_length") == 2.0
     finally:
         assert serve.stop() == 0
@@ -74,11 +76,16 @@ def test_missing_file_waits_then_is_read_from_its_start(tmp_path):
     serve = Serve(str(log))
     try:
         serve.wait_listening()
-        m = serve.metrics()
-        assert value(m, "acceptmon_log_file_present", file=str(log)) == 0
+
+        def present() -> float | None:
+            return value(serve.metrics(), "acceptmon_log_file_present", file=str(log))
+
+        # serve listens before it first looks for its files, and marks a file present just after the tick that
+        # read its first lines: a busy machine's scrape can come in between (no series yet; lines but 0)
+        assert wait_for(lambda: present() == 0), ("the file known, and absent", present())
         write(log, launch_line(), decode_line(0), decode_line(1))
-        assert wait_for(lambda: decoded(serve) == 2, timeout=5)
-        assert value(serve.metrics(), "acceptmon_log_file_present", file=str(log)) == 1
+        assert wait_for(lambda: decoded(serve) == 2), "the file's lines once it appeared"
+        assert wait_for(lambda: present() == 1), ("the file present", present())
     finally:
         serve.stop()
     assert "does not exist yet; waiting for it" in serve.stderr
@@ -91,7 +98,7 @@ def test_glob_picks_up_new_files(tmp_path):
         serve.wait_listening()
         assert wait_for(lambda: decoded(serve, file=str(tmp_path / "a.log")) == 1)
         write(tmp_path / "b.log", launch_line(), decode_line(0), decode_line(1))
-        assert wait_for(lambda: decoded(serve, file=str(tmp_path / "b.log")) == 2, timeout=5)
+        assert wait_for(lambda: decoded(serve, file=str(tmp_path / "b.log")) == 2), "the new match's lines"
     finally:
         serve.stop()
 
@@ -135,7 +142,7 @@ def test_restart_with_state_file_counts_every_line_once(tmp_path):
             for _ in range(200):
                 f.write(decode_line(written) + "\n")
                 written += 1
-        assert wait_for(lambda: (counted_first + (decoded(second) or 0)) >= written, timeout=10)
+        assert wait_for(lambda: (counted_first + (decoded(second) or 0)) >= written), (counted_first, written)
         time.sleep(0.3)
         assert counted_first + decoded(second) == written
         assert 0 < counted_first < written
@@ -148,9 +155,11 @@ def test_state_file_for_a_replaced_file_reads_the_new_one_whole(tmp_path):
     log, state = tmp_path / "s.log", tmp_path / "state.json"
     write(log, launch_line(), *(decode_line(i) for i in range(10)))
     s1 = Serve(str(log), "--state-file", str(state), "--from-start")
-    s1.wait_listening()
-    wait_for(lambda: decoded(s1) == 10)
-    s1.stop()
+    try:
+        s1.wait_listening()
+        assert wait_for(lambda: decoded(s1) == 10), "the first lifetime's lines"
+    finally:
+        s1.stop()
     log.unlink()
     write(log, launch_line(steps=2, tokens=3), *(decode_line(i, ts="2026-03-01 10:00:00") for i in range(4)))
     s2 = Serve(str(log), "--state-file", str(state))

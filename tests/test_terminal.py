@@ -49,7 +49,8 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "t")
 
-    def wait_for(self, text: str, timeout: float = 10.0) -> bool:
+    def wait_for(self, text: str, timeout: float = 30.0) -> bool:
+        """Whether ``text`` came on screen within ``timeout`` (generous: a busy machine; it returns once it shows)."""
         return bool(wait_for(lambda: text in self.screen(), timeout=timeout, interval=0.05))
 
     def keys(self, *keys: str) -> None:
@@ -58,7 +59,7 @@ class Terminal:
     def quit(self) -> None:
         """Press q; the program must end with exit code 0."""
         self.keys("q")
-        assert self.wait_for("EXITED 0", timeout=5.0), self.screen()
+        assert self.wait_for("EXITED 0"), self.screen()
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
@@ -87,7 +88,7 @@ def test_tail_shows_the_run_follows_appends_and_quits(tmp_path):
         with log.open("a") as f:
             f.write(decode_line(6, acc=1.37) + "\n")
         start = time.monotonic()
-        assert term.wait_for("1.37", timeout=2.0), term.screen()
+        assert term.wait_for("1.37"), term.screen()  # within a second or so, more on a busy machine
         print(f"\nappended line on screen after {time.monotonic() - start:.2f} s")
         term.quit()
     finally:
@@ -100,7 +101,7 @@ def test_tail_waits_for_a_missing_file(tmp_path):
     try:
         assert term.wait_for("to appear"), term.screen()
         log.write_text(launch_line() + "\n" + decode_line(0, acc=3.21) + "\n")
-        assert term.wait_for("3.21", timeout=5.0), term.screen()
+        assert term.wait_for("3.21"), term.screen()
         term.quit()
     finally:
         term.close()
@@ -111,10 +112,10 @@ def test_demo_replays_the_seed_scenario(tmp_path):
     try:
         assert term.wait_for("seed_eagle3_moe.log (demo, 300x)"), term.screen()
         # The broken first launch (accept len about 1.13) is flagged by the default --alert-below 1.5.
-        assert term.wait_for("acceptance collapse: window mean accept len 1.1", timeout=20.0), term.screen()
-        assert term.wait_for("replay finished", timeout=30.0), term.screen()
+        assert term.wait_for("acceptance collapse: window mean accept len 1.1"), term.screen()
+        assert term.wait_for("replay finished", timeout=60.0), term.screen()
         # The replay ends before the follower has read its last lines: wait for the final means.
-        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=10.0), term.screen()
+        assert wait_for(lambda: shows_seed_history(term.screen())), term.screen()
         term.quit()
     finally:
         term.close()
@@ -194,7 +195,7 @@ def test_tail_starts_at_the_last_launch_and_fills_the_history_from_before_it(tmp
     try:
         assert term.wait_for("run 5 started 2026-02-26 14:02:50"), term.screen()
         assert term.wait_for("run history: 4 earlier launches read"), term.screen()
-        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=5.0), term.screen()
+        assert wait_for(lambda: shows_seed_history(term.screen())), term.screen()
         term.quit()
     finally:
         term.close()
@@ -210,21 +211,34 @@ def test_demo_at_80x24_shows_fewer_things_whole(tmp_path):
     term = Terminal(acceptmon("demo", "--speed", "60", "--stale-after", "1s"), size=(80, 24))
     try:
         # Runs 1 and 2 have one launch config: the log says the fix was elsewhere, with both means.
-        assert term.wait_for("run 2: same config as run 1, accept len 1.1", timeout=20.0), term.screen()
+        assert term.wait_for("run 2: same config as run 1, accept len 1.1"), term.screen()
         assert "outside server_args" in term.screen()
-        assert term.wait_for("replay finished", timeout=30.0), term.screen()
-        time.sleep(2.5)  # over --stale-after: a finished replay with requests queued is not a stall
+        assert term.wait_for("replay finished", timeout=60.0), term.screen()
+        finished = time.monotonic()
+        texts = ("accept len", "window mean", "accept rate", "normalized; logged", "gen tok/s", "sum of 8 ranks",
+                 "queued req", "accept len, mean of ranks", "len   rate  tok/s/rank  time", "events (log time)")  # fmt: skip
+
+        def plot_rows(screen: str) -> list[str]:
+            return [line for line in screen.splitlines() if line[:4].replace(".", "").isdigit() and "┤" in line]
+
+        def drawn() -> bool:
+            screen = term.screen()
+            return all(text in screen for text in texts) and len(plot_rows(screen)) >= 6
+
+        # drawn (a busy machine draws the last lines a while after the replay's end; what is missing fails
+        # below), then the rest of 2.5 s: over --stale-after, and a finished replay with requests queued is not a stall
+        wait_for(drawn)
+        time.sleep(max(0.0, finished + 2.5 - time.monotonic()))
         screen = term.screen()
         print("\n" + screen)
         assert "no decode line" not in screen
         assert legible(screen) == [], screen
-        for text in ("accept len", "window mean", "accept rate", "normalized; logged", "gen tok/s", "sum of 8 ranks",
-                     "queued req", "accept len, mean of ranks", "len   rate  tok/s/rank  time", "events (log time)"):  # fmt: skip
+        for text in texts:
             assert text in screen, (text, screen)
         assert "running req" not in screen and "DP0 TP0" not in screen  # no room: left out, not cut
-        plot_rows = [line for line in screen.splitlines() if line[:4].replace(".", "").isdigit() and "┤" in line]
-        assert len(plot_rows) >= 6, screen
-        values = [float(line[:4]) for line in plot_rows]
+        rows = plot_rows(screen)
+        assert len(rows) >= 6, screen
+        values = [float(line[:4]) for line in rows]
         assert values == sorted(values, reverse=True)  # y rises upwards
         term.keys("p")
         assert term.wait_for(" PAUSED "), term.screen()
@@ -238,8 +252,8 @@ def test_demo_at_80x24_shows_fewer_things_whole(tmp_path):
 def test_demo_at_140x45_is_legible(tmp_path):
     term = Terminal(acceptmon("demo", "--speed", "300"))
     try:
-        assert term.wait_for("replay finished", timeout=30.0), term.screen()
-        assert wait_for(lambda: shows_seed_history(term.screen()), timeout=10.0), term.screen()
+        assert term.wait_for("replay finished", timeout=60.0), term.screen()
+        assert wait_for(lambda: shows_seed_history(term.screen())), term.screen()
         screen = term.screen()
         print("\n" + screen)
         assert legible(screen) == [], screen
@@ -249,7 +263,7 @@ def test_demo_at_140x45_is_legible(tmp_path):
         term.keys("?")
         assert term.wait_for("Esc, ? or q closes this help"), term.screen()
         term.keys("Escape")
-        assert wait_for(lambda: "closes this help" not in term.screen(), timeout=5.0), term.screen()
+        assert wait_for(lambda: "closes this help" not in term.screen()), term.screen()
         term.quit()
     finally:
         term.close()
@@ -259,8 +273,8 @@ def test_demo_at_140x45_is_legible(tmp_path):
 def test_demo_of_a_vllm_log_shows_engines_and_position_bars(tmp_path, size):
     term = Terminal(acceptmon("demo", "--sample", "vllm_v1_0.10", "--speed", "300"), size=size)
     try:
-        assert term.wait_for("replay finished", timeout=30.0), term.screen()
-        assert term.wait_for("run 2 vs run 1: better", timeout=15.0), term.screen()  # judged every 10 s
+        assert term.wait_for("replay finished", timeout=60.0), term.screen()
+        assert term.wait_for("run 2 vs run 1: better", timeout=60.0), term.screen()  # judged every 10 s
         screen = term.screen()
         print("\n" + screen)
         # the verdict's throughput CI is compare's (tok/s of the engines' load lines): a range, not a cut
@@ -293,7 +307,7 @@ def test_tail_of_several_files_names_the_shown_file_and_f_switches_it(tmp_path):
     term = Terminal(acceptmon("tail", str(spec), str(base), str(broken)))
     try:
         # broken.log is read last; the tiles show the newest run with data, and say whose they are
-        assert term.wait_for("showing baseline.log (f: next file)", timeout=20.0), term.screen()
+        assert term.wait_for("showing baseline.log (f: next file)"), term.screen()
         assert term.wait_for("143.0"), term.screen()  # the baseline's 2 ranks x 71.5 tok/s
         assert term.wait_for("f Next file"), term.screen()  # the footer offers it, with a second file
         screen = term.screen()
@@ -328,12 +342,12 @@ def test_tail_keeps_the_sort_marker_on_the_sorted_column_and_sorts_ranks_as_numb
     log.write_text("\n".join([launch_line(), *lines]) + "\n")
     term = Terminal(acceptmon("tail", str(log)))
     try:
-        assert term.wait_for("│ DP11 TP11", timeout=20.0), term.screen()
+        assert term.wait_for("│ DP11 TP11"), term.screen()
         assert rank_header(term.screen()).split()[1:3] == ["rank▲", "last"], term.screen()
         order = [f"DP{r}" for r in sorted(ranks)]
         for name in ("last", "mean", "tok/s", "running", "queue", "seen", "rank"):  # each s: the next column
             term.keys("s")
-            assert wait_for(lambda name=name: f" {name}▲ " in rank_header(term.screen()), timeout=10.0), term.screen()
+            assert wait_for(lambda name=name: f" {name}▲ " in rank_header(term.screen())), term.screen()
             assert rank_header(term.screen()).count("▲") == 1, term.screen()
             if name == "tok/s":  # 90 - rank, ascending: the highest rank first
                 assert [r[0] for r in rank_rows(term.screen())] == order[::-1], term.screen()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual.widgets import DataTable
 
 from acceptmon.parse.parser import Parser
@@ -26,13 +28,30 @@ def seeded_state(grammars) -> DashboardState:
     return state
 
 
-async def until(pilot, condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
-    """Let the app run until ``condition()`` holds (the screen refreshes on a timer)."""
-    for _ in range(int(timeout / 0.05)):
+async def until(pilot, condition, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    """Let the app run until ``condition()`` holds (the screen refreshes on a timer); generous, for a busy
+    machine: a condition that holds returns at once."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         if condition():
             return True
         await pilot.pause(0.05)
     return bool(condition())
+
+
+async def eventually(pilot, check, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until ``check()`` passes; its last AssertionError once ``timeout`` is up. For what the
+    layout decides (regions, sizes, scrolling, a tile's wording for its width): a relayout takes a refresh or
+    a few, and ``pilot.pause()`` takes a busy machine's process, short of CPU, for an idle one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        await pilot.pause(0.05)
 
 
 def tile_text(app: AcceptmonApp, tile_id: str) -> str:
@@ -140,36 +159,44 @@ async def test_80x24_shows_fewer_things_whole(grammars):
         await pilot.press("p")
         await pilot.wait_for_scheduled_animations()
         assert await until(pilot, lambda: app.screen.has_class("-short") and app.screen.has_class("-narrow"))
-        assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
-        header = str(app.query_one("#header").render()).splitlines()
-        assert header[0].startswith(" PAUSED ") and len(header) == 2 and max(map(len, header)) <= 78
-        shown = {t.id: t for t in app.query(Tile) if t.display}
-        assert list(shown) == ["accept_len", "accept_rate", "throughput", "queued"]
-        wordings = {i: (t.wording(), t.content_size.width, t.size.width) for i, t in shown.items()}
-        assert {i: w for i, (w, _, _) in wordings.items()} == {
-            "accept_len": ("accept len", "window mean 2.85"),
-            "accept_rate": ("accept rate", "normalized; logged 0.47"),
-            "throughput": ("gen tok/s", "sum of 2 ranks"),
-            "queued": ("queued req", "7 running"),
-        }
-        assert all(len(sub) <= width and len(title) <= outer for (title, sub), width, outer in wordings.values())
-        plot = app.query_one("#accept_plot")
-        assert plot.display and plot.region.height >= 9  # title, 7 data rows, the x ticks
-        assert not app.query_one("#throughput_plot").display and not app.query_one("#ranks_box").display
-        history = app.query_one("#history", DataTable)
-        assert [str(c.label) for c in history.columns.values()][-4:] == ["len", "rate", "tok/s/rank", "time"]
-        assert history.max_scroll_x == 0  # no column runs off the right edge
-        assert app.query_one("#events").region.bottom <= 23  # above the footer's row
+
+        def laid_out() -> None:
+            assert app.screen.max_scroll_y == 0  # everything fits: nothing hides below the fold
+            header = str(app.query_one("#header").render()).splitlines()
+            assert header[0].startswith(" PAUSED ") and len(header) == 2 and max(map(len, header)) <= 78, header
+            shown = {t.id: t for t in app.query(Tile) if t.display}
+            assert list(shown) == ["accept_len", "accept_rate", "throughput", "queued"]
+            wordings = {i: (t.wording(), t.content_size.width, t.size.width) for i, t in shown.items()}
+            assert {i: w for i, (w, _, _) in wordings.items()} == {
+                "accept_len": ("accept len", "window mean 2.85"),
+                "accept_rate": ("accept rate", "normalized; logged 0.47"),
+                "throughput": ("gen tok/s", "sum of 2 ranks"),
+                "queued": ("queued req", "7 running"),
+            }
+            assert all(len(sub) <= width and len(title) <= outer for (title, sub), width, outer in wordings.values())
+            plot = app.query_one("#accept_plot")
+            assert plot.display and plot.region.height >= 9, plot.region  # title, 7 data rows, the x ticks
+            assert not app.query_one("#throughput_plot").display and not app.query_one("#ranks_box").display
+            history = app.query_one("#history", DataTable)
+            assert [str(c.label) for c in history.columns.values()][-4:] == ["len", "rate", "tok/s/rank", "time"]
+            assert history.max_scroll_x == 0  # no column runs off the right edge
+            assert app.query_one("#events").region.bottom <= 23  # above the footer's row
+
+        await eventually(pilot, laid_out)
 
 
 async def test_140x45_shows_everything(grammars):
     async with AcceptmonApp(seeded_state(grammars)).run_test(size=SIZE) as pilot:
         await pilot.pause()
         app = pilot.app
-        assert not app.screen.has_class("-short") and not app.screen.has_class("-narrow")
-        assert all(t.display for t in app.query(Tile)) and app.query_one("#ranks_box").display
-        assert app.query_one("#ranks", DataTable).max_scroll_x == 0
-        assert app.query_one("#history", DataTable).max_scroll_x == 0
+
+        def laid_out() -> None:
+            assert not app.screen.has_class("-short") and not app.screen.has_class("-narrow")
+            assert all(t.display for t in app.query(Tile)) and app.query_one("#ranks_box").display
+            assert app.query_one("#ranks", DataTable).max_scroll_x == 0
+            assert app.query_one("#history", DataTable).max_scroll_x == 0
+
+        await eventually(pilot, laid_out)
 
 
 def test_header_packs_whole_parts():
@@ -202,15 +229,19 @@ async def test_vllm_engines_and_per_position_bars_at_140x45(grammars):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         bars = app.query_one("#positions")
-        assert bars.display and bars.region.width == 30 and app.screen.max_scroll_y == 0
-        lines = bar_lines(app)
-        width = bars.content_size.width
-        assert all(len(line) <= width for line in lines) and lines[0].split() == ["#", "█", "run", "┃", "last",
-                                                                                   "run", "last"]  # fmt: skip
-        assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]  # run 2 drafts 4 tokens
-        assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
-        # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362
-        assert lines[1].count("█") == 11 and lines[4].count("█") == 4 and lines[1][14] == "┃"
+
+        def bars_laid_out() -> None:
+            assert bars.display and bars.region.width == 30 and app.screen.max_scroll_y == 0, bars.region
+            lines = bar_lines(app)
+            width = bars.content_size.width
+            assert all(len(line) <= width for line in lines) and lines[0].split() == ["#", "█", "run", "┃", "last",
+                                                                                       "run", "last"]  # fmt: skip
+            assert [line.split()[0] for line in lines[1:]] == ["1", "2", "3", "4"]  # run 2 drafts 4 tokens
+            assert lines[1].endswith(" 0.87 0.86") and lines[4].endswith(" 0.37 0.36")
+            # 0.874 and 0.372 of 13 cells: 11 and 4 whole cells, then the tick at the latest 0.865 and 0.362
+            assert lines[1].count("█") == 11 and lines[4].count("█") == 4 and lines[1][14] == "┃", lines
+
+        await eventually(pilot, bars_laid_out)
         # the window (5 min) holds all of run 2: the engines' mean rates summed, runs' tok/s_total 515.0
         assert tile_text(app, "throughput").splitlines() == ["515.0", "sum of 2 engines"]
         assert tile_text(app, "token_usage").splitlines()[1] == "KV, fullest engine"
@@ -229,12 +260,15 @@ async def test_vllm_at_80x24_keeps_the_bars_whole_beside_the_accept_plot(grammar
         await pilot.wait_for_scheduled_animations()
         # laid out in the short, narrow layout with the bars shown (a busy machine takes a few refreshes)
         assert await until(pilot, lambda: app.screen.has_class("-short") and bars.display and bars.region.width == 28)
-        await pilot.pause(0.1)
-        assert bars.display and plot.display and not app.query_one("#throughput_plot").display
-        assert app.screen.max_scroll_y == 0 and bars.region.right <= 80 and plot.region.width >= 45
-        lines = bar_lines(app)
-        assert len(lines) == 5 and all(len(line) <= bars.content_size.width for line in lines)
-        assert lines[1].endswith(" 0.87 0.86")
+
+        def laid_out() -> None:
+            assert bars.display and plot.display and not app.query_one("#throughput_plot").display
+            assert app.screen.max_scroll_y == 0 and bars.region.right <= 80 and plot.region.width >= 45, plot.region
+            lines = bar_lines(app)
+            assert len(lines) == 5 and all(len(line) <= bars.content_size.width for line in lines), lines
+            assert lines[1].endswith(" 0.87 0.86")
+
+        await eventually(pilot, laid_out)
 
 
 async def test_sglang_shows_no_position_bars(grammars):
@@ -325,7 +359,12 @@ async def test_without_a_launch_line_the_accept_rate_tile_shows_the_logged_rate(
         app = pilot.app
         assert await until(pilot, lambda: tile_text(app, "accept_rate").splitlines()[0] == "0.47")
         tile = app.query_one("#accept_rate", Tile)
-        assert tile.wording()[1].startswith("as logged") and len(tile.wording()[1]) <= tile.content_size.width
+
+        def narrow_wording() -> None:
+            wording = tile.wording()[1]
+            assert wording.startswith("as logged") and len(wording) <= tile.content_size.width, (wording, tile.size)
+
+        await eventually(pilot, narrow_wording)
 
 
 def first_column(app: AcceptmonApp, table_id: str) -> str:
