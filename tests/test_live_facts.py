@@ -28,7 +28,7 @@ from acceptmon.sinks.runs_table import StatsJob
 from acceptmon.tui.history import history_cells
 from acceptmon.tui.model import DashboardState
 from tests.conftest import SAMPLES
-from tests.serving import Clock, Serve, feed, wait_for
+from tests.serving import Clock, Serve, decode_line, feed, launch_line, wait_for
 
 # -- (a) a toy kind with the acceptance role, in the dashboard and the live state ------------------------------
 
@@ -309,3 +309,22 @@ def test_impossible_values_are_left_out_as_the_rule_says_for_every_field_and_kin
             checked, invalid = normalize._checked(r)
             assert invalid == (0 if normalize._valid(name, value) else 1), (name, value)
             assert getattr(checked, name) == (value if invalid == 0 else None) or value != value, (name, value)
+
+
+def test_a_file_that_appears_is_said_present_before_its_lines_are_handed_on(tmp_path, grammars):
+    """A scrape between the two would see a file's batches counted while it is still marked missing."""
+    log = tmp_path / "late.log"
+    said: list[tuple[str, object]] = []
+    source = LiveSource(
+        [str(log)],
+        grammars,
+        lambda path, records, _tally: said.append(("records", len(records))) if records else None,
+        on_waiting=lambda path, waiting: said.append(("waiting", waiting)),
+    )
+    source.discover()
+    source.tick()
+    log.write_text(launch_line() + "\n" + decode_line(0) + "\n" + decode_line(1) + "\n")
+    source.tick()
+    source.close()
+    assert said[0] == ("waiting", True) and said.count(("waiting", False)) == 1, said
+    assert said.index(("waiting", False)) < next(i for i, s in enumerate(said) if s[0] == "records"), said

@@ -63,8 +63,10 @@ class Watched:
         skipping: bool,
         claimed: Callable[[str, os.stat_result], bool] = lambda _path, _st: False,
         read: Read = parsed,
+        on_waiting: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.path, self.parser, self.sink, self.read = path, parser, sink, read
+        self.on_waiting = on_waiting
         self.follower = Follower(path, self.take, start=start, skipping=skipping, claimed=self._claimed)
         self._is_claimed = claimed
         self._last_claim: tuple[int, int, int, int] | None = None
@@ -91,7 +93,15 @@ class Watched:
 
     def take(self, block: bytes | Oversized) -> None:
         """A block of complete lines (or one skipped line) from the follower."""
+        self.say_waiting()  # a file that just appeared is there before its lines are: no scrape sees them missing
         hand(self.path, self.parser, self.sink, block, self.read)
+
+    def say_waiting(self) -> None:
+        """Tell ``on_waiting`` whether the file is missing, once that changed since it was last told."""
+        if self.follower.waiting != self.waiting:
+            self.waiting = self.follower.waiting
+            if self.on_waiting is not None:
+                self.on_waiting(self.path, self.waiting)
 
 
 class LiveSource:
@@ -252,7 +262,14 @@ class LiveSource:
                 parser.tally.kinds[r.kind] += 1
             self.sink(path, preface, parser.tally)
         w = self.files[path] = Watched(
-            path, parser, self.sink, start=start, skipping=skipping, claimed=self._claimed, read=self.read
+            path,
+            parser,
+            self.sink,
+            start=start,
+            skipping=skipping,
+            claimed=self._claimed,
+            read=self.read,
+            on_waiting=self.on_waiting,
         )
         tail = self._tails.pop(path, None)
         if tail is not None:  # read before the path, as a file rotated away while following is
@@ -327,10 +344,7 @@ class LiveSource:
                 w.error = w.follower.error
                 if w.error:
                     self.note(f"{w.path}: cannot read: {w.error}; retrying")
-            if w.follower.waiting != w.waiting:
-                w.waiting = w.follower.waiting
-                if self.on_waiting is not None:
-                    self.on_waiting(w.path, w.waiting)
+            w.say_waiting()
         if self.state_file is not None and now - self._last_save >= SAVE_SECONDS and self._moved():
             self.save_state()
 
