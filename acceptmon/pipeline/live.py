@@ -74,7 +74,7 @@ class Watched:
         self.error: str | None = None
         """The read error last reported for this file."""
         self.waiting: bool | None = None
-        """Whether the file was missing at the last tick (None before the first)."""
+        """Whether the file was missing when ``on_waiting`` was last told (None before that)."""
         self._fingerprint: tuple[tuple[int, int, int], str | None] = ((-1, -1, -1), None)
 
     def fingerprint(self, dev: int, ino: int) -> str | None:
