@@ -227,13 +227,15 @@ class RunStats:
         )
 
 
-_SELF_CONTAINED = frozenset(
-    k.name
-    for k in KINDS.values()
-    if k.unit_field == "rank" and not k.positions and "cumulative" not in k.model.model_fields
-)
-"""Kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they count
-nothing since server start and weigh no earlier request (every SGLang record)."""
+def _self_contained() -> frozenset[str]:
+    """The kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they
+    count nothing since server start and weigh no earlier request (every SGLang record). Asked of the registry at
+    each call: a kind registered later is judged too."""
+    return frozenset(
+        k.name
+        for k in KINDS.values()
+        if k.unit_field == "rank" and not k.positions and "cumulative" not in k.model.model_fields
+    )
 
 
 class Free(NamedTuple):
@@ -289,8 +291,9 @@ class Stats:
         waiting: dict[tuple[str, str], int] = {}
         """By file and source never named yet in the part: its last line that needs a name from before."""
         counted: set[CounterKey] = set()
+        alone = _self_contained()
         for i, r in enumerate(records):
-            if r.kind in _SELF_CONTAINED:
+            if r.kind in alone:
                 continue
             kind = KINDS[r.kind]
             if kind.positions:
