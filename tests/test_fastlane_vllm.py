@@ -265,3 +265,34 @@ def test_lines_with_no_envelope_on_small_parallel_ranges(tmp_path, monkeypatch):
     for fmt in ("csv", "jsonl"):
         want = _run(path, fmt, fast=False)
         assert _run(path, fmt, fast=True, jobs=2) == want
+
+
+def test_a_year_less_log_is_scanned_once_a_block(tmp_path, monkeypatch):
+    """Once the year-less matcher said a block, the next is tried with it first: no block of a vLLM log is scanned
+    again, before, in vain, by the matcher of SGLang's envelope (on every block it would be a second full pass)."""
+    monkeypatch.setattr(batch, "FAST_BLOCK", 8 << 10)
+    line = (
+        "INFO 01-15 08:{:02d}:{:02d} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 2.72, "
+        "Accepted: {} tokens, Drafted: 7200 tokens, Per-position acceptance rate: 0.812, 0.566, 0.341"
+    )
+    path = tmp_path / "v1.log"
+    path.write_text(LAUNCH + "\n" + "".join(line.format(i // 60 % 60, i % 60, i) + "\n" for i in range(2000)))
+    scans = {"dated": 0, "year-less": 0}
+    quick, scan = fastlane.FastLane._quick, fastlane.Yearless._scan
+
+    def dated(self, *args):
+        scans["dated"] += 1
+        return quick(self, *args)
+
+    def yearless(self, *args):
+        scans["year-less"] += 1
+        return scan(self, *args)
+
+    monkeypatch.setattr(fastlane.FastLane, "_quick", dated)
+    monkeypatch.setattr(fastlane.Yearless, "_scan", yearless)
+    for fmt in ("csv", "jsonl"):
+        scans.update(dict.fromkeys(scans, 0))
+        _same(path, fmt)
+        blocks = path.stat().st_size // (8 << 10)
+        assert scans["year-less"] >= blocks > 20  # each block read by the lane, not the general parser
+        assert scans["dated"] <= 5, scans  # the first blocks only, until the year-less matcher said one

@@ -135,6 +135,10 @@ class FastLane:
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
         self.yearless = Yearless(grammars, self.fmt, columns, (self.counted, self.launch_anchors), self.typed)
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
+        self.yearless_first = False
+        """Whether the year-less matcher said the last stretch the two could both say: it is then tried first (a
+        vLLM log's blocks are not read twice, once in vain by the envelope of SGLang's lines). Either says a stretch
+        only when it says it exactly as the general parser would, so which one goes first changes no output."""
         self._compile()
 
     @property
@@ -254,13 +258,18 @@ class FastLane:
         """Rows and tallies of the lines between two launch lines; False (nothing done) if the
         compiled matcher finds a launch line among them."""
         base = parser.line
+        first = self.yearless_first
+        if first and self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
+            return True
         quick = self._quick(parser, buf, s, e, base)
         if quick is False:
             return False
         if quick is not None:
+            self.yearless_first = False
             self._account(parser, quick, base, parts)
             return True
-        if self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
+        if not first and self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
+            self.yearless_first = True
             return True
         lines = buf.count(b"\n", s + 1, e + 1)
         slow: list[Record] = []  # the first rows the general parser gives in this segment
@@ -362,15 +371,19 @@ class FastLane:
         """Rows of ``buf[start:end]`` (complete lines, in any buffer) read in place by the
         compiled matcher; None if it cannot say them all (a launch line, a careful segment: the
         caller gives those bytes to :meth:`feed`)."""
+        if self.native is None or self._named(parser):
+            return None
         base = parser.line
-        quick = None
-        if self.native is not None and not self._named(parser):
-            quick = self._quick(parser, buf, start - 1, end - 1, base)
         parts: list[Part] = []
-        if quick is None and self.native is not None and not self._named(parser):
+        if self.yearless_first:  # else :meth:`feed` (:meth:`_segment`) tries both, the year-less matcher first
             return parts if self.yearless.whole(parser, buf, start, end, base, parts) else None
+        quick = self._quick(parser, buf, start - 1, end - 1, base)
+        if quick is None and self.yearless.whole(parser, buf, start, end, base, parts):
+            self.yearless_first = True
+            return parts
         if not quick:
             return None
+        self.yearless_first = False
         self._account(parser, quick, base, parts)
         return parts
 

@@ -145,8 +145,8 @@ class Yearless:
 
     def whole(self, parser: Parser, buf: Any, s: int, e: int, base: int, parts: list[Part]) -> bool:
         """Rows and tallies of ``buf[s:e]`` if the compiled matcher says every line of it."""
-        if self.program is None or (parser.origin and not self.typed):
-            return False
+        if self.program is None or (parser.origin and not self.typed) or parser.year is None:
+            return False  # no year yet: the first dated line is the parser's (:meth:`segment` reads it)
         got = self._scan(parser, buf, s, e, base, False)
         if not got or got[6] < e:
             return False
