@@ -197,9 +197,10 @@ def test_anchor_counts_are_bytes_count(needles, data):
     assert got[5] == len(lines)
 
 
-WORDS = st.lists(st.text(alphabet="aab_=Z: ", min_size=1, max_size=7).map(str.encode), min_size=1, max_size=70)
-"""Words the pre-scan looks for: of one byte to seven, with letters, spaces, capitals and punctuation (each word is
-looked for by its least common pair), words that overlap themselves and each other, and more than one pass takes."""
+WORDS = st.lists(st.text(alphabet="aab_=Z: ", min_size=1, max_size=12).map(str.encode), min_size=1, max_size=70)
+"""Words the pre-scan looks for: of one byte to twelve (the pass steps by the shortest's length less one, up to
+eight bytes), with letters, spaces, capitals and punctuation (each word is looked for by its least common pairs),
+words that overlap themselves and each other, and more than one pass takes."""
 
 
 @given(words=WORDS, data=st.data())
@@ -224,6 +225,9 @@ def test_the_first_of_any_word_is_where_bytes_find_it(words, data):
         (b"ab", [b"ab", b"abc"], 0),
         (b"abab", [b"bab", b"x"], 1),
         (b"", [b"ab"], -1),
+        # steps of 3 bytes (the shortest word's 4 less one): a word whose pairs lie further into it is met a step late
+        (b"a_Zb_a==a_Zb_a==", [b"=a=b b", b"_Zb_", b"a_Zb_a=="], 0),
+        (b"=bZZa=__", [b"ZZa=__", b"__a=Z Z= ", b"Za=_"], 2),
     ],
 )
 def test_a_word_found_later_in_the_pass_can_start_first(buf, words, first):

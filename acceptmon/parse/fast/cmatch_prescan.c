@@ -15,10 +15,10 @@ static Py_ssize_t find(const uint8_t *buf, Py_ssize_t start, Py_ssize_t stop, co
     return hit == NULL ? -1 : hit - buf;
 }
 
-enum { PASS_WORDS = 64 }; /* words looked for in one pass; more are looked for one by one */
+enum { PASS_WORDS = 64, MAX_STRIDE = 8 }; /* words looked for in one pass (more: one by one); bytes it steps */
 
-/* How common a byte is in log text, to pick the pair a word is looked for by: letters, digits and spaces are
-   most lines' bytes; capitals fewer; punctuation fewest. Any pair finds the word: this only weighs how often a
+/* How common a byte is in log text, to pick the pairs a word is looked for by: letters, digits and spaces are
+   most lines' bytes; capitals fewer; punctuation fewest. Any pairs find the word: this only weighs how often a
    candidate is compared in vain. */
 static int commonness(uint8_t c) {
     if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == ' ') return 2;
@@ -27,33 +27,61 @@ static int commonness(uint8_t c) {
 
 typedef struct {
     const uint8_t *text;
-    Py_ssize_t n, at; /* its length (>= 2), and the offset of the pair it is looked for by */
+    Py_ssize_t n, at; /* its length (> the stride), and the offset of the first of the pairs it is looked for by */
 } Word;
 
-/* The first offset in [start, end) of buf where any word starts, or -1: one pass over the buffer for all the words
-   (of 2 bytes or more), which each are looked for by a pair of their bytes marked in a table of the 65536 pairs;
-   a marked pair's words are compared where it would put them. A word whose pair lies `at` bytes into it may start
-   before one found earlier in the pass: the pass goes on `most` bytes past the best start. */
-static Py_ssize_t find_pass(const uint8_t *buf, Py_ssize_t start, Py_ssize_t end, const Word *words, int count) {
+typedef struct {
+    unsigned pair; /* the two bytes, the first in the low byte */
+    int word; /* the word's index */
+    Py_ssize_t off; /* where in it the pair lies */
+} WordProbe;
+
+/* The first offset in [start, end) of buf where any word starts, or -1: one pass over every stride-th pair of the
+   buffer for all the words (each longer than the stride). A word is looked for by `stride` pairs of its bytes, at
+   offsets at .. at + stride - 1: where it occurs, one of them lies on a pair the pass looks at. The pairs are marked
+   in a table of the 65536 pairs; a marked pair's probes are compared where they would put their word. A word met
+   later in the pass may start before one met earlier (its pairs lie further into it): the pass goes on until no
+   word can start before the best start found. Offsets throughout: no pointer is formed outside the buffer. */
+static Py_ssize_t find_pass(const uint8_t *buf, Py_ssize_t start, Py_ssize_t end, Word *words, int count,
+                            int stride) {
     uint64_t marked[65536 / 64] = {0};
-    Py_ssize_t most = 0, best = -1;
+    WordProbe probes[PASS_WORDS * MAX_STRIDE];
+    int by_first[257] = {0}, nprobes = 0;
+    Py_ssize_t most = 0; /* the largest offset of a word's first pair */
     for (int i = 0; i < count; i++) {
-        unsigned pair = words[i].text[words[i].at] | (unsigned)words[i].text[words[i].at + 1] << 8;
-        marked[pair >> 6] |= (uint64_t)1 << (pair & 63);
-        if (words[i].at > most) most = words[i].at;
+        Word *w = &words[i];
+        int window = 0; /* the least common window of `stride` pairs */
+        for (Py_ssize_t a = 0; a + stride < w->n; a++) {
+            int c = 0;
+            for (int k = 0; k < stride; k++) c += commonness(w->text[a + k]) + commonness(w->text[a + k + 1]);
+            if (a == 0 || c < window) window = c, w->at = a;
+        }
+        if (w->at > most) most = w->at;
+        for (int k = 0; k < stride; k++) {
+            const uint8_t *t = w->text + w->at + k;
+            WordProbe *pr = &probes[nprobes++];
+            pr->pair = t[0] | (unsigned)t[1] << 8, pr->word = i, pr->off = w->at + k;
+            marked[pr->pair >> 6] |= (uint64_t)1 << (pr->pair & 63);
+            by_first[t[0] + 1]++;
+        }
     }
-    Py_ssize_t last = end - 2; /* the last offset a pair starts at */
-    for (Py_ssize_t p = start; p <= last; p++) {
+    for (int b = 0; b < 256; b++) by_first[b + 1] += by_first[b];
+    WordProbe sorted[PASS_WORDS * MAX_STRIDE];
+    int fill[256];
+    memcpy(fill, by_first, sizeof fill);
+    for (int k = 0; k < nprobes; k++) sorted[fill[probes[k].pair & 255]++] = probes[k];
+    Py_ssize_t best = -1, last = end - 2; /* the last offset a pair the pass looks at starts at */
+    for (Py_ssize_t p = start; p <= last; p += stride) {
         unsigned pair = buf[p] | (unsigned)buf[p + 1] << 8;
         if (!(marked[pair >> 6] >> (pair & 63) & 1)) continue;
-        for (int i = 0; i < count; i++) {
-            const Word *w = &words[i];
-            Py_ssize_t begin = p - w->at;
-            if (begin < start || w->n > end - begin || (best >= 0 && begin >= best)) continue;
-            if (w->text[w->at] == buf[p] && w->text[w->at + 1] == buf[p + 1] &&
-                memcmp(buf + begin, w->text, (size_t)w->n) == 0) {
+        for (int k = by_first[buf[p]]; k < by_first[buf[p] + 1]; k++) {
+            const WordProbe *pr = &sorted[k];
+            const Word *w = &words[pr->word];
+            Py_ssize_t begin = p - pr->off;
+            if (pr->pair != pair || begin < start || w->n > end - begin || (best >= 0 && begin >= best)) continue;
+            if (memcmp(buf + begin, w->text, (size_t)w->n) == 0) {
                 best = begin;
-                if (best + most < last) last = best + most;
+                if (best + most + stride - 1 < last) last = best + most + stride - 1;
             }
         }
     }
@@ -71,7 +99,7 @@ PyObject *cm_find_any(PyObject *mod, PyObject *args) {
     PyObject *fast = PySequence_Fast(words, "words must be a sequence of bytes");
     Py_ssize_t best = -1, size = fast == NULL ? 0 : PySequence_Fast_GET_SIZE(fast);
     Word pass[PASS_WORDS];
-    int count = 0;
+    int count = 0, stride = MAX_STRIDE; /* the shortest word's length less one, at most MAX_STRIDE */
     const uint8_t *buf = (const uint8_t *)view.buf;
     for (Py_ssize_t i = 0; fast != NULL && i < size; i++) {
         char *s;
@@ -80,13 +108,10 @@ PyObject *cm_find_any(PyObject *mod, PyObject *args) {
             Py_CLEAR(fast);
             break;
         }
-        if (n >= 2 && count < PASS_WORDS) { /* looked for in the pass, by its least common pair */
+        if (n >= 2 && count < PASS_WORDS) { /* looked for in the pass */
             Word *w = &pass[count++];
             w->text = (const uint8_t *)s, w->n = n, w->at = 0;
-            for (Py_ssize_t k = 1; k + 1 < n; k++)
-                if (commonness(w->text[k]) + commonness(w->text[k + 1]) <
-                    commonness(w->text[w->at]) + commonness(w->text[w->at + 1]))
-                    w->at = k;
+            if (n - 1 < stride) stride = (int)(n - 1);
             continue;
         }
         Py_ssize_t stop = best < 0 || best > end - n + 1 ? end : best + n - 1; /* only earlier starts */
@@ -95,7 +120,7 @@ PyObject *cm_find_any(PyObject *mod, PyObject *args) {
         if (hit >= 0) best = hit;
     }
     if (fast != NULL && count > 0) {
-        Py_ssize_t hit = find_pass(buf, start, end, pass, count);
+        Py_ssize_t hit = find_pass(buf, start, end, pass, count, stride);
         if (hit >= 0 && (best < 0 || hit < best)) best = hit;
     }
     PyBuffer_Release(&view);
