@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import pickle
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -387,3 +389,21 @@ def test_without_the_compiled_matcher_parse_is_the_general_parsers_and_says_so_o
     )
     assert "fast lane" not in asked.stderr.decode()
     assert (tmp_path / f"asked.{fmt}").read_bytes() == runs["compiled"][0]
+
+
+def test_a_range_with_an_equal_launch_takes_the_plans_made_for_it():
+    """Each range of ``-j`` starts from its own copy of the parser state: a launch equal to one the lane made row
+    plans for takes those plans (building them again cost a millisecond a range), and another launch gets its own."""
+    lane = FastLane(GRAMMARS, "csv", table_columns())
+    log = SAMPLES / "old_0.4.4.log"
+    first = Parser(GRAMMARS, str(log))
+    first.feed(log.read_bytes())
+    assert first.launch is not None
+    copy = Parser(GRAMMARS, str(log), pickle.loads(pickle.dumps(first.state)))
+    assert copy.launch == first.launch and copy.launch is not first.launch
+    made = lane._plans(first)
+    assert lane._plans(copy)[1:] == made[1:] and lane._plans(copy)[2] is made[2]
+    other = Parser(
+        GRAMMARS, str(log), replace(first.state, launch=first.launch.model_copy(update={"spec_num_steps": 9}))
+    )
+    assert lane._plans(other)[2] is not made[2]

@@ -225,6 +225,11 @@ class FastLane:
             return got
         if len(self.plans) >= PLANS_KEPT:
             self.plans.clear()
+        file, run, _, wanted = key
+        for (f, r, _, w), (launch, made, ordered, refused) in self.plans.items():
+            if (f, r, w) == (file, run, wanted) and launch == parser.launch:  # each range of -j has its own copy
+                got = self.plans[key] = (parser.launch, made, ordered, refused)
+                return got
         context = (parser.file, parser.run, parser.launch)
         plans: list[Plan | bool | None] = []
         for t in self.templates:
