@@ -210,10 +210,10 @@ def test_a_part_is_order_free_after_its_last_line_that_takes_an_earlier_lines_en
     assert [r.kind for r in records] == ["throughput", "spec", "spec", "throughput", "spec", "spec", "spec"]
     assert [r.source for r in records[:2]] == ["pod/p1/vllm", "pod/p2/vllm"]
     p1, p2 = ("a.log", "pod/p1/vllm"), ("a.log", "pod/p2/vllm")
-    assert Stats.order_free(records) == (2, frozenset())  # p2's first line needs a name from before: p2 names one
-    assert Stats.order_free(records[:3]) == (0, {p2})  # p2 named nowhere in the part: assumed never named
-    assert Stats.order_free(records[1:3]) == (0, {p1, p2})
-    assert Stats.order_free(records[1:]) == (1, {p1})  # p2 named after its first line, p1 nowhere
+    assert Stats.order_free(records) == (2, frozenset(), {p1, p2})  # p2's first line needs a name from before
+    assert Stats.order_free(records[:3]) == (0, {p2}, {p1})  # p2 named nowhere in the part: assumed never named
+    assert Stats.order_free(records[1:3]) == (0, {p1, p2}, frozenset())
+    assert Stats.order_free(records[1:]) == (1, {p1}, {p2})  # p2 named after its first line, p1 nowhere
     whole = _split_runs(records, 0)
     assert [(s.source, s.ranks, s.batches) for s in whole] == [(p1[1], 1, 3), (p2[1], 2, 2)]  # p2 first took none
     for cut in range(1, len(records)):  # every later part assumes p1 (or p2) was never named: it was, before it
@@ -239,3 +239,63 @@ def test_counters_since_start_are_each_sources_own(grammars):
 
     assert runs(p1) == {"pod/p1/vllm": 2.0} and runs(p2) == {"pod/p2/vllm": 3.5}
     assert runs(mixed) == {"pod/p1/vllm": 2.0, "pod/p2/vllm": 3.5}
+
+
+V1_THROUGHPUT = (
+    "INFO 05-02 09:14:52 [loggers.py:111] Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation "
+    "throughput: 388.6 tokens/s, Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 27.8%"
+)
+V1_SPEC = (
+    "INFO 05-02 09:{:02d}:{:02d} [metrics.py:82] SpecDecoding metrics: Mean acceptance length: 1.{:02d}, "
+    "Accepted: 1{:03d} tokens, Drafted: 1962 tokens"
+)
+V0_SPEC = (
+    "INFO 10-16 19:{:02d}:{:02d} metrics.py:367] Speculative metrics: Draft acceptance rate: 0.5, System efficiency: "
+    "0.5, Number of speculative tokens: 3, Number of accepted tokens: {}, Number of draft tokens: {}, Number of emitted "
+    "tokens: {}."
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "read_again"),
+    [
+        ([V1_THROUGHPUT, *(V1_SPEC.format(i // 60 % 60, i % 60, i % 97, i) for i in range(3000))], True),
+        ([V0_SPEC.format(i // 60 % 60, i % 60, 100 * i, 300 * i, 200 * i) for i in range(1, 3000)], False),
+    ],
+    ids=["engine-named-before", "v0"],
+)
+def test_a_worker_part_that_assumes_no_engine_comes_without_its_records_and_is_read_again_if_one_was(
+    lines, read_again, tmp_path, monkeypatch
+):
+    """A worker's part whose lines take no engine, none being named in it, is sent without its records (a vLLM v0
+    log's are all of them): where a line before it named one, the range is read again in the main process and its
+    lines take that engine, as in one reader."""
+    from acceptmon.pipeline import batch
+    from tests.test_fastlane import GRAMMARS
+
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 16 << 10)
+    monkeypatch.setattr(batch, "FAST_BLOCK", 4 << 10)
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(GRAMMARS, "year_for", lambda file, stamp: 2025)
+    path = tmp_path / "vllm.log"
+    path.write_text("\n".join(lines) + "\n")
+    said: list[bool] = []
+    ready = StatsJob.ready
+
+    def spy(self: StatsJob, parts: Any) -> bool:
+        said.append(ready(self, parts))
+        return said[-1]
+
+    monkeypatch.setattr(StatsJob, "ready", spy)
+
+    def runs(jobs: int) -> list[dict[str, Any]]:
+        job = StatsJob()
+        batch.run([str(path)], GRAMMARS, job, jobs=jobs)
+        return [s.model_dump() for s in job.stats.summaries()]
+
+    one = runs(1)
+    assert one[0]["batches"] > 2900 and one[0]["ranks"] == 1
+    got = runs(2)
+    assert len(said) > 10 and (False in said) == read_again
+    assert len(got) == len(one) and all(_same(a, b) for a, b in zip(got, one, strict=True))

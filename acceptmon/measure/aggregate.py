@@ -245,6 +245,8 @@ class Free(NamedTuple):
     """The records before it are fed in file order; the part's normalizer sees them first."""
     assumed: frozenset[tuple[str, str]]
     """Files and sources whose lines the part reads as naming no engine, none having been named before it."""
+    named: frozenset[tuple[str, str]] = frozenset()
+    """Files and sources a line of the part names an engine for."""
 
 
 class Stats:
@@ -316,7 +318,7 @@ class Stats:
                 if key not in counted:
                     counted.add(key)
                     start = i + 1
-        return Free(start, frozenset(waiting))
+        return Free(start, frozenset(waiting), frozenset(last))
 
     @classmethod
     def part(cls, records: list[Record], start: int) -> Stats:

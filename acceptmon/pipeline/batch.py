@@ -76,6 +76,13 @@ class Job(Protocol[T]):
         ...
 
 
+def ready(job: Job[Any], parts: list[Any]) -> bool:
+    """Whether ``job`` takes a range's parts, from a worker, as they are (a job may define ``ready(parts)``; one
+    that says False gets the range read again in the main process, whose parts it always takes)."""
+    check = getattr(job, "ready", None)
+    return check is None or bool(check(parts))
+
+
 @dataclass
 class Progress:
     """Bytes done so far across all files, for a progress display."""
@@ -231,9 +238,11 @@ def _collect(
     job: Job[Any],
     tally: Tally,
     progress: tuple[Progress, Callable[[Progress], None] | None],
-) -> None:
+) -> bool:
     Interrupt.check()
     parts, part_tally = done
+    if not ready(job, parts):
+        return False
     counter, on_progress = progress
     for part in parts:
         job.collect(part)
@@ -241,6 +250,7 @@ def _collect(
     counter.done += nbytes
     if on_progress:
         on_progress(counter)
+    return True
 
 
 def _size(path: str, limit: int | None = None) -> int:

@@ -34,16 +34,23 @@ AHEAD = 4
 """Results this process holds while the one it must collect next is not ready: it waits for that one
 rather than parse further ahead (a faster main process piled up a whole file's rows). A job may hold fewer
 (its ``ahead``: :class:`acceptmon.pipeline.batch.Job`)."""
-Collect = Callable[[int, tuple[list[Any], Tally]], None]
+Collect = Callable[[int, tuple[list[Any], Tally]], bool]
+"""Takes a range's results in order; False (nothing taken) if the job needs the range read again in this process
+(:meth:`acceptmon.pipeline.batch.Job.ready`)."""
 Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None]]
 """A range's chunk results, its tally, the years its year-less timestamps got, the (month, year) its
 first one was given with no year to go on (:attr:`Parser.guess`), and its (year, month) at the end."""
 
 
+def in_worker() -> bool:
+    """Whether this is a worker process of ``-j`` (whose chunk results are pickled to the main process)."""
+    return multiprocessing.parent_process() is not None
+
+
 def handed_on(records: list[Record]) -> list[Record] | Packed:
     """Records a job's chunk hands on for its collect to read in file order: packed in a worker (a quarter of a
     record object's pickle: :func:`~acceptmon.measure.columns.pack`), as they are in this process."""
-    return pack(records) if multiprocessing.parent_process() is not None else records
+    return pack(records) if in_worker() else records
 
 
 def taken(part: list[Record] | Packed) -> Iterator[Record]:
@@ -109,12 +116,14 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
                 done[given] = _parse_range(tasks[given])
                 given += 1
         result = done.pop(k)
+        here = (*task[:3], replace(task[3], year=known[0], month=known[1]))  # the range, its year known
         if not year_holds(result[3], known):  # the range's first year was guessed wrong: read it again, knowing
-            result = _parse_range((*task[:3], replace(task[3], year=known[0], month=known[1])))
+            result = _parse_range(here)
         parts, tally, years, _, end = result
         known = end if end[0] is not None else known
         _note_years(years)
-        collect(task[2] - task[1], (parts, tally))
+        if not collect(task[2] - task[1], (parts, tally)):  # a worker's parts the job cannot take: read it here
+            collect(task[2] - task[1], _parse_range(here)[:2])
 
 
 def _scan_all(pool: ProcessPoolExecutor, tasks: list[tuple[str, int, int]], jobs: int) -> list[ParseState]:

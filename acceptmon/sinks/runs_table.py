@@ -18,7 +18,7 @@ from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
 from acceptmon.parse.records import Record
-from acceptmon.pipeline.workers import handed_on, taken
+from acceptmon.pipeline.workers import handed_on, in_worker, taken
 
 
 class StatsJob:
@@ -40,13 +40,33 @@ class StatsJob:
 
     def chunk(self, records: list[Record]) -> Chunk:
         """The records to feed in file order (those before where the part is order-free, all of them if it is not,
-        or if it assumes), and the aggregate of the rest."""
+        or if it assumes), and the aggregate of the rest. A worker hands on a part that assumes without the rest of
+        its records (``partial``: they are many, and rarely needed): :meth:`ready` has the range read again here
+        if they are."""
         wanted = sum(1 for r in records if r.kind in self.records_wanted)
         free = Stats.order_free(records)
         if free is None:
             return Chunk(wanted, handed_on(records), None)
-        handed = records if free.assumed else records[: free.start]
-        return Chunk(wanted, handed_on(handed), Stats.part(records, free.start), free)
+        partial = bool(free.assumed) and in_worker()
+        handed = records if free.assumed and not partial else records[: free.start]
+        return Chunk(wanted, handed_on(handed), Stats.part(records, free.start), free, partial)
+
+    def ready(self, parts: Sequence[Chunk]) -> bool:
+        """Whether a range's parts can be taken as they are: not if a part that assumes no engine was named before
+        it came without the rest of its records (:meth:`chunk`) and a line before it names one (or may: a part that
+        is not order-free says nothing of what it names)."""
+        named: set[tuple[str, str]] | None = set()  # None: what the parts so far name is not known
+        for part in parts:
+            free = part.free
+            if free is None:
+                named = None
+                continue
+            if part.partial and (
+                named is None or named & free.assumed or self.stats.normalizer.named_any(free.assumed)
+            ):
+                return False
+            named = None if named is None else named | free.named
+        return True
 
     def collect(self, part: Chunk) -> None:
         self.records += part.wanted
@@ -70,6 +90,8 @@ class Chunk(NamedTuple):
     records: list[Record] | Packed
     rest: Stats | None
     free: Free | None = None
+    partial: bool = False
+    """The part assumes (:attr:`Free.assumed`) but its records after :attr:`Free.start` are not here."""
 
 
 def render_runs_table(summaries: Sequence[RunSummary]) -> str:
