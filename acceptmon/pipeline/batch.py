@@ -62,7 +62,9 @@ class Job(Protocol[T]):
     grammar knows): a large input's stats lines then reach it from the fast lane as records
     (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty. One that sets
     ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
-    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer."""
+    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
+    defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:
+    False has the range read again in the main process (:func:`ready`)."""
 
     records_wanted: frozenset[str]
     """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""
@@ -77,8 +79,8 @@ class Job(Protocol[T]):
 
 
 def ready(job: Job[Any], parts: list[Any]) -> bool:
-    """Whether ``job`` takes a range's parts, from a worker, as they are (a job may define ``ready(parts)``; one
-    that says False gets the range read again in the main process, whose parts it always takes)."""
+    """Whether ``job`` takes a range's parts as they are (its ``ready``, if it has one: :class:`Job`). A job takes the
+    parts the main process parsed: a range read again there is asked again, and must be taken."""
     check = getattr(job, "ready", None)
     return check is None or bool(check(parts))
 

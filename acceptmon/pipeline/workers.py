@@ -123,7 +123,8 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
         known = end if end[0] is not None else known
         _note_years(years)
         if not collect(task[2] - task[1], (parts, tally)):  # a worker's parts the job cannot take: read it here
-            collect(task[2] - task[1], _parse_range(here)[:2])
+            if not collect(task[2] - task[1], _parse_range(here)[:2]):
+                raise AssertionError("a job refused the parts of a range read in the main process")
 
 
 def _scan_all(pool: ProcessPoolExecutor, tasks: list[tuple[str, int, int]], jobs: int) -> list[ParseState]:
