@@ -8,6 +8,7 @@ noise; lines with no logging prefix, before and after dated ones), read sequenti
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import re
@@ -19,6 +20,8 @@ from acceptmon.parse.fast import lane as fastlane
 from acceptmon.parse.fast import native
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
+from acceptmon.sinks.table import TableJob
+from tests.conftest import SAMPLES
 from tests.test_fastlane import GRAMMARS, _run, _same
 from tests.test_fastlane_sglang import json_lane
 
@@ -296,3 +299,20 @@ def test_a_year_less_log_is_scanned_once_a_block(tmp_path, monkeypatch):
         blocks = path.stat().st_size // (8 << 10)
         assert scans["year-less"] >= blocks > 20  # each block read by the lane, not the general parser
         assert scans["dated"] <= 5, scans  # the first blocks only, until the year-less matcher said one
+
+
+def test_one_lane_reads_vllm_and_sglang_files_in_turn(tmp_path, monkeypatch):
+    """One ``parse`` of a vLLM file, an SGLang file and the vLLM file again: the lane, which tries first the matcher
+    that said the last stretch, turns to the other where it cannot, and the rows are the general parser's."""
+    monkeypatch.setattr(batch, "FAST_BLOCK", 8 << 10)
+    vllm, sglang = _log(tmp_path, 5), SAMPLES / "old_0.4.4.log"
+    paths = [str(vllm), str(sglang), str(vllm)]
+
+    def run(fast: bool) -> bytes:
+        out = io.BytesIO()
+        batch.run(paths, GRAMMARS, TableJob("csv", out), fast="csv" if fast else None)
+        return out.getvalue()
+
+    want = run(False)
+    assert want.count(b"\n") > 2500 and b"TP0" in want  # rows of both servers
+    assert run(True) == want
