@@ -4,7 +4,7 @@ check:  ## format check, lint, types and tests: what CI runs
 	./scripts/test
 
 test:
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n 2
 
 format:
 	.venv/bin/ruff format acceptmon tests benchmarks
