@@ -65,7 +65,8 @@ class StatsJob:
                 named is None or named & free.assumed or self.stats.normalizer.named_any(free.assumed)
             ):
                 return False
-            named = None if named is None else named | free.named
+            if named is not None:
+                named |= free.named
         return True
 
     def collect(self, part: Chunk) -> None:
