@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
-from acceptmon.measure.normalize import Fact, Normalizer, RunKey
+from acceptmon.measure.normalize import Fact, Normalizer, RunKey, plain_kinds
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
@@ -137,6 +137,21 @@ class RunStats:
             self.draft_accept_rate.add(b.accept_rate)
             if values.get("drafted_tokens") is not None:
                 self._spec().add(r)  # type: ignore[arg-type]
+
+    def plain(self, r: Record, unit: str, gen_throughput: float | None) -> None:
+        """What :meth:`add` does with the fact of a record :meth:`Normalizer.plain` took (``unit`` and
+        ``gen_throughput``: its batch's and load's): one batch with its unit's load, no value left out."""
+        values = r.__dict__
+        get = values.get
+        length = get("accept_len")
+        self.figures.batch(length, unit, gen_throughput)
+        self.ranks.add(unit)
+        self._seen(r)
+        self.accept_len.add(length)
+        self.accept_rate.add(get("accept_rate"))
+        self.draft_accept_rate.add(get("draft_accept_rate"))
+        if get("drafted_tokens") is not None:
+            self._spec().add(r)  # type: ignore[arg-type]
 
     def _line(self, fact: Fact) -> None:
         """A fact without batch or load: a launch, a finished request, a request's per-position rates."""
@@ -257,7 +272,21 @@ class Stats:
         self.normalizer = Normalizer()
 
     def update(self, records: Iterable[Record]) -> None:
-        self.fold(self.normalizer.feed(records))
+        """Normalize and fold records in file order; those :meth:`Normalizer.plain` takes (most SGLang decode lines)
+        without making their facts."""
+        normalizer, runs, kinds = self.normalizer, self.runs, plain_kinds()
+        fact, plain = normalizer.fact, normalizer.plain
+        for r in records:
+            if r.kind in kinds:
+                got = plain(r)
+                if got is not None:
+                    key = r.file, r.source, r.run
+                    run = runs.get(key)
+                    if run is None:
+                        run = runs[key] = RunStats(r.file, r.run, r.source, r.pod, r.container)
+                    run.plain(r, *got)
+                    continue
+            self.fold((fact(r),))
 
     def fold(self, facts: Iterable[Fact]) -> None:
         """Take facts normalized elsewhere (the live state's: one normalizer per live state)."""

@@ -57,11 +57,22 @@ class RunFigures:
             self.batches += 1
             self.accept_len.add(b.accept_len)
         load = fact.load
-        if load is not None and load.gen_throughput is not None:
-            mean = self.units.get(load.unit)
+        if load is not None:
+            self.logged(load.unit, load.gen_throughput)
+
+    def batch(self, accept_len: float | None, unit: str, gen_throughput: float | None) -> None:
+        """A fact with a batch and its unit's load: what :meth:`add` does with it."""
+        self.batches += 1
+        self.accept_len.add(accept_len)
+        self.logged(unit, gen_throughput)
+
+    def logged(self, unit: str, gen_throughput: float | None) -> None:
+        """A unit's logged throughput (None: none yet)."""
+        if gen_throughput is not None:
+            mean = self.units.get(unit)
             if mean is None:
-                mean = self.units[load.unit] = Mean()
-            mean.add(load.gen_throughput)
+                mean = self.units[unit] = Mean()
+            mean.add(gen_throughput)
 
     def merge(self, other: RunFigures) -> None:
         self.batches += other.batches

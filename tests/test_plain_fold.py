@@ -1,0 +1,98 @@
+"""The runs' fold of plain decode lines (:meth:`Normalizer.plain`, :meth:`RunStats.plain`) is the facts' fold.
+
+``runs`` folds a record that :meth:`~acceptmon.measure.normalize.Normalizer.plain` takes without making its fact;
+every other record goes through :meth:`~acceptmon.measure.normalize.Normalizer.fact`. On drawn records (ranks,
+runs, files and streams mixed; prefill lines between; values missing, impossible or not finite; draft accept
+rates derived from refused draft-token counts) the runs and the normalizer's state must come out equal, sums of
+floats to the last digit, to those of the facts' fold.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acceptmon.measure.aggregate import Stats
+from acceptmon.measure.normalize import Normalizer, plain_kinds
+from acceptmon.parse.records import DecodeStats, PrefillStats
+
+FLOAT = st.one_of(
+    st.none(),
+    st.floats(min_value=0.0, max_value=8.0),
+    st.sampled_from([-1.0, 0.5, 1.0, 1000.0, 1000.5, math.inf, -math.inf, math.nan, 0.1, 0.2, 0.3]),
+)
+RATE = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1.0), st.sampled_from([-0.1, 1.5, math.nan]))
+COUNT = st.one_of(st.none(), st.integers(min_value=0, max_value=300), st.just(-3))
+START = datetime(2026, 1, 1)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> list[DecodeStats | PrefillStats]:
+    out: list[DecodeStats | PrefillStats] = []
+    for i in range(draw(st.integers(min_value=0, max_value=40))):
+        where = {
+            "file": draw(st.sampled_from(["a.log", "b.log"])),
+            "source": draw(st.sampled_from(["", "pod/x/c"])),
+            "run": draw(st.integers(min_value=0, max_value=2)),
+            "rank": draw(st.sampled_from([None, "", "TP0", "DP1 TP1"])),
+            "line": i + 1,
+            "timestamp": draw(st.one_of(st.none(), st.integers(-5, 50).map(lambda s: START + timedelta(seconds=s)))),
+        }
+        if draw(st.integers(0, 5)) == 0:
+            out.append(PrefillStats(**where, queue_req=draw(COUNT)))
+            continue
+        steps = draw(st.sampled_from([None, 3, 0, 100]))
+        out.append(
+            DecodeStats(
+                **where,
+                accept_len=draw(FLOAT),
+                accept_rate=draw(RATE),
+                draft_accept_rate=draw(RATE),
+                gen_throughput=draw(FLOAT),
+                running_req=draw(COUNT),
+                queue_req=draw(COUNT),
+                spec_num_steps=steps,
+                spec_num_draft_tokens=draw(st.sampled_from([None, steps, 2000])),
+            )
+        )
+    return out
+
+
+def _same(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN (a drawn value; the fold never lets one through, but the test should not say so)."""
+    return repr(a) == repr(b)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records())
+def test_the_plain_fold_is_the_facts_fold(drawn):
+    fast = Stats()
+    fast.update(drawn)
+    slow = Stats()
+    slow.fold(slow.normalizer.feed(drawn))
+    assert _same(fast.runs, slow.runs)
+    assert _same(fast.normalizer._units, slow.normalizer._units)
+    assert _same(fast.summaries(), slow.summaries())
+
+
+def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
+    """Both halves of the test above can happen: the plain fold takes a valid decode line and refuses one with an
+    impossible value or a draft accept rate derived from a refused count (the facts' fold then counts it)."""
+    assert "decode" in plain_kinds() and "prefill" not in plain_kinds()
+    normalizer = Normalizer()
+    ok = DecodeStats(file="a", rank="TP0", accept_len=2.5, gen_throughput=10.0, queue_req=0)
+    assert normalizer.plain(ok) == ("TP0", 10.0)
+    carried = DecodeStats(file="a", rank="TP0", accept_len=2.0)
+    assert normalizer.plain(carried) == ("TP0", None)  # a batch's own throughput: none logged
+    assert normalizer._units["a", "", 0, "TP0"].load == (10.0, None, 0)  # what later lines without it take
+    assert normalizer.plain(DecodeStats(file="a", rank="TP0", accept_len=0.5)) is None
+    derived = DecodeStats(file="a", draft_accept_rate=0.3, spec_num_steps=100)
+    assert normalizer.plain(derived) is None
+    stats = Stats()
+    stats.update([ok, carried, DecodeStats(file="a", rank="TP0", accept_len=0.5)])
+    run = stats.runs["a", "", 0]
+    assert (run.figures.batches, run.figures.invalid_values, run.accept_len.count) == (3, 1, 2)
+    assert (run.figures.units["TP0"].count, run.figures.units["TP0"].total) == (1, 10.0)
