@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timedelta
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
-from acceptmon.parse.records import DecodeStats, PrefillStats
+from acceptmon.parse.records import DecodeStats, PrefillStats, Unmade
 
 FLOAT = st.one_of(
     st.none(),
@@ -96,3 +98,80 @@ def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
     run = stats.runs["a", "", 0]
     assert (run.figures.batches, run.figures.invalid_values, run.accept_len.count) == (3, 1, 2)
     assert (run.figures.units["TP0"].count, run.figures.units["TP0"].total) == (1, 10.0)
+
+
+def _unmade(records: list[DecodeStats]) -> Unmade:
+    """Records as the fast lane hands them unmade: their values, the timestamp as ISO text."""
+    values = []
+    for r in records:
+        v = dict(r.__dict__)
+        v["timestamp"] = None if r.timestamp is None else r.timestamp.isoformat()
+        values.append(v)
+    return Unmade(values, frozenset({r.kind for r in records}), lambda: list(records))
+
+
+@settings(max_examples=400, deadline=None)
+@given(records(), st.lists(st.integers(min_value=0, max_value=40), max_size=4))
+def test_the_column_fold_is_the_facts_fold(drawn, cuts):
+    """Runs of decode records (cut where a prefill line or ``cuts`` fall) handed on unmade, as the lane does:
+    folded as columns where all are plain and of one run of one stream, else made and folded one by one, the
+    same as the facts' fold."""
+    items: list[Any] = []
+    run: list[DecodeStats] = []
+    for i, r in enumerate(drawn):
+        if run and (i in cuts or not isinstance(r, DecodeStats)):
+            items.append(_unmade(run))
+            run = []
+        if isinstance(r, DecodeStats):
+            run.append(r)
+        else:
+            items.append(r)
+    if run:
+        items.append(_unmade(run))
+    folded = []
+    plain_fold = Stats()
+    original = plain_fold.fold_values
+    plain_fold.fold_values = lambda *a: folded.append(original(*a)) or folded[-1]  # type: ignore[method-assign]
+    plain_fold.update(items)
+    slow = Stats()
+    slow.fold(slow.normalizer.feed(drawn))
+    assert _same(plain_fold.runs, slow.runs)
+    assert _same(plain_fold.normalizer._units, slow.normalizer._units)
+    assert _same(plain_fold.summaries(), slow.summaries())
+    COLUMN_FOLDS.update(folded)
+
+
+COLUMN_FOLDS: set[bool] = set()
+
+
+def test_the_column_fold_took_some_and_left_some():
+    """The drawn cases above had the column fold take a part and refuse one (it ran first: pytest keeps file
+    order, and a worker of ``-n`` runs a file's tests together)."""
+    if not COLUMN_FOLDS:
+        test_the_column_fold_is_the_facts_fold()
+    assert COLUMN_FOLDS == {True, False}
+
+
+def _decode(rank: str, accept_len: float = 2.0, tput: float | None = 10.0, source: str = "") -> DecodeStats:
+    return DecodeStats(file="a", source=source, rank=rank, accept_len=accept_len, gen_throughput=tput, queue_req=0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "taken"),
+    [
+        ([_decode("TP0"), _decode("TP1", accept_len=math.nan)], False),  # NaN after a number: min and max miss it
+        ([_decode("TP0", tput=None), _decode("TP1", tput=5.0), _decode("TP0", tput=7.0)], True),  # means' order
+        ([_decode("TP0"), _decode("TP0", source="pod/x/c")], False),  # two streams
+        ([_decode("TP0", tput=math.inf)], False),
+        ([_decode("TP0", accept_len=1000.0), _decode("TP1", accept_len=1.0)], True),  # the bounds, inclusive
+    ],
+)
+def test_the_column_fold_on_chosen_rows(rows, taken):
+    """Cases drawn rows rarely reach: the column fold takes or leaves them as said, and the runs are the facts'."""
+    fast, slow = Stats(), Stats()
+    assert fast.fold_values(_unmade(rows).values, frozenset({"decode"})) is taken
+    if not taken:
+        fast.update(rows)
+    slow.fold(slow.normalizer.feed(rows))
+    assert _same(fast.runs, slow.runs)
+    assert _same(fast.normalizer._units, slow.normalizer._units)

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey, plain_kinds
+from acceptmon.measure.plain import Plain, logged_rates, moves_on, plain_columns, present, stamps, summed
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import LaunchConfig, Record
+from acceptmon.parse.records import LaunchConfig, Record, Unmade
 
 __all__ = ["BASELINE_SECONDS", "Baseline", "Mean", "RunStats", "RunSummary", "Series", "Stats"]
 
@@ -153,6 +154,32 @@ class RunStats:
         if get("drafted_tokens") is not None:
             self._spec().add(r)  # type: ignore[arg-type]
 
+    def plain_rows(self, values: list[dict[str, Any]], rows: Plain) -> None:
+        """What :meth:`plain` does with each of these rows (:func:`~acceptmon.measure.plain.plain_columns`), in
+        order: sums of floats added one by one, from the running totals."""
+        columns = rows.columns
+        lengths = present(columns["accept_len"])
+        figures = self.figures
+        figures.batches += len(values)
+        summed(figures.accept_len, lengths)
+        for unit, rates in logged_rates(rows):
+            mean = figures.units.get(unit)
+            if mean is None:
+                mean = figures.units[unit] = Mean()
+            summed(mean, rates)
+        self.ranks.update(rows.groups)
+        times = stamps(values)
+        if times:
+            low, high = min(times), max(times)
+            if self.start is None or low < self.start:
+                self.start = low
+            if self.end is None or high > self.end:
+                self.end = high
+        summed(self.accept_len, lengths)
+        self.accept_len.values.update(lengths)
+        summed(self.accept_rate, present(columns.get("accept_rate")))
+        summed(self.draft_accept_rate, present(columns.get("draft_accept_rate")))
+
     def _line(self, fact: Fact) -> None:
         """A fact without batch or load: a launch, a finished request, a request's per-position rates."""
         r = fact.record
@@ -242,7 +269,29 @@ class RunStats:
         )
 
 
-def _self_contained() -> frozenset[str]:
+def made(items: Iterable[Record | Unmade]) -> list[Record]:
+    """``items`` with the records not made yet made."""
+    out: list[Record] = []
+    for r in items:
+        if type(r) is Unmade:
+            out.extend(r.made())
+        else:
+            out.append(r)
+    return out
+
+
+def made_where(items: Iterable[Record | Unmade], which: Callable[[Unmade], bool]) -> list[Record | Unmade]:
+    """``items`` with the records not made yet that ``which`` picks made."""
+    out: list[Record | Unmade] = []
+    for r in items:
+        if type(r) is Unmade and which(r):
+            out.extend(r.made())
+        else:
+            out.append(r)
+    return out
+
+
+def self_contained() -> frozenset[str]:
     """The kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they
     count nothing since server start and weigh no earlier request (every SGLang record). Asked of the registry at
     each call: a kind registered later is judged too."""
@@ -271,22 +320,42 @@ class Stats:
         self.runs: dict[RunKey, RunStats] = {}
         self.normalizer = Normalizer()
 
-    def update(self, records: Iterable[Record]) -> None:
+    def update(self, records: Iterable[Record | Unmade]) -> None:
         """Normalize and fold records in file order; those :meth:`Normalizer.plain` takes (most SGLang decode lines)
-        without making their facts."""
-        normalizer, runs, kinds = self.normalizer, self.runs, plain_kinds()
+        without making their facts, and records not made yet (the fast lane's) as columns where they are all such
+        (:func:`~acceptmon.measure.plain.fold_values`)."""
+        normalizer, kinds = self.normalizer, plain_kinds()
         fact, plain = normalizer.fact, normalizer.plain
         for r in records:
+            if type(r) is Unmade:
+                if not (r.kinds <= kinds and self.fold_values(r.values, r.kinds)):
+                    self.update(r.made())
+                continue
             if r.kind in kinds:
                 got = plain(r)
                 if got is not None:
-                    key = r.file, r.source, r.run
-                    run = runs.get(key)
-                    if run is None:
-                        run = runs[key] = RunStats(r.file, r.run, r.source, r.pod, r.container)
-                    run.plain(r, *got)
+                    self.run_of(r.__dict__).plain(r, *got)
                     continue
             self.fold((fact(r),))
+
+    def fold_values(self, values: list[dict[str, Any]], kinds: frozenset[str]) -> bool:
+        """Fold rows of a plain kind (:class:`~acceptmon.parse.records.Unmade` values) as columns, as their records
+        would be folded one by one (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain
+        or they are not of one run of one stream."""
+        rows = plain_columns(values, kinds)
+        if rows is None:
+            return False
+        moves_on(self.normalizer, values[0], rows)
+        self.run_of(values[0]).plain_rows(values, rows)
+        return True
+
+    def run_of(self, values: dict[str, Any]) -> RunStats:
+        """The run of a record (its values), begun if it is new."""
+        key = values["file"], values["source"], values["run"]
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = RunStats(key[0], key[2], key[1], values["pod"], values["container"])
+        return run
 
     def fold(self, facts: Iterable[Fact]) -> None:
         """Take facts normalized elsewhere (the live state's: one normalizer per live state)."""
@@ -304,7 +373,7 @@ class Stats:
             run.add(fact)
 
     @staticmethod
-    def order_free(records: Sequence[Record]) -> Free | None:
+    def order_free(records: Sequence[Record | Unmade]) -> Free | None:
         """Where these records start to give the same figures whatever came before them, given the normalizer has
         seen the records before (:meth:`part`): after the last record that needs an earlier line outside them (a
         vLLM spec line that takes the engine its file's last throughput line named, where a later line in the part
@@ -322,8 +391,12 @@ class Stats:
         waiting: dict[tuple[str, str], int] = {}
         """By file and source never named yet in the part: its last line that needs a name from before."""
         counted: set[CounterKey] = set()
-        alone = _self_contained()
+        alone = self_contained()
         for i, r in enumerate(records):
+            if type(r) is Unmade:
+                if r.kinds <= alone:
+                    continue
+                return None  # not judged unmade: :func:`made` first
             if r.kind in alone:
                 continue
             kind = KINDS[r.kind]
@@ -350,11 +423,11 @@ class Stats:
         return Free(start, frozenset(waiting), frozenset(last))
 
     @classmethod
-    def part(cls, records: list[Record], start: int) -> Stats:
+    def part(cls, records: list[Record | Unmade], start: int) -> Stats:
         """The aggregate of ``records[start:]`` (:meth:`order_free`), its normalizer told what the records before
         name and count."""
         stats = cls()
-        stats.normalizer.feed(records[:start])
+        stats.normalizer.feed(made(records[:start]))
         stats.update(records[start:] if start else records)
         return stats
 

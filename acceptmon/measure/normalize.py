@@ -91,13 +91,18 @@ def refused(config: Any) -> list[str]:
     """The fields of a launch config outside :data:`CONFIG_LIMITS` (an empty list for a plausible one)."""
     if config is None:
         return []
-    return [name for name in CONFIG_LIMITS if _refuses(name, getattr(config, name, None))]
+    return [name for name in CONFIG_LIMITS if refuses_size(name, getattr(config, name, None))]
 
 
-def _refuses(name: str, v: Any) -> bool:
+def refuses_size(name: str, v: Any) -> bool:
     """Whether :data:`CONFIG_LIMITS` refuse this value of a launch size (None: not given, not refused)."""
     low, high = CONFIG_LIMITS[name]
     return v is not None and not (isinstance(v, int) and low <= v <= high)
+
+
+def valid_bounds(model: type) -> tuple[tuple[str, float, float], ...]:
+    """(field, low, high) of each :data:`VALID` field a record model has."""
+    return _CHECKED.get(model) or _bounds(model)
 
 
 def _valid(name: str, v: Any) -> bool:
@@ -142,7 +147,7 @@ def _from_refused(get: Callable[[str], Any]) -> bool:
     if get("draft_accept_rate") is None or get("accepted_tokens") is not None:
         return False
     name = "spec_num_draft_tokens" if get("spec_num_draft_tokens") is not None else "spec_num_steps"
-    return _refuses(name, get(name))
+    return refuses_size(name, get(name))
 
 
 def _checked(r: Record) -> tuple[Record, int]:
@@ -309,6 +314,21 @@ class Normalizer:
         state.run.batches += 1
         return unit, tput
 
+    def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[list[Any] | None]) -> None:
+        """What :meth:`plain` does with rows of one run (``key``), in order: ``groups``, each unit's rows' places;
+        ``loads``, each row's throughput, running and queued requests (None: a field the kind lacks). Each unit keeps
+        its last logged load fields and is no longer after a prefill; the run counts the batches."""
+        run = self._run(key)
+        for unit, at in groups.items():
+            state = self._units.get((*key, unit))
+            if state is None:
+                state = self._units[(*key, unit)] = _Unit(run)
+            state.load = tuple(
+                old if column is None else _last(column, at, old) for column, old in zip(loads, state.load, strict=True)
+            )
+            state.after_prefill = False
+        run.batches += sum(map(len, groups.values()))
+
     def _launch(self, r: Record) -> Fact:
         """A launch: its run starts; a config no real server runs has the refused sizes as None."""
         self.intervals.launch(run_key(r))
@@ -374,6 +394,15 @@ class Normalizer:
         if unit is None:
             return r, ""
         return amended(r, {name: unit}), unit
+
+
+def _last(column: list[Any], at: list[int], old: Any) -> Any:
+    """The last value logged at these places of a column (``old`` if none is)."""
+    for i in reversed(at):
+        v = column[i]
+        if v is not None:
+            return v
+    return old
 
 
 def plain_kinds() -> frozenset[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeAlias, TypeVar, final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -222,6 +222,30 @@ Record: TypeAlias = BaseRecord
 """Any record; :mod:`acceptmon.parse.kinds` says which models there are."""
 
 R = TypeVar("R", bound=BaseModel)
+
+
+@final
+class Unmade:
+    """Records not made yet, in file order: each one's values as its ``__dict__`` would hold them, but for its
+    timestamp, ISO text (``datetime.fromisoformat`` reads it). A consumer that reads values alone (the runs' fold of
+    plain decode lines) spares the records; :meth:`made` makes them (once: it takes the values over)."""
+
+    __slots__ = ("_make", "kinds", "values")
+
+    def __init__(
+        self, values: list[dict[str, Any]], kinds: frozenset[str], make: Callable[[], list[BaseRecord]]
+    ) -> None:
+        self.values = values
+        self.kinds = kinds
+        """The kinds of the records."""
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def made(self) -> list[BaseRecord]:
+        """The records (their values are theirs now: read none of :attr:`values` after this)."""
+        return self._make()
 
 
 def build(model: type[R], values: dict[str, Any]) -> R:

@@ -146,7 +146,7 @@ def run(
     elif getattr(job, "from_lane", False) and big:
         from acceptmon.pipeline.lanes import job_lane
 
-        lane = job_lane(grammars, job.records_wanted)
+        lane = job_lane(grammars, job.records_wanted, unmade=getattr(job, "takes_unmade", False))
     for path in paths:
         if jobs > 1 and not is_stream(path) and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)

@@ -59,7 +59,8 @@ class JobLane:
         self.lane.learn(sample)
 
     def records(self, parser: Parser, block: bytes) -> list[Record]:
-        """The records of a block of complete lines, in order; the parser's line, run and tally advance."""
+        """The records of a block of complete lines, in order; the parser's line, run and tally advance. (A lane
+        that hands its rows on unmade gives them so, among the records: :func:`job_lane`.)"""
         parts = cast("list[list[Record]]", self.lane.feed(parser, block, _as_list))
         return parts[0] if len(parts) == 1 else [r for part in parts for r in part]
 
@@ -73,9 +74,12 @@ class JobLane:
         return None
 
 
-def job_lane(grammars: GrammarSet, kinds: frozenset[str]) -> JobLane | None:
-    """A lane that hands a job records of ``kinds``, or None without the compiled matcher."""
+def job_lane(grammars: GrammarSet, kinds: frozenset[str], *, unmade: bool = False) -> JobLane | None:
+    """A lane that hands a job records of ``kinds``, or None without the compiled matcher; ``unmade``: its own
+    rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`), among the general parser's."""
     lane = FastLane(grammars, "jsonl", (), typed=kinds)
+    if unmade and lane.enabled:
+        lane.hand_unmade()
     return JobLane(lane) if lane.enabled else None
 
 

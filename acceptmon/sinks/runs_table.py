@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from acceptmon.display import duration, number, short_model
-from acceptmon.measure.aggregate import Free, RunSummary, Stats
+from acceptmon.measure.aggregate import Free, RunSummary, Stats, made, made_where, self_contained
 from acceptmon.measure.columns import Packed
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 from acceptmon.pipeline.workers import handed_on, in_worker, taken
 
 
@@ -30,6 +30,9 @@ class StatsJob:
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
+    takes_unmade = True
+    """Takes the lane's rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`): plain decode
+    lines are folded from their values (:meth:`Stats.update`)."""
 
     def __init__(self) -> None:
         self.records_wanted = (
@@ -38,18 +41,25 @@ class StatsJob:
         self.stats = Stats()
         self.records = 0
 
-    def chunk(self, records: list[Record]) -> Chunk:
+    def chunk(self, records: Sequence[Record | Unmade]) -> Chunk:
         """The records to feed in file order (those before where the part is order-free, all of them if it is not,
         or if it assumes), and the aggregate of the rest. A worker hands on a part that assumes without the rest of
         its records (``partial``: they are many, and rarely needed): :meth:`ready` has the range read again here
         if they are."""
-        wanted = sum(1 for r in records if r.kind in self.records_wanted)
-        free = Stats.order_free(records)
-        if free is None:
-            return Chunk(wanted, handed_on(records), None)
-        partial = bool(free.assumed) and in_worker()
-        handed = records if free.assumed and not partial else records[: free.start]
-        return Chunk(wanted, handed_on(handed), Stats.part(records, free.start), free, partial)
+        items = made_where(records, lambda u: not u.kinds <= self_contained())  # judged (:meth:`Stats.order_free`)
+        wanted = sum(len(r) if type(r) is Unmade else r.kind in self.records_wanted for r in items)
+        free = Stats.order_free(items)
+        partial = free is not None and bool(free.assumed) and in_worker()
+        if free is None or (free.assumed and not partial):  # all of them handed on: made
+            every: list[Record | Unmade] = [*made(items)]
+            free = None if free is None else Stats.order_free(every)
+            if free is None:
+                return Chunk(wanted, handed_on(made(every)), None)
+            return Chunk(wanted, handed_on(made(every)), Stats.part(every, free.start), free, partial)
+        head = made(items[: free.start])
+        items[: free.start] = head
+        free = free._replace(start=len(head))
+        return Chunk(wanted, handed_on(head), Stats.part(items, free.start), free, partial)
 
     def ready(self, parts: Sequence[Chunk]) -> bool:
         """Whether a range's parts can be taken as they are: not if a part that assumes no engine was named before

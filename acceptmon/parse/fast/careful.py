@@ -17,10 +17,10 @@ from typing import Any, Protocol
 
 from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 from acceptmon.parse.state import line_starts
 
-Part = tuple[int, bytes] | list[Record]
+Part = tuple[int, bytes] | list[Record] | list[Unmade]
 Entry = tuple[int, int, Any]
 """A fast match: (the newline before its line in the block, template index, row bytes or b''; a typed lane's
 row is a (plan, values) pair, :mod:`acceptmon.parse.fast.typed`)."""

@@ -35,15 +35,16 @@ from acceptmon.parse.fast.templates import (
     explained,
     template_from_line,
 )
+from acceptmon.parse.fast.typed import As
 from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 from acceptmon.parse.state import line_starts
 from acceptmon.parse.streams import STREAM_FIELDS
 
-Part = tuple[int, bytes] | list[Record]
+Part = tuple[int, bytes] | list[Record] | list[Unmade]
 """What the table job collects: (rows, their bytes); with a typed lane, records."""
 _MASK = re.compile(rb"[0-9]+")
 """A line's shape: its numbers masked."""
@@ -134,6 +135,8 @@ class FastLane:
         self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
         self.yearless = Yearless(grammars, self.fmt, columns, (self.counted, self.launch_anchors), self.typed)
+        self.hands: As = self.typed
+        """How the lane's own rows are handed on (:func:`typed.part`); :meth:`hand_unmade` to change it."""
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self.yearless_first = False
         """Whether the year-less matcher said the last stretch the two could both say: it is then tried first (a
@@ -162,6 +165,11 @@ class FastLane:
         """Exempt templates whose lines may say 'accept' only in an unknown key (counted carefully)."""
         self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors, self.written)
         self.native_order = native.order(self.templates)
+
+    def hand_unmade(self) -> None:
+        """Hand a typed lane's own rows on as records not made yet (:class:`~acceptmon.parse.records.Unmade`)."""
+        assert self.typed, "only a typed lane's rows are records"
+        self.hands = self.yearless.hands = "unmade"
 
     def learn(self, sample: bytes) -> None:
         """Order the templates by how often they match ``sample`` (the first MiB of the input), most frequent
@@ -248,7 +256,7 @@ class FastLane:
     def part(self, parser: Parser, nrows: int, rows: Any) -> Part:
         """A part of the lane's own rows: table rows as they are, or (typed) their records, which take the names
         of the parser's file (:meth:`_named`)."""
-        return typed.part(self.typed, parser, nrows, rows)
+        return typed.part(self.hands, parser, nrows, rows)
 
     def _named(self, parser: Parser) -> bool:
         """A file whose path names its pod: its table rows are the parser's (they carry the names, which the lane's

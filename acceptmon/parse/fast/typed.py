@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 from acceptmon.parse.fast.rows import Plan
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 
 _from_iso = datetime.fromisoformat
 Rows = list[tuple[Plan, dict[str, Any]]]
@@ -78,9 +79,28 @@ def proves(rows: Rows | bytes | None, want: Record, names: dict[str, str] | None
     return len(got) == 1 and same_record(got[0], without_extra(want))
 
 
-def part(as_records: bool, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record]:
+As = bool | Literal["unmade"]
+"""How a lane hands on its own rows: table rows (False), records (True), or records not made yet (:class:`Unmade`)."""
+
+
+def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade]:
+    """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan):
+    their values, which take ``names``, and their records on asking."""
+    if isinstance(rows, bytes) or not rows:
+        return []
+    values = [v for _, v in rows]
+    if names:
+        for v in values:
+            v.update(names)
+    return [Unmade(values, frozenset({plan.kind for plan, _ in rows}), partial(records, rows))]
+
+
+def part(as_records: As, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record] | list[Unmade]:
     """A part of a lane's own rows: table rows as they are, or (``as_records``, a typed lane) their records, which
-    take the names the parser's file gives (a Kubernetes log's namespace, pod and container)."""
+    take the names the parser's file gives (a Kubernetes log's namespace, pod and container); ``"unmade"``: the
+    records not made yet (:func:`unmade`)."""
+    if as_records == "unmade":
+        return unmade(rows, parser.origin.values())
     return records(rows, parser.origin.values()) if as_records else (nrows, rows)
 
 

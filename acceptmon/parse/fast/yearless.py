@@ -23,16 +23,17 @@ from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import account, anchors_held, explained
+from acceptmon.parse.fast.typed import As
 from acceptmon.parse.fast.yearless_templates import template_of
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import ANSI, Parser
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 
 LEARN_TEMPLATES = 32
 """Templates learned at most (each is tried on every line the envelope matches)."""
 
-Part = tuple[int, bytes] | list[Record]
+Part = tuple[int, bytes] | list[Record] | list[Unmade]
 Chunk = Callable[[list[Record]], Part]
 Scan = tuple[tuple[int, bytes], list[int], int, int, int, int, int, int]
 """rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
@@ -75,6 +76,7 @@ class Yearless:
     ):
         """``typed``: rows are records (:mod:`acceptmon.parse.fast.typed`), as the lane's are."""
         self.grammars, self.fmt, self.columns, self.typed = grammars, fmt, columns, typed
+        self.hands: As = typed
         self.counted, self.launch = needles
         self.templates: list[Template] = []
         self.tried: Counter[bytes] = Counter()
@@ -213,7 +215,7 @@ class Yearless:
         """A scanned part's rows into ``parts``; its tallies, lines and year into the parser."""
         (nrows, rows), counts, lines, accepts, year, month = got[:6]
         if nrows:
-            parts.append(typed.part(self.typed, parser, nrows, rows))
+            parts.append(typed.part(self.hands, parser, nrows, rows))
         account(parser, self.templates, self.exempt, counts, lines, accepts, base)
         parser.year, parser.month = year or None, month or None
 
