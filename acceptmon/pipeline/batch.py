@@ -60,8 +60,9 @@ class Job(Protocol[T]):
 
     A job whose class sets ``from_lane = True`` never reads a record's ``extra`` (the ``key: value`` pairs no
     grammar knows): a large input's stats lines then reach it from the fast lane as records
-    (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty. One that sets
-    ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
+    (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty; one that also sets
+    ``takes_unmade = True`` gets the lane's rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`)
+    among the general parser's records, and its ``chunk`` takes both. One that sets ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
     :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
     defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:
     False has the range read again in the main process (:func:`ready`)."""
