@@ -323,7 +323,7 @@ class Stats:
     def update(self, records: Iterable[Record | Unmade]) -> None:
         """Normalize and fold records in file order; those :meth:`Normalizer.plain` takes (most SGLang decode lines)
         without making their facts, and records not made yet (the fast lane's) as columns where they are all such
-        (:func:`~acceptmon.measure.plain.fold_values`)."""
+        (:meth:`fold_values`)."""
         normalizer, kinds = self.normalizer, plain_kinds()
         fact, plain = normalizer.fact, normalizer.plain
         for r in records:
@@ -423,7 +423,7 @@ class Stats:
         return Free(start, frozenset(waiting), frozenset(last))
 
     @classmethod
-    def part(cls, records: list[Record | Unmade], start: int) -> Stats:
+    def part(cls, records: Sequence[Record | Unmade], start: int) -> Stats:
         """The aggregate of ``records[start:]`` (:meth:`order_free`), its normalizer told what the records before
         name and count."""
         stats = cls()

@@ -62,10 +62,11 @@ class Job(Protocol[T]):
     grammar knows): a large input's stats lines then reach it from the fast lane as records
     (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty; one that also sets
     ``takes_unmade = True`` gets the lane's rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`)
-    among the general parser's records, and its ``chunk`` takes both. One that sets ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
-    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
-    defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:
-    False has the range read again in the main process (:func:`ready`)."""
+    among the general parser's records, and its ``chunk`` takes both. One that sets ``ahead = N`` has ``-j`` hold at
+    most N ranges' results ahead of the one it collects next (default :data:`acceptmon.pipeline.workers.AHEAD`): a
+    job whose results weigh more than CSV bytes holds fewer. One that defines ``ready(parts) -> bool`` is asked it
+    of each range's parts from a worker before it collects any of them: False has the range read again in the main
+    process (:func:`ready`)."""
 
     records_wanted: frozenset[str]
     """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""

@@ -46,16 +46,17 @@ class StatsJob:
         or if it assumes), and the aggregate of the rest. A worker hands on a part that assumes without the rest of
         its records (``partial``: they are many, and rarely needed): :meth:`ready` has the range read again here
         if they are."""
-        items = made_where(records, lambda u: not u.kinds <= self_contained())  # judged (:meth:`Stats.order_free`)
+        alone = self_contained()
+        items = made_where(records, lambda u: not u.kinds <= alone)  # to be judged (:meth:`Stats.order_free`)
         wanted = sum(len(r) if type(r) is Unmade else r.kind in self.records_wanted for r in items)
         free = Stats.order_free(items)
         partial = free is not None and bool(free.assumed) and in_worker()
         if free is None or (free.assumed and not partial):  # all of them handed on: made
-            every: list[Record | Unmade] = [*made(items)]
+            every = made(items)
             free = None if free is None else Stats.order_free(every)
             if free is None:
-                return Chunk(wanted, handed_on(made(every)), None)
-            return Chunk(wanted, handed_on(made(every)), Stats.part(every, free.start), free, partial)
+                return Chunk(wanted, handed_on(every), None)
+            return Chunk(wanted, handed_on(every), Stats.part(every, free.start), free, partial)
         head = made(items[: free.start])
         items[: free.start] = head
         free = free._replace(start=len(head))
