@@ -73,11 +73,16 @@ def _same(a: object, b: object) -> bool:
 def test_the_plain_fold_is_the_facts_fold(drawn):
     fast = Stats()
     fast.update(drawn)
+    _is_the_facts_fold(fast, drawn)
+
+
+def _is_the_facts_fold(got: Stats, drawn: list[Any]) -> None:
+    """``got``'s runs, normalizer state and summaries are those of the facts' fold of ``drawn``."""
     slow = Stats()
     slow.fold(slow.normalizer.feed(drawn))
-    assert _same(fast.runs, slow.runs)
-    assert _same(fast.normalizer._units, slow.normalizer._units)
-    assert _same(fast.summaries(), slow.summaries())
+    assert _same(got.runs, slow.runs)
+    assert _same(got.normalizer._units, slow.normalizer._units)
+    assert _same(got.summaries(), slow.summaries())
 
 
 def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
@@ -133,11 +138,7 @@ def test_the_column_fold_is_the_facts_fold(drawn, cuts):
     original = plain_fold.fold_values
     plain_fold.fold_values = lambda *a: folded.append(original(*a)) or folded[-1]  # type: ignore[method-assign]
     plain_fold.update(items)
-    slow = Stats()
-    slow.fold(slow.normalizer.feed(drawn))
-    assert _same(plain_fold.runs, slow.runs)
-    assert _same(plain_fold.normalizer._units, slow.normalizer._units)
-    assert _same(plain_fold.summaries(), slow.summaries())
+    _is_the_facts_fold(plain_fold, drawn)
     COLUMN_FOLDS.update(folded)
 
 
@@ -168,10 +169,8 @@ def _decode(rank: str, accept_len: float = 2.0, tput: float | None = 10.0, sourc
 )
 def test_the_column_fold_on_chosen_rows(rows, taken):
     """Cases drawn rows rarely reach: the column fold takes or leaves them as said, and the runs are the facts'."""
-    fast, slow = Stats(), Stats()
+    fast = Stats()
     assert fast.fold_values(_unmade(rows).values, frozenset({"decode"})) is taken
     if not taken:
         fast.update(rows)
-    slow.fold(slow.normalizer.feed(rows))
-    assert _same(fast.runs, slow.runs)
-    assert _same(fast.normalizer._units, slow.normalizer._units)
+    _is_the_facts_fold(fast, rows)
