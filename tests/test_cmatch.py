@@ -407,6 +407,29 @@ def test_a_typed_plan_gives_each_row_as_json_loads_reads_its_json_cells(line, va
     assert list(row.values())[1:] == json.loads(json_row)
 
 
+def test_a_typed_plan_without_a_shape_gives_each_row_its_varying_values_alone():
+    """A typed plan whose shape is None (a plan of tuples): each row is (owner, the varying fields' values in the order
+    of its names), the values and types the plan with a shape sets."""
+    program = _program(TYPED_STEPS)
+    line = b"[2026-02-26 10:00:00.125 TP0] n: 7, x: 2.50, ok: True, s: a b"
+    buf = b"\n" + line + b"\n"
+    [(_, as_dict)] = program.scan(buf, 1, len(buf), 40, [_typed()])[1]
+    plan = _typed()
+    got = program.scan(buf, 1, len(buf), 40, [(*plan[:3], None, *plan[4:])])
+    assert got is not None and got[0] == 1
+    [(owner, row)] = got[1]
+    want = tuple(as_dict[name] for name in TYPED_NAMES)
+    assert owner == "owner" and type(row) is tuple and row == want
+    assert [type(v) for v in row] == [type(v) for v in want]
+
+
+def test_a_typed_plan_with_a_shape_that_is_not_a_dict_is_refused():
+    program = _program(TYPED_STEPS)
+    plan = _typed()
+    with pytest.raises(ValueError, match="dict shape or None"):
+        program.scan(b"\nx\n", 1, 3, 0, [(*plan[:3], [], *plan[4:])])
+
+
 def test_a_typed_scan_lists_its_entries_with_their_rows_and_copies_a_derived_list():
     """The careful path's entries carry a typed row as (owner, dict); a derived list is each row's own."""
     program = _program([("LIT", -1, (b"n: ",)), ("INT", 0, ())])

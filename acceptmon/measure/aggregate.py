@@ -154,13 +154,13 @@ class RunStats:
         if get("drafted_tokens") is not None:
             self._spec().add(r)  # type: ignore[arg-type]
 
-    def plain_rows(self, values: list[dict[str, Any]], rows: Plain) -> None:
+    def plain_rows(self, size: int, rows: Plain) -> None:
         """What :meth:`plain` does with each of these rows (:func:`~acceptmon.measure.plain.plain_columns`), in
         order: sums of floats added one by one, from the running totals."""
         columns = rows.columns
         lengths = present(columns["accept_len"])
         figures = self.figures
-        figures.batches += len(values)
+        figures.batches += size
         summed(figures.accept_len, lengths)
         for unit, rates in logged_rates(rows):
             mean = figures.units.get(unit)
@@ -168,7 +168,7 @@ class RunStats:
                 mean = figures.units[unit] = Mean()
             summed(mean, rates)
         self.ranks.update(rows.groups)
-        times = stamps(values)
+        times = stamps(rows)
         if times:
             low, high = min(times), max(times)
             if self.start is None or low < self.start:
@@ -328,7 +328,7 @@ class Stats:
         fact, plain = normalizer.fact, normalizer.plain
         for r in records:
             if type(r) is Unmade:
-                if not (r.kinds <= kinds and self.fold_values(r.values, r.kinds)):
+                if not (r.kinds <= kinds and self.fold_values(r)):
                     self.update(r.made())
                 continue
             if r.kind in kinds:
@@ -338,15 +338,20 @@ class Stats:
                     continue
             self.fold((fact(r),))
 
-    def fold_values(self, values: list[dict[str, Any]], kinds: frozenset[str]) -> bool:
-        """Fold rows of a plain kind (:class:`~acceptmon.parse.records.Unmade` values) as columns, as their records
-        would be folded one by one (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain
-        or they are not of one run of one stream."""
-        rows = plain_columns(values, kinds)
-        if rows is None:
+    def fold_values(self, rows: Unmade) -> bool:
+        """Fold records not made yet of a plain kind as columns, as they would be folded one by one, made
+        (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain or they are not of one run
+        of one stream."""
+        plain = plain_columns(rows)
+        if plain is None:
             return False
-        moves_on(self.normalizer, values[0], rows)
-        self.run_of(values[0]).plain_rows(values, rows)
+        moves_on(self.normalizer, plain)
+        file, source, run = plain.key
+        got = self.runs.get(plain.key)
+        if got is None:
+            pod, container = rows.column("pod")[0], rows.column("container")[0]
+            got = self.runs[plain.key] = RunStats(file, run, source, pod, container)
+        got.plain_rows(rows.size, plain)
         return True
 
     def run_of(self, values: dict[str, Any]) -> RunStats:

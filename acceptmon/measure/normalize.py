@@ -35,7 +35,7 @@ stream with several processes (``source``) keeps each one's runs apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -314,7 +314,7 @@ class Normalizer:
         state.run.batches += 1
         return unit, tput
 
-    def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[list[Any] | None]) -> None:
+    def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[Sequence[Any] | None]) -> None:
         """What :meth:`plain` does with rows of one run (``key``), in order: ``groups``, each unit's rows' places;
         ``loads``, each row's throughput, running and queued requests (None: a field the kind lacks). Each unit keeps
         its last logged load fields and is no longer after a prefill; the run counts the batches."""
@@ -396,7 +396,7 @@ class Normalizer:
         return amended(r, {name: unit}), unit
 
 
-def _last(column: list[Any], at: list[int], old: Any) -> Any:
+def _last(column: Sequence[Any], at: list[int], old: Any) -> Any:
     """The last value logged at these places of a column (``old`` if none is)."""
     for i in reversed(at):
         v = column[i]

@@ -14,6 +14,7 @@ one by one. A test holds the two ways equal on drawn rows.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from functools import reduce
 from operator import add, itemgetter
@@ -22,9 +23,9 @@ from typing import Any, NamedTuple
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, refuses_size, valid_bounds
 from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import Unmade
 
-Values = list[dict[str, Any]]
-Columns = dict[str, list[Any]]
+Columns = dict[str, Sequence[Any]]
 """By field: each row's value, in order."""
 _from_iso = datetime.fromisoformat
 _NUMBERS = frozenset({float, int})
@@ -34,50 +35,53 @@ _SPEC = ("spec_num_draft_tokens", "spec_num_steps")
 class Plain(NamedTuple):
     """Plain rows as columns (:func:`plain_columns`)."""
 
+    key: tuple[str, str, int]
+    """Their run: (file, source, run)."""
     columns: Columns
     """Every :data:`~acceptmon.measure.normalize.VALID` field of the kind's, by name."""
     groups: dict[str, list[int]]
     """By unit (rank), in order of each one's first row: its rows' places."""
+    timestamps: Sequence[str | None]
 
 
-def plain_columns(values: Values, kinds: frozenset[str]) -> Plain | None:
-    """``values`` (rows of one kind among :func:`~acceptmon.measure.normalize.plain_kinds`, in file order) as
-    columns, or None where a row is not plain or the rows are not of one run of one stream."""
-    if len(kinds) != 1 or not values:
+def plain_columns(rows: Unmade) -> Plain | None:
+    """``rows`` (of one kind among :func:`~acceptmon.measure.normalize.plain_kinds`, in file order) as columns, or
+    None where one is not plain or they are not of one run of one stream."""
+    if len(rows.kinds) != 1 or not rows.size:
         return None
-    model = KINDS[next(iter(kinds))].model
+    model = KINDS[next(iter(rows.kinds))].model
     fields = model.model_fields
-    if any(_varies(values, name) for name in ("file", "source", "run")):
+    key = []
+    for name in ("file", "source", "run"):
+        column = rows.column(name)
+        if name not in rows.fixed and len(set(column)) != 1:
+            return None
+        key.append(column[0])
+    columns = _valid_columns(rows, model)
+    if columns is None or _derived_from_refused(rows, fields):
         return None
-    columns = _valid_columns(values, model)
-    if columns is None or _derived_from_refused(values, fields):
-        return None
-    if "drafted_tokens" in fields and any(map(_not_none, map(itemgetter("drafted_tokens"), values))):
+    if "drafted_tokens" in fields and any(map(_not_none, rows.column("drafted_tokens"))):
         return None  # token counts: the record path's
     groups: dict[str, list[int]] = {}
-    for i, unit in enumerate(u or "" for u in map(itemgetter("rank"), values)):
+    for i, unit in enumerate(u or "" for u in rows.column("rank")):
         at = groups.get(unit)
         if at is None:
             groups[unit] = [i]
         else:
             at.append(i)
-    return Plain(columns, groups)
-
-
-def _varies(values: Values, name: str) -> bool:
-    return len(set(map(itemgetter(name), values))) != 1
+    return Plain((key[0], key[1], key[2]), columns, groups, rows.column("timestamp"))
 
 
 def _not_none(v: Any) -> bool:
     return v is not None
 
 
-def _valid_columns(values: Values, model: type) -> Columns | None:
+def _valid_columns(rows: Unmade, model: type) -> Columns | None:
     """Every :data:`~acceptmon.measure.normalize.VALID` field's column, if each value in it is None or a plain
     number within its bounds (as the record path's test: finite, no bool), else None."""
     columns: Columns = {}
     for name, low, high in valid_bounds(model):
-        column = list(map(itemgetter(name), values))
+        column = rows.column(name)
         present = column if None not in column else [v for v in column if v is not None]
         if present and not (
             set(map(type, present)) <= _NUMBERS
@@ -90,26 +94,25 @@ def _valid_columns(values: Values, model: type) -> Columns | None:
     return columns
 
 
-def _derived_from_refused(values: Values, fields: Any) -> bool:
+def _derived_from_refused(rows: Unmade, fields: Any) -> bool:
     """Whether a row's draft accept rate may have been derived from a draft-token count the limits refuse (the
     record path then leaves it out): asked of the distinct counts, not row by row."""
     if "draft_accept_rate" not in fields or not all(name in fields for name in _SPEC):
         return "draft_accept_rate" in fields  # a kind without the counts: let the record path judge
-    if not any(refuses_size(name, v) for name in _SPEC for v in set(map(itemgetter(name), values))):
+    if not any(refuses_size(name, v) for name in _SPEC for v in set(rows.column(name))):
         return False  # the common case: no count refused, asked of each column's distinct values
-    for tokens, steps in set(map(itemgetter(*_SPEC), values)):
+    for tokens, steps in set(zip(*map(rows.column, _SPEC), strict=True)):
         name, value = (_SPEC[0], tokens) if tokens is not None else (_SPEC[1], steps)
         if refuses_size(name, value):
             return True
     return False
 
 
-def moves_on(normalizer: Normalizer, first: dict[str, Any], rows: Plain) -> None:
+def moves_on(normalizer: Normalizer, rows: Plain) -> None:
     """The normalizer's state as after these rows one by one (:meth:`~acceptmon.measure.normalize.Normalizer.plain`:
     :meth:`~acceptmon.measure.normalize.Normalizer.moved_on`)."""
-    key = first["file"], first["source"], first["run"]
     loads = [rows.columns.get(name) for name in ("gen_throughput", "running_req", "queue_req")]
-    normalizer.moved_on(key, rows.groups, loads)
+    normalizer.moved_on(rows.key, rows.groups, loads)
 
 
 def logged_rates(rows: Plain) -> list[tuple[str, list[Any]]]:
@@ -126,18 +129,18 @@ def logged_rates(rows: Plain) -> list[tuple[str, list[Any]]]:
     return [(unit, rates) for _, unit, rates in sorted(logged, key=itemgetter(0))]
 
 
-def stamps(values: Values) -> list[datetime]:
+def stamps(rows: Plain) -> list[datetime]:
     """The rows' log times."""
-    return [_from_iso(s) for s in map(itemgetter("timestamp"), values) if s is not None]
+    return [_from_iso(s) for s in rows.timestamps if s is not None]
 
 
-def present(column: list[Any] | None) -> list[Any]:
+def present(column: Sequence[Any] | None) -> Sequence[Any]:
     if column is None:
-        return []
+        return ()
     return column if None not in column else [v for v in column if v is not None]
 
 
-def summed(mean: Mean, present: list[Any]) -> None:
+def summed(mean: Mean, present: Sequence[Any]) -> None:
     """``mean.add`` of each value, in order."""
     mean.count += len(present)
     mean.total = reduce(add, present, mean.total)

@@ -10,7 +10,7 @@ the shortcut never lies about types.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeAlias, TypeVar, final
 
@@ -226,25 +226,38 @@ R = TypeVar("R", bound=BaseModel)
 
 @final
 class Unmade:
-    """Records not made yet, in file order: each one's values as its ``__dict__`` would hold them, but for its
-    timestamp, ISO text (``datetime.fromisoformat`` reads it). A consumer that reads values alone (the runs' fold of
-    plain decode lines) spares the records; :meth:`made` makes them (once: it takes the values over)."""
+    """Records not made yet, in file order, as columns: :attr:`fixed`, the fields every one of them has the same
+    value of; :attr:`columns`, each one's value of every other field, in order (a timestamp as ISO text, which
+    ``datetime.fromisoformat`` reads). A consumer that reads values alone (the runs' fold of plain decode lines)
+    spares the records; :meth:`made` makes them."""
 
-    __slots__ = ("_make", "kinds", "values")
+    __slots__ = ("_make", "columns", "fixed", "kinds", "size")
 
     def __init__(
-        self, values: list[dict[str, Any]], kinds: frozenset[str], make: Callable[[], list[BaseRecord]]
+        self,
+        size: int,
+        kinds: frozenset[str],
+        fixed: dict[str, Any],
+        columns: dict[str, Sequence[Any]],
+        make: Callable[[], list[BaseRecord]],
     ) -> None:
-        self.values = values
+        self.size = size
         self.kinds = kinds
         """The kinds of the records."""
+        self.fixed = fixed
+        self.columns = columns
         self._make = make
 
     def __len__(self) -> int:
-        return len(self.values)
+        return self.size
+
+    def column(self, name: str) -> Sequence[Any]:
+        """Every record's value of a field, in order (None where its kind has no such field)."""
+        got = self.columns.get(name)
+        return got if got is not None else (self.fixed.get(name),) * self.size
 
     def made(self) -> list[BaseRecord]:
-        """The records (their values are theirs now: read none of :attr:`values` after this)."""
+        """The records (made once: ask only once)."""
         return self._make()
 
 

@@ -168,7 +168,8 @@ typedef struct {
     Derive derive; /* where derive.spec is set, the derived cells are this compiled derive's, and memo declines */
     int parser; /* the plan is False: the general parser writes this template's rows (a stopping scan stops) */
     /* A typed plan's (recipe is then its fields' steps): each row a copy of shape with the fields in place */
-    PyObject *shape; /* a strong reference to the dict of every field, those the same in every row set */
+    PyObject *shape; /* a strong reference to the dict of every field, those the same in every row set; None: each
+                        row is the tuple of the varying fields' values alone */
     PyObject *names; /* a strong reference to the tuple of the varying fields' names (exact str), as fields */
     PyObject *owner; /* a strong reference to what each row is paired with (the Python plan) */
     Field *fields;

@@ -6,7 +6,8 @@
  *
  * A typed plan's row is a record's values, built here as json.loads would give them of the JSON cells the same
  * steps would write: a copy of the plan's shape (its file name one string for all rows), each varying field set
- * from its steps. Only the steps whose JSON text C reads back exactly are taken (a number of the INT or FLOAT step,
+ * from its steps; or, a plan whose shape is None, the varying fields' values alone, a tuple in the order of names
+ * (the caller knows the shape: a consumer that reads columns takes them so, without a dict per row). Only the steps whose JSON text C reads back exactly are taken (a number of the INT or FLOAT step,
  * a string of printable pieces that need no escape); any other is refused before a line is read.
  */
 #include "cmatch.h"
@@ -194,14 +195,15 @@ static int field_of(const Tmpl *t, PyObject *steps, Field *f) {
     return 0;
 }
 
-/* (fields, deps, memo, shape, names, owner): a typed plan, each row a record (see the top of this file). */
+/* (fields, deps, memo, shape, names, owner): a typed plan, each row a record, or (shape None) its varying values (see
+ * the top of this file). */
 static int typed_plan(const Tmpl *t, PyObject *p, Plan *pl) {
     PyObject *fields, *deps, *memo, *shape, *names, *owner;
-    if (!PyArg_ParseTuple(p, "O!O!OO!O!O", &PyTuple_Type, &fields, &PyTuple_Type, &deps, &memo, &PyDict_Type, &shape,
-                          &PyTuple_Type, &names, &owner))
+    if (!PyArg_ParseTuple(p, "O!O!OOO!O", &PyTuple_Type, &fields, &PyTuple_Type, &deps, &memo, &shape, &PyTuple_Type,
+                          &names, &owner))
         return -1;
-    if (!PyDict_CheckExact(shape) || PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(fields))
-        return PyErr_SetString(PyExc_ValueError, "a typed plan: a dict shape, and a name per field"), -1;
+    if ((shape != Py_None && !PyDict_CheckExact(shape)) || PyTuple_GET_SIZE(names) != PyTuple_GET_SIZE(fields))
+        return PyErr_SetString(PyExc_ValueError, "a typed plan: a dict shape or None, and a name per field"), -1;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++)
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, j)))
             return PyErr_SetString(PyExc_TypeError, "a typed field's name is a str"), -1;
@@ -422,14 +424,30 @@ static PyObject *field(Out *scratch, const Field *f, long long line, const Cap *
     }
 }
 
+/* The varying fields' values, a tuple in the order of the plan's names (a plan whose shape is None). */
+static PyObject *values(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
+    PyObject *t = PyTuple_New(pl->nfields);
+    for (Py_ssize_t j = 0; t != NULL && j < pl->nfields; j++) {
+        PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
+        if (v == NULL) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, j, v);
+    }
+    return t;
+}
+
 PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps) {
     PyObject *cells = pl->ndep ? derived(pl, caps) : NULL; /* the only Python code a record runs, before the rest */
     if (pl->ndep && cells == NULL) return NULL;
-    PyObject *d = PyDict_Copy(pl->shape), *rec = NULL;
-    for (Py_ssize_t j = 0; d != NULL && j < pl->nfields; j++) {
-        PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
-        if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(pl->names, j), v) < 0) Py_CLEAR(d);
-        Py_XDECREF(v);
+    PyObject *d, *rec = NULL;
+    if (pl->shape == Py_None) {
+        d = values(scratch, pl, line, env, caps, cells);
+    } else {
+        d = PyDict_Copy(pl->shape);
+        for (Py_ssize_t j = 0; d != NULL && j < pl->nfields; j++) {
+            PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
+            if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(pl->names, j), v) < 0) Py_CLEAR(d);
+            Py_XDECREF(v);
+        }
     }
     if (d != NULL) rec = PyTuple_Pack(2, pl->owner, d);
     Py_XDECREF(d);

@@ -246,7 +246,7 @@ class FastLane:
                 continue
             columns = typed.columns_of(t.kind) if self.typed else self.columns
             try:
-                plans.append(Plan(t, self.fmt, columns, context, typed=self.typed))
+                plans.append(Plan(t, self.fmt, columns, context, typed=self.typed, tuples=self.hands == "unmade"))
             except Unsupported:
                 plans.append(False)
         ordered = native.plans(plans, self.native_order, self.native)

@@ -123,10 +123,14 @@ class Plan:
         context: tuple[str, int, LaunchConfig | None],
         every: bool = False,
         typed: bool = False,
+        tuples: bool = False,
     ) -> None:
         """``every``: the derive depends on every captured field (not only those it read of the template's sample,
         as a branch the sample did not take may read others). ``typed``: a JSON row read back as a record
-        (:mod:`acceptmon.parse.fast.typed`), whose unknown keys are left out: a template with some has a recipe too."""
+        (:mod:`acceptmon.parse.fast.typed`), whose unknown keys are left out: a template with some has a recipe too;
+        ``tuples``: each typed row is only its varying values, a tuple in the order of :attr:`names` (the shape is
+        the plan's)."""
+        self.tuples = tuples
         file, run, launch = context
         kind = KINDS[t.kind]
         defaults = t.grammar.spec.defaults
@@ -189,7 +193,7 @@ class Plan:
         slots, memo, shape, names, the plan itself, which each row comes paired with); False if it writes no row
         (the general parser's)."""
         if self.typed:  # the compiled matcher may still refuse a field it does not build (native.compiled)
-            return (self.fields, self.dep_slots, self._lookup(), self.shape, self.names, self)
+            return (self.fields, self.dep_slots, self._lookup(), None if self.tuples else self.shape, self.names, self)
         return False if self.recipe is None else (self.recipe, self.dep_slots, self._lookup())
 
     def _lookup(self) -> Any:

@@ -4,7 +4,9 @@ The batch commands and the live state want records, not table text. For them the
 fast row as its record's values: a copy of its plan's :attr:`~acceptmon.parse.fast.rows.Plan.shape` (every field,
 those the same in every row of the plan set; its file name one string for all of them) with the values that vary
 row by row set in it (the line, its time and rank, captured and derived values), each as ``json.loads`` would read
-the JSON cell the plan's steps stand for. A scan gives them as (plan, values) pairs, so a record costs a few
+the JSON cell the plan's steps stand for. A scan gives them as (plan, values) pairs (a plan of tuples,
+:attr:`~acceptmon.parse.fast.rows.Plan.tuples`, gives only the varying values: :func:`unmade` turns a part of them
+into columns, which ``runs`` folds without a record or a dict per row), so a record costs a few
 microseconds instead of the general parser's thirty: here only its dict and list fields get their own copies, its
 timestamp becomes a datetime and the record is made. A record made so equals the general parser's
 record of its line in every field but ``extra``, the ``key: value`` pairs no grammar knows, which it
@@ -15,9 +17,10 @@ learned from is the general parser's, field by field and type by type (:func:`sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
+from operator import itemgetter
 from typing import Any, Literal
 
 from acceptmon.parse.fast.rows import Plan
@@ -26,8 +29,9 @@ from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record, Unmade
 
 _from_iso = datetime.fromisoformat
-Rows = list[tuple[Plan, dict[str, Any]]]
-"""A typed scan's rows: each its plan and its record's values (b"" where the scan had no typed plan)."""
+Rows = list[tuple[Plan, dict[str, Any] | tuple[Any, ...]]]
+"""A typed scan's rows: each its plan and its record's values, or the varying ones alone (a plan of tuples); b""
+where the scan had no typed plan."""
 
 
 def columns_of(kind: str) -> tuple[str, ...]:
@@ -43,7 +47,8 @@ def records(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Rec
     if isinstance(rows, bytes):  # a scan without a typed plan: no row
         return out
     append = out.append
-    for plan, v in rows:
+    for plan, got in rows:
+        v = got if isinstance(got, dict) else _values(plan, got)
         for name, fresh in plan.fresh:
             v[name] = fresh()
         stamp = v["timestamp"]
@@ -53,6 +58,13 @@ def records(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Rec
             v.update(names)
         append(plan.make(v, None))
     return out
+
+
+def _values(plan: Plan, varying: tuple[Any, ...]) -> dict[str, Any]:
+    """A row of a plan of tuples (:attr:`Plan.tuples`) as its record's values: the shape with the varying ones in."""
+    v = plan.shape.copy()
+    v.update(zip(plan.names, varying, strict=True))
+    return v
 
 
 def without_extra(r: Record) -> Record:
@@ -84,15 +96,32 @@ As = bool | Literal["unmade"]
 
 
 def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade]:
-    """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan):
-    their values, which take ``names``, and their records on asking."""
+    """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan),
+    whose records take ``names``: a plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once, rows of
+    several plans (or dicts) read field by field."""
     if isinstance(rows, bytes) or not rows:
         return []
-    values = [v for _, v in rows]
-    if names:
-        for v in values:
-            v.update(names)
-    return [Unmade(values, frozenset({plan.kind for plan, _ in rows}), partial(records, rows))]
+    plans = {*map(itemgetter(0), rows)}
+    kinds = frozenset(plan.kind for plan in plans)
+    make = partial(records, rows, names)
+    if len(plans) == 1 and type(rows[0][1]) is tuple:
+        plan = rows[0][0]
+        fixed = {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
+        return [
+            Unmade(
+                len(rows),
+                kinds,
+                fixed,
+                dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True)),
+                make,
+            )
+        ]
+    every = [got if isinstance(got, dict) else _values(plan, got) for plan, got in rows]
+    fields = set().union(*(plan.shape for plan in plans))
+    columns: dict[str, Sequence[Any]] = {k: [v.get(k) for v in every] for k in fields}
+    for k, value in (names or {}).items():
+        columns[k] = [value] * len(every)
+    return [Unmade(len(rows), kinds, {}, columns, make)]
 
 
 def part(as_records: As, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record] | list[Unmade]:

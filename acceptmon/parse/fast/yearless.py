@@ -122,7 +122,7 @@ class Yearless:
             return False
         columns = typed.columns_of(t.kind) if self.typed else self.columns
         try:
-            plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed)
+            plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed, tuples=self.hands == "unmade")
         except Unsupported:
             return False
         return native.compiled(self.program, k, plan) if len(plan.dep_slots) <= native.max_deps() else False
