@@ -124,11 +124,12 @@ UNMADE: dict[str, int] = {}
 
 
 def test_the_lane_handed_rows_on_unmade():
-    """The test above had rows handed on unmade: most of the decode and spec lines of the sample logs."""
+    """The test above had rows handed on unmade: the SGLang logs' decode lines (a part of rows of several plans, a vLLM
+    log's spec and throughput lines, is made into records at once)."""
     if len(UNMADE) < len(LOGS):  # run apart (pytest -n): read them here
         for log in LOGS:
             test_every_sample_log_through_rows_handed_on_unmade(log)
-    assert sum(UNMADE.values()) > 1000 and sum(n > 0 for n in UNMADE.values()) > len(LOGS) // 2, UNMADE
+    assert sum(UNMADE.values()) > 300 and sum(n > 0 for n in UNMADE.values()) > len(LOGS) // 2, UNMADE
 
 
 def test_the_lane_makes_the_records_it_writes_rows_for(monkeypatch):

@@ -10,7 +10,7 @@ the shortcut never lies about types.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeAlias, TypeVar, final
 
@@ -238,7 +238,7 @@ class Unmade:
         size: int,
         kinds: frozenset[str],
         fixed: dict[str, Any],
-        columns: dict[str, Sequence[Any]],
+        columns: Mapping[str, Sequence[Any]],
         make: Callable[[], list[BaseRecord]],
     ) -> None:
         self.size = size

@@ -17,7 +17,7 @@ learned from is the general parser's, field by field and type by type (:func:`sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from functools import partial
 from operator import itemgetter
@@ -95,33 +95,19 @@ As = bool | Literal["unmade"]
 """How a lane hands on its own rows: table rows (False), records (True), or records not made yet (:class:`Unmade`)."""
 
 
-def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade]:
+def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade] | list[Record]:
     """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan),
-    whose records take ``names``: a plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once, rows of
-    several plans (or dicts) read field by field."""
+    whose records take ``names``: one plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once. Rows
+    of several plans (a vLLM log's spec and throughput lines, SGLang lines of two key orders) are made into their
+    records here (a consumer of columns would read them field by field, which costs more than it saves)."""
     if isinstance(rows, bytes) or not rows:
         return []
-    plans = {*map(itemgetter(0), rows)}
-    kinds = frozenset(plan.kind for plan in plans)
-    make = partial(records, rows, names)
-    if len(plans) == 1 and type(rows[0][1]) is tuple:
-        plan = rows[0][0]
-        fixed = {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
-        return [
-            Unmade(
-                len(rows),
-                kinds,
-                fixed,
-                dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True)),
-                make,
-            )
-        ]
-    every = [got if isinstance(got, dict) else _values(plan, got) for plan, got in rows]
-    fields = set().union(*(plan.shape for plan in plans))
-    columns: dict[str, Sequence[Any]] = {k: [v.get(k) for v in every] for k in fields}
-    for k, value in (names or {}).items():
-        columns[k] = [value] * len(every)
-    return [Unmade(len(rows), kinds, {}, columns, make)]
+    plan = rows[0][0]
+    if type(rows[0][1]) is not tuple or any(p is not plan for p in map(itemgetter(0), rows)):
+        return records(rows, names)
+    fixed = {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
+    columns = dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True))
+    return [Unmade(len(rows), frozenset({plan.kind}), fixed, columns, partial(records, rows, names))]
 
 
 def part(as_records: As, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record] | list[Unmade]:
