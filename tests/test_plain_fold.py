@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
-from acceptmon.parse.records import DecodeStats, PrefillStats, Unmade
+from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.records import DecodeStats, PrefillStats, SpecStats, ThroughputStats, Unmade
 
 FLOAT = st.one_of(
     st.none(),
@@ -63,13 +64,57 @@ def records(draw: st.DrawFn) -> list[DecodeStats | PrefillStats]:
     return out
 
 
+@st.composite
+def vllm_records(draw: st.DrawFn) -> list[Any]:
+    """vLLM's lines: throughput lines that name an engine (or not), spec lines that mostly do not (they take the
+    engine named last), per interval or (v0) since start, SGLang decode and prefill lines among them."""
+    out: list[Any] = []
+    for i in range(draw(st.integers(min_value=0, max_value=30))):
+        where = {
+            "file": draw(st.sampled_from(["a.log", "b.log"])),
+            "source": draw(st.sampled_from(["", "pod/x/c"])),
+            "run": draw(st.integers(min_value=0, max_value=1)),
+            "line": i + 1,
+            "timestamp": draw(st.one_of(st.none(), st.integers(-5, 50).map(lambda s: START + timedelta(seconds=s)))),
+        }
+        engine = draw(st.sampled_from([None, None, "", "000", "001"]))
+        pick = draw(st.integers(0, 9))
+        if pick < 4:
+            out.append(
+                ThroughputStats(
+                    **where, engine=engine, gen_throughput=draw(FLOAT), running_req=draw(COUNT), queue_req=draw(COUNT)
+                )
+            )
+        elif pick < 8:
+            rates = draw(st.one_of(st.none(), st.lists(RATE, min_size=1, max_size=3)))
+            out.append(
+                SpecStats(
+                    **where,
+                    engine=engine,
+                    accept_len=draw(FLOAT),
+                    accept_rate=draw(RATE),
+                    draft_accept_rate=draw(RATE),
+                    accepted_tokens=draw(COUNT),
+                    drafted_tokens=draw(COUNT),
+                    emitted_tokens=draw(COUNT),
+                    num_spec_tokens=draw(st.sampled_from([None, 3])),
+                    spec_num_steps=draw(st.sampled_from([None, 3, 100])),
+                    position_accept_rates=rates,
+                    cumulative=draw(st.sampled_from([None, False, True])),
+                )
+            )
+        else:
+            out.extend(draw(records())[:1])
+    return out
+
+
 def _same(a: object, b: object) -> bool:
     """Equal, NaN equal to NaN (a drawn value; the fold never lets one through, but the test should not say so)."""
     return repr(a) == repr(b)
 
 
 @settings(max_examples=400, deadline=None)
-@given(records())
+@given(st.one_of(records(), vllm_records()))
 def test_the_plain_fold_is_the_facts_fold(drawn):
     fast = Stats()
     fast.update(drawn)
@@ -82,27 +127,40 @@ def _is_the_facts_fold(got: Stats, drawn: list[Any]) -> None:
     slow.fold(slow.normalizer.feed(drawn))
     assert _same(got.runs, slow.runs)
     assert _same(got.normalizer._units, slow.normalizer._units)
+    assert _same(got.normalizer._last_unit, slow.normalizer._last_unit)
     assert _same(got.summaries(), slow.summaries())
 
 
 def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
     """Both halves of the test above can happen: the plain fold takes a valid decode line and refuses one with an
     impossible value or a draft accept rate derived from a refused count (the facts' fold then counts it)."""
-    assert "decode" in plain_kinds() and "prefill" not in plain_kinds()
-    normalizer = Normalizer()
+    assert {"decode", "spec", "throughput"} <= plain_kinds() and "prefill" not in plain_kinds()
+    normalizer, decode = Normalizer(), KINDS["decode"]
     ok = DecodeStats(file="a", rank="TP0", accept_len=2.5, gen_throughput=10.0, queue_req=0)
-    assert normalizer.plain(ok) == ("TP0", 10.0)
+    assert normalizer.plain(ok, decode) == ("TP0", 10.0)
     carried = DecodeStats(file="a", rank="TP0", accept_len=2.0)
-    assert normalizer.plain(carried) == ("TP0", None)  # a batch's own throughput: none logged
+    assert normalizer.plain(carried, decode) == ("TP0", None)  # a batch's own throughput: none logged
     assert normalizer._units["a", "", 0, "TP0"].load == (10.0, None, 0)  # what later lines without it take
-    assert normalizer.plain(DecodeStats(file="a", rank="TP0", accept_len=0.5)) is None
+    assert normalizer.plain(DecodeStats(file="a", rank="TP0", accept_len=0.5), decode) is None
     derived = DecodeStats(file="a", draft_accept_rate=0.3, spec_num_steps=100)
-    assert normalizer.plain(derived) is None
+    assert normalizer.plain(derived, decode) is None
     stats = Stats()
     stats.update([ok, carried, DecodeStats(file="a", rank="TP0", accept_len=0.5)])
     run = stats.runs["a", "", 0]
     assert (run.figures.batches, run.figures.invalid_values, run.accept_len.count) == (3, 1, 2)
     assert (run.figures.units["TP0"].count, run.figures.units["TP0"].total) == (1, 10.0)
+
+
+def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_is_left_to_the_facts():
+    normalizer = Normalizer()
+    assert normalizer.plain(ThroughputStats(file="a", engine="001", gen_throughput=5.0), KINDS["throughput"]) == (
+        "001",
+        5.0,
+    )
+    spec = KINDS["spec"]
+    assert normalizer.plain(SpecStats(file="a", accept_len=2.0, drafted_tokens=9), spec) == ("001", None)
+    assert normalizer._units["a", "", 0, "001"].run.batches == 1
+    assert normalizer.plain(SpecStats(file="a", accept_len=2.0, cumulative=True), spec) is None
 
 
 def _unmade(records: list[DecodeStats], fix: bool = True) -> Unmade:

@@ -95,7 +95,7 @@ def test_every_sample_log(log):
 class CollectUnmade(Collect):
     """Every record, through the lane's rows handed on unmade (as ``runs`` takes them), made here."""
 
-    takes_unmade = True
+    takes_unmade = ALL  # every kind as tuples: one plan's part as columns, several plans' made from them
 
     def __init__(self) -> None:
         super().__init__(True, ALL)

@@ -19,12 +19,12 @@ from typing import Any, NamedTuple
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
-from acceptmon.measure.normalize import Fact, Normalizer, RunKey, plain_kinds
+from acceptmon.measure.normalize import Fact, Normalizer, RunKey, column_kinds, plain_kinds
 from acceptmon.measure.plain import Plain, logged_rates, moves_on, plain_columns, present, stamps, summed
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import LaunchConfig, Record, Unmade
 
 __all__ = ["BASELINE_SECONDS", "Baseline", "Mean", "RunStats", "RunSummary", "Series", "Stats"]
@@ -139,13 +139,18 @@ class RunStats:
             if values.get("drafted_tokens") is not None:
                 self._spec().add(r)  # type: ignore[arg-type]
 
-    def plain(self, r: Record, unit: str, gen_throughput: float | None) -> None:
+    def plain(self, r: Record, kind: RecordKind, unit: str, gen_throughput: float | None) -> None:
         """What :meth:`add` does with the fact of a record :meth:`Normalizer.plain` took (``unit`` and
-        ``gen_throughput``: its batch's and load's): one batch with its unit's load, no value left out."""
+        ``gen_throughput``: its batch's or load's): a batch, a unit's load or both, no value left out."""
         values = r.__dict__
         get = values.get
+        if not kind.acceptance:
+            self.figures.logged(unit, gen_throughput)
+            self.ranks.add(unit)
+            self._seen(r)
+            return
         length = get("accept_len")
-        self.figures.batch(length, unit, gen_throughput)
+        self.figures.batch(length, unit, gen_throughput)  # None without the load role: no rate
         self.ranks.add(unit)
         self._seen(r)
         self.accept_len.add(length)
@@ -324,17 +329,18 @@ class Stats:
         """Normalize and fold records in file order; those :meth:`Normalizer.plain` takes (most SGLang decode lines)
         without making their facts, and records not made yet (the fast lane's) as columns where they are all such
         (:meth:`fold_values`)."""
-        normalizer, kinds = self.normalizer, plain_kinds()
+        normalizer, kinds, columns = self.normalizer, plain_kinds(), column_kinds()
         fact, plain = normalizer.fact, normalizer.plain
         for r in records:
             if type(r) is Unmade:
-                if not (r.kinds <= kinds and self.fold_values(r)):
+                if not (r.kinds <= columns and self.fold_values(r)):
                     self.update(r.made())
                 continue
             if r.kind in kinds:
-                got = plain(r)
+                kind = KINDS[r.kind]
+                got = plain(r, kind)
                 if got is not None:
-                    self.run_of(r.__dict__).plain(r, *got)
+                    self.run_of(r.__dict__).plain(r, kind, *got)
                     continue
             self.fold((fact(r),))
 

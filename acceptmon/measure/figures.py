@@ -61,7 +61,8 @@ class RunFigures:
             self.logged(load.unit, load.gen_throughput)
 
     def batch(self, accept_len: float | None, unit: str, gen_throughput: float | None) -> None:
-        """A fact with a batch and its unit's load: what :meth:`add` does with it."""
+        """A fact with a batch and its unit's load (``gen_throughput`` None: none, or not logged): what :meth:`add`
+        does with it."""
         self.batches += 1
         self.accept_len.add(accept_len)
         self.logged(unit, gen_throughput)

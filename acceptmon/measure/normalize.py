@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from acceptmon.measure.amend import amended
 from acceptmon.measure.tokens import Intervals
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import LaunchConfig, Record
 
 WARMUP_BATCHES = 2
@@ -294,24 +294,35 @@ class Normalizer:
         batch = Batch(unit, accept_len, accept_rate, tput, running, queue, steady, run.batches <= self.warmup)
         return Fact(r, batch, load, invalid)
 
-    def plain(self, r: Record) -> tuple[str, Any] | None:
-        """What :meth:`fact` does with a record of a :func:`plain_kinds` kind whose values need no change (each
-        valid, its draft accept rate not derived from a refused count), without making the fact: its unit's state
-        moves on as there (its load kept, no longer after a prefill, one more batch of its run) and it returns the
-        unit and the line's throughput, which the fact's batch and load would hold. None (nothing done) for any
-        other record of the kind: :meth:`fact` takes it. :class:`~acceptmon.measure.aggregate.Stats` folds such
-        records so, a few microseconds each fewer; a test holds the two ways equal on drawn records."""
+    def plain(self, r: Record, kind: RecordKind) -> tuple[str, Any] | None:
+        """What :meth:`fact` does with a record of a :func:`plain_kinds` kind (``kind``) whose values need no change
+        (each valid, its draft accept rate not derived from a refused count, no counters since start), without making
+        the fact: its unit's state moves on as there (the unit a line without one takes: its file's last named; its
+        load kept, no longer after a prefill, one more batch of its run) and it returns the unit and the line's
+        throughput, which the fact's batch or load would hold (None for a kind without the ``load`` role). None
+        (nothing done) for any other record: :meth:`fact` takes it. :class:`~acceptmon.measure.aggregate.Stats`
+        folds such records so, a few microseconds each fewer; a test holds the two ways equal on drawn records."""
         values = r.__dict__
         get = values.get
-        if _from_refused(get) or not (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
+        if get("cumulative") or _from_refused(get) or not (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
             return None
-        unit = values["rank"] or ""
+        field = kind.unit_field
+        unit = values.get(field)
+        if field == "rank":
+            unit = unit or ""
+        else:  # as :meth:`_unit`, but for the record's copy that names it: no fact is made of the record
+            where = (values["file"], values["source"])
+            if unit:
+                self._last_unit[where] = unit
+            else:
+                unit = self._last_unit.get(where) or ""
         state = self._units.get((values["file"], values["source"], values["run"], unit))
         if state is None:
             state = self._new_unit(r, unit)
-        tput = state.carry(get)[0]
+        tput = state.carry(get)[0] if kind.load else None
         state.after_prefill = False
-        state.run.batches += 1
+        if kind.acceptance:
+            state.run.batches += 1
         return unit, tput
 
     def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[Sequence[Any] | None]) -> None:
@@ -406,16 +417,25 @@ def _last(column: Sequence[Any], at: list[int], old: Any) -> Any:
 
 
 def plain_kinds() -> frozenset[str]:
-    """The kinds :meth:`Normalizer.plain` takes: each record one batch and its rank's load (``acceptance`` and
-    ``load`` roles, its unit its rank), counting nothing since server start (every SGLang decode line). Asked of
-    the registry at each call: a kind registered later is judged too."""
+    """The kinds :meth:`Normalizer.plain` takes: each record a batch (``acceptance``), a unit's load (``load``) or
+    both, and nothing else (SGLang's decode lines, vLLM's spec and throughput lines). Asked of the registry at each
+    call: a kind registered later is judged too."""
     return frozenset(
         k.name
         for k in KINDS.values()
-        if k.acceptance
+        if (k.acceptance or k.load) and not (k.prefill or k.starts_run or k.request or k.positions)
+    )
+
+
+def column_kinds() -> frozenset[str]:
+    """The kinds whose records the runs' fold takes as columns (:mod:`acceptmon.measure.plain`): each one batch and
+    its rank's load, counting nothing since server start (every SGLang decode line)."""
+    return frozenset(
+        name
+        for name in plain_kinds()
+        if (k := KINDS[name]).acceptance
         and k.load
         and k.unit_field == "rank"
-        and not (k.prefill or k.starts_run or k.request or k.positions)
         and "cumulative" not in k.model.model_fields
     )
 

@@ -21,7 +21,7 @@ from operator import add, itemgetter
 from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
-from acceptmon.measure.normalize import Normalizer, refuses_size, valid_bounds
+from acceptmon.measure.normalize import Normalizer, column_kinds, refuses_size, valid_bounds
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Unmade
 
@@ -47,7 +47,7 @@ class Plain(NamedTuple):
 def plain_columns(rows: Unmade) -> Plain | None:
     """``rows`` (of one kind among :func:`~acceptmon.measure.normalize.plain_kinds`, in file order) as columns, or
     None where one is not plain or they are not of one run of one stream."""
-    if len(rows.kinds) != 1 or not rows.size:
+    if len(rows.kinds) != 1 or not rows.size or not rows.kinds <= column_kinds():
         return None
     model = KINDS[next(iter(rows.kinds))].model
     fields = model.model_fields

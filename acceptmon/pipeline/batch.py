@@ -61,12 +61,12 @@ class Job(Protocol[T]):
     A job whose class sets ``from_lane = True`` never reads a record's ``extra`` (the ``key: value`` pairs no
     grammar knows): a large input's stats lines then reach it from the fast lane as records
     (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty; one that also sets
-    ``takes_unmade = True`` gets the lane's rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`)
-    among the general parser's records, and its ``chunk`` takes both. One that sets ``ahead = N`` has ``-j`` hold at
-    most N ranges' results ahead of the one it collects next (default :data:`acceptmon.pipeline.workers.AHEAD`): a
-    job whose results weigh more than CSV bytes holds fewer. One that defines ``ready(parts) -> bool`` is asked it
-    of each range's parts from a worker before it collects any of them: False has the range read again in the main
-    process (:func:`ready`)."""
+    ``takes_unmade`` (kinds) gets the lane's rows of those kinds as records not made yet
+    (:class:`~acceptmon.parse.records.Unmade`) among the general parser's records, and its ``chunk`` takes both. One
+    that sets ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
+    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
+    defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:
+    False has the range read again in the main process (:func:`ready`)."""
 
     records_wanted: frozenset[str]
     """Record kinds the job uses; lines of other kinds are recognised and counted, not built."""
@@ -148,7 +148,7 @@ def run(
     elif getattr(job, "from_lane", False) and big:
         from acceptmon.pipeline.lanes import job_lane
 
-        lane = job_lane(grammars, job.records_wanted, unmade=getattr(job, "takes_unmade", False))
+        lane = job_lane(grammars, job.records_wanted, unmade=getattr(job, "takes_unmade", frozenset()))
     for path in paths:
         if jobs > 1 and not is_stream(path) and _size(path, limit) >= PARALLEL_MIN_BYTES and not _whole(path):
             tally = _run_parallel(path, grammars, job, jobs, progress, on_progress, limit, lane)

@@ -13,6 +13,7 @@ from typing import NamedTuple, cast
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import Free, RunSummary, Stats, made, made_where, self_contained
 from acceptmon.measure.columns import Packed
+from acceptmon.measure.normalize import column_kinds
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
@@ -30,9 +31,12 @@ class StatsJob:
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
-    takes_unmade = True
-    """Takes the lane's rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`): plain decode
-    lines are folded from their values (:meth:`Stats.update`)."""
+
+    @property
+    def takes_unmade(self) -> frozenset[str]:
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        plain decode lines are folded as columns (:meth:`Stats.update`)."""
+        return column_kinds()
 
     def __init__(self) -> None:
         self.records_wanted = (

@@ -137,6 +137,8 @@ class FastLane:
         self.yearless = Yearless(grammars, self.fmt, columns, (self.counted, self.launch_anchors), self.typed)
         self.hands: As = self.typed
         """How the lane's own rows are handed on (:func:`typed.part`); :meth:`hand_unmade` to change it."""
+        self.tuples: frozenset[str] = frozenset()
+        """Kinds whose rows are tuples of their varying values (:attr:`Plan.tuples`)."""
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
         self.yearless_first = False
         """Whether the year-less matcher said the last stretch the two could both say: it is then tried first (a
@@ -166,10 +168,12 @@ class FastLane:
         self.native = native.program(self.shape, self.templates, self.counted, self.launch_anchors, self.written)
         self.native_order = native.order(self.templates)
 
-    def hand_unmade(self) -> None:
-        """Hand a typed lane's own rows on as records not made yet (:class:`~acceptmon.parse.records.Unmade`)."""
+    def hand_unmade(self, kinds: frozenset[str]) -> None:
+        """Hand a typed lane's own rows on as records not made yet (:class:`~acceptmon.parse.records.Unmade`), those
+        of ``kinds`` as tuples of their varying values (a part of one such plan's rows becomes columns at once)."""
         assert self.typed, "only a typed lane's rows are records"
         self.hands = self.yearless.hands = "unmade"
+        self.tuples = self.yearless.tuples = kinds
 
     def learn(self, sample: bytes) -> None:
         """Order the templates by how often they match ``sample`` (the first MiB of the input), most frequent
@@ -246,7 +250,7 @@ class FastLane:
                 continue
             columns = typed.columns_of(t.kind) if self.typed else self.columns
             try:
-                plans.append(Plan(t, self.fmt, columns, context, typed=self.typed, tuples=self.hands == "unmade"))
+                plans.append(Plan(t, self.fmt, columns, context, typed=self.typed, tuples=t.kind in self.tuples))
             except Unsupported:
                 plans.append(False)
         ordered = native.plans(plans, self.native_order, self.native)

@@ -77,6 +77,7 @@ class Yearless:
         """``typed``: rows are records (:mod:`acceptmon.parse.fast.typed`), as the lane's are."""
         self.grammars, self.fmt, self.columns, self.typed = grammars, fmt, columns, typed
         self.hands: As = typed
+        self.tuples: frozenset[str] = frozenset()
         self.counted, self.launch = needles
         self.templates: list[Template] = []
         self.tried: Counter[bytes] = Counter()
@@ -122,7 +123,7 @@ class Yearless:
             return False
         columns = typed.columns_of(t.kind) if self.typed else self.columns
         try:
-            plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed, tuples=self.hands == "unmade")
+            plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed, tuples=t.kind in self.tuples)
         except Unsupported:
             return False
         return native.compiled(self.program, k, plan) if len(plan.dep_slots) <= native.max_deps() else False
