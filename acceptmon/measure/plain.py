@@ -42,10 +42,11 @@ class Plain(NamedTuple):
     groups: dict[str, list[int]]
     """By unit (rank), in order of each one's first row: its rows' places."""
     timestamps: Sequence[str | None]
+    """Each row's log time, ISO text."""
 
 
 def plain_columns(rows: Unmade) -> Plain | None:
-    """``rows`` (of one kind among :func:`~acceptmon.measure.normalize.plain_kinds`, in file order) as columns, or
+    """``rows`` (of one kind among :func:`~acceptmon.measure.normalize.column_kinds`, in file order) as columns, or
     None where one is not plain or they are not of one run of one stream."""
     if len(rows.kinds) != 1 or not rows.size or not rows.kinds <= column_kinds():
         return None
@@ -53,8 +54,11 @@ def plain_columns(rows: Unmade) -> Plain | None:
     fields = model.model_fields
     key = []
     for name in ("file", "source", "run"):
+        if name in rows.fixed:
+            key.append(rows.fixed[name])
+            continue
         column = rows.column(name)
-        if name not in rows.fixed and len(set(column)) != 1:
+        if len(set(column)) != 1:
             return None
         key.append(column[0])
     columns = _valid_columns(rows, model)
@@ -135,6 +139,7 @@ def stamps(rows: Plain) -> list[datetime]:
 
 
 def present(column: Sequence[Any] | None) -> Sequence[Any]:
+    """The values logged in a column (None: a field the kind lacks), in order."""
     if column is None:
         return ()
     return column if None not in column else [v for v in column if v is not None]
