@@ -32,18 +32,26 @@ COUNT = st.one_of(st.none(), st.integers(min_value=0, max_value=300), st.just(-3
 START = datetime(2026, 1, 1)
 
 
+def _where(draw: st.DrawFn, i: int, runs: int) -> dict[str, Any]:
+    """A drawn line's file, stream, run, line number and time."""
+    return {
+        "file": draw(st.sampled_from(["a.log", "b.log"])),
+        "source": draw(st.sampled_from(["", "pod/x/c"])),
+        "run": draw(st.integers(min_value=0, max_value=runs)),
+        "line": i + 1,
+        "timestamp": draw(st.one_of(st.none(), st.integers(-5, 50).map(lambda s: START + timedelta(seconds=s)))),
+    }
+
+
+def _acceptance(draw: st.DrawFn) -> dict[str, Any]:
+    return {"accept_len": draw(FLOAT), "accept_rate": draw(RATE), "draft_accept_rate": draw(RATE)}
+
+
 @st.composite
 def records(draw: st.DrawFn) -> list[DecodeStats | PrefillStats]:
     out: list[DecodeStats | PrefillStats] = []
     for i in range(draw(st.integers(min_value=0, max_value=40))):
-        where = {
-            "file": draw(st.sampled_from(["a.log", "b.log"])),
-            "source": draw(st.sampled_from(["", "pod/x/c"])),
-            "run": draw(st.integers(min_value=0, max_value=2)),
-            "rank": draw(st.sampled_from([None, "", "TP0", "DP1 TP1"])),
-            "line": i + 1,
-            "timestamp": draw(st.one_of(st.none(), st.integers(-5, 50).map(lambda s: START + timedelta(seconds=s)))),
-        }
+        where = _where(draw, i, runs=2) | {"rank": draw(st.sampled_from([None, "", "TP0", "DP1 TP1"]))}
         if draw(st.integers(0, 5)) == 0:
             out.append(PrefillStats(**where, queue_req=draw(COUNT)))
             continue
@@ -51,9 +59,7 @@ def records(draw: st.DrawFn) -> list[DecodeStats | PrefillStats]:
         out.append(
             DecodeStats(
                 **where,
-                accept_len=draw(FLOAT),
-                accept_rate=draw(RATE),
-                draft_accept_rate=draw(RATE),
+                **_acceptance(draw),
                 gen_throughput=draw(FLOAT),
                 running_req=draw(COUNT),
                 queue_req=draw(COUNT),
@@ -70,13 +76,7 @@ def vllm_records(draw: st.DrawFn) -> list[Any]:
     engine named last), per interval or (v0) since start, SGLang decode and prefill lines among them."""
     out: list[Any] = []
     for i in range(draw(st.integers(min_value=0, max_value=30))):
-        where = {
-            "file": draw(st.sampled_from(["a.log", "b.log"])),
-            "source": draw(st.sampled_from(["", "pod/x/c"])),
-            "run": draw(st.integers(min_value=0, max_value=1)),
-            "line": i + 1,
-            "timestamp": draw(st.one_of(st.none(), st.integers(-5, 50).map(lambda s: START + timedelta(seconds=s)))),
-        }
+        where = _where(draw, i, runs=1)
         engine = draw(st.sampled_from([None, None, "", "000", "001"]))
         pick = draw(st.integers(0, 9))
         if pick < 4:
@@ -91,9 +91,7 @@ def vllm_records(draw: st.DrawFn) -> list[Any]:
                 SpecStats(
                     **where,
                     engine=engine,
-                    accept_len=draw(FLOAT),
-                    accept_rate=draw(RATE),
-                    draft_accept_rate=draw(RATE),
+                    **_acceptance(draw),
                     accepted_tokens=draw(COUNT),
                     drafted_tokens=draw(COUNT),
                     emitted_tokens=draw(COUNT),
