@@ -135,9 +135,9 @@ def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
     assert {"decode", "spec", "throughput"} <= plain_kinds() and "prefill" not in plain_kinds()
     normalizer, decode = Normalizer(), KINDS["decode"]
     ok = DecodeStats(file="a", rank="TP0", accept_len=2.5, gen_throughput=10.0, queue_req=0)
-    assert normalizer.plain(ok, decode) == ("TP0", 10.0)
+    assert normalizer.plain(ok, decode) == ("TP0", 10.0, None)
     carried = DecodeStats(file="a", rank="TP0", accept_len=2.0)
-    assert normalizer.plain(carried, decode) == ("TP0", None)  # a batch's own throughput: none logged
+    assert normalizer.plain(carried, decode) == ("TP0", None, None)  # a batch's own throughput: none logged
     assert normalizer._units["a", "", 0, "TP0"].load == (10.0, None, 0)  # what later lines without it take
     assert normalizer.plain(DecodeStats(file="a", rank="TP0", accept_len=0.5), decode) is None
     derived = DecodeStats(file="a", draft_accept_rate=0.3, spec_num_steps=100)
@@ -149,16 +149,18 @@ def test_a_plain_line_is_taken_and_an_impossible_one_is_not():
     assert (run.figures.units["TP0"].count, run.figures.units["TP0"].total) == (1, 10.0)
 
 
-def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_is_left_to_the_facts():
+def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_closes_its_interval():
     normalizer = Normalizer()
-    assert normalizer.plain(ThroughputStats(file="a", engine="001", gen_throughput=5.0), KINDS["throughput"]) == (
-        "001",
-        5.0,
-    )
+    normalizer.intervals.launch(("a", "", 1))
+    throughput = ThroughputStats(file="a", run=1, engine="001", gen_throughput=5.0)
+    assert normalizer.plain(throughput, KINDS["throughput"]) == ("001", 5.0, None)
     spec = KINDS["spec"]
-    assert normalizer.plain(SpecStats(file="a", accept_len=2.0, drafted_tokens=9), spec) == ("001", None)
-    assert normalizer._units["a", "", 0, "001"].run.batches == 1
-    assert normalizer.plain(SpecStats(file="a", accept_len=2.0, cumulative=True), spec) is None
+    assert normalizer.plain(SpecStats(file="a", run=1, accept_len=2.0, drafted_tokens=9), spec) == ("001", None, None)
+    assert normalizer._units["a", "", 1, "001"].run.batches == 1
+    since_start = SpecStats(
+        file="a", run=1, cumulative=True, accepted_tokens=6, drafted_tokens=9, emitted_tokens=9, num_spec_tokens=3
+    )
+    assert normalizer.plain(since_start, spec) == ("001", None, (3.0, 0.666667))  # 9 emitted over 3 drafts
 
 
 def _unmade(records: list[DecodeStats], fix: bool = True) -> Unmade:
@@ -234,3 +236,32 @@ def test_the_column_fold_on_chosen_rows(rows, taken):
     if not taken:
         fast.update(rows)
     _is_the_facts_fold(fast, rows)
+
+
+def test_lines_counting_since_start_of_two_engines_close_their_own_intervals():
+    """vLLM v0's spec lines count since start, each engine its own counters: the plain fold closes each line's interval
+    on its engine's (named by the throughput line before it), as the facts' fold does, and takes its rates."""
+    drawn: list[Any] = []
+    for step in range(1, 4):
+        for engine, (accepted, drafted) in (("000", (40, 90)), ("001", (10, 60))):
+            drawn.append(ThroughputStats(file="a", engine=engine, gen_throughput=float(step * 10)))
+            drawn.append(
+                SpecStats(
+                    file="a",
+                    cumulative=True,
+                    num_spec_tokens=3,
+                    accepted_tokens=accepted * step,
+                    drafted_tokens=drafted * step,
+                    emitted_tokens=(accepted + drafted // 3) * step,
+                    accept_len=2.0,
+                    accept_rate=0.5,
+                    draft_accept_rate=0.5,
+                )
+            )
+    stats = Stats()
+    stats.update(drawn)
+    _is_the_facts_fold(stats, drawn)
+    run = stats.runs["a", "", 0]
+    assert run.accept_len.count == 4  # each engine's first line has no interval before it: no values
+    assert sorted(run.accept_len.values.elements()) == [1.5, 1.5, 2.333333, 2.333333]
+    assert run.draft_accept_rate.total == pytest.approx(2 * (40 / 90 + 10 / 60), abs=1e-5)

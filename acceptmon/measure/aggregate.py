@@ -139,9 +139,12 @@ class RunStats:
             if values.get("drafted_tokens") is not None:
                 self._spec().add(r)  # type: ignore[arg-type]
 
-    def plain(self, r: Record, kind: RecordKind, unit: str, gen_throughput: float | None) -> None:
-        """What :meth:`add` does with the fact of a record :meth:`Normalizer.plain` took (``unit`` and
-        ``gen_throughput``: its batch's or load's): a batch, a unit's load or both, no value left out."""
+    def plain(
+        self, r: Record, kind: RecordKind, unit: str, gen_throughput: float | None, interval: tuple[Any, Any] | None
+    ) -> None:
+        """What :meth:`add` does with the fact of a record :meth:`Normalizer.plain` took (``unit``,
+        ``gen_throughput`` and ``interval``: its batch's or load's, and the interval a line counting since start
+        closes, which the fact's record holds): a batch, a unit's load or both, no value left out."""
         values = r.__dict__
         get = values.get
         if not kind.acceptance:
@@ -149,13 +152,17 @@ class RunStats:
             self.ranks.add(unit)
             self._seen(r)
             return
-        length = get("accept_len")
+        length, rate, draft = (
+            (get("accept_len"), get("accept_rate"), get("draft_accept_rate"))
+            if interval is None
+            else (*interval, interval[1])
+        )
         self.figures.batch(length, unit, gen_throughput)  # None without the load role: no rate
         self.ranks.add(unit)
         self._seen(r)
         self.accept_len.add(length)
-        self.accept_rate.add(get("accept_rate"))
-        self.draft_accept_rate.add(get("draft_accept_rate"))
+        self.accept_rate.add(rate)
+        self.draft_accept_rate.add(draft)
         if get("drafted_tokens") is not None:
             self._spec().add(r)  # type: ignore[arg-type]
 

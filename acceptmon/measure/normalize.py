@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from acceptmon.measure.amend import amended
-from acceptmon.measure.tokens import Intervals
+from acceptmon.measure.tokens import Intervals, counters
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -294,17 +294,19 @@ class Normalizer:
         batch = Batch(unit, accept_len, accept_rate, tput, running, queue, steady, run.batches <= self.warmup)
         return Fact(r, batch, load, invalid)
 
-    def plain(self, r: Record, kind: RecordKind) -> tuple[str, Any] | None:
+    def plain(self, r: Record, kind: RecordKind) -> tuple[str, Any, tuple[Any, Any] | None] | None:
         """What :meth:`fact` does with a record of a :func:`plain_kinds` kind (``kind``) whose values need no change
-        (each valid, its draft accept rate not derived from a refused count, no counters since start), without making
-        the fact: its unit's state moves on as there (the unit a line without one takes: its file's last named; its
-        load kept, no longer after a prefill, one more batch of its run) and it returns the unit and the line's
-        throughput, which the fact's batch or load would hold (None for a kind without the ``load`` role). None
-        (nothing done) for any other record: :meth:`fact` takes it. :class:`~acceptmon.measure.aggregate.Stats`
-        folds such records so, a few microseconds each fewer; a test holds the two ways equal on drawn records."""
+        (each valid, its draft accept rate not derived from a refused count), without making the fact: its unit's state
+        moves on as there (the unit a line without one takes: its file's last named; its load kept, no longer after
+        a prefill, one more batch of its run; a line counting since start closes its interval) and it returns the
+        unit, the line's throughput, which the fact's batch or load would hold (None for a kind without the ``load``
+        role), and the (accept_len, rate) of the interval a line counting since start closes (else None), which the
+        fact's record would hold. None (nothing done) for any other record: :meth:`fact` takes it.
+        :class:`~acceptmon.measure.aggregate.Stats` folds such records so, a few microseconds each fewer; a test
+        holds the two ways equal on drawn records."""
         values = r.__dict__
         get = values.get
-        if get("cumulative") or _from_refused(get) or not (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
+        if _from_refused(get) or not (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
             return None
         field = kind.unit_field
         unit = values.get(field)
@@ -321,9 +323,12 @@ class Normalizer:
             state = self._new_unit(r, unit)
         tput = state.carry(get)[0] if kind.load else None
         state.after_prefill = False
+        interval = None
         if kind.acceptance:
+            if get("cumulative"):  # the key as :meth:`Intervals.record` takes it of the fact's record
+                interval = self.intervals.close(Intervals.key(r, unit or None), counters(r))  # type: ignore[arg-type]
             state.run.batches += 1
-        return unit, tput
+        return unit, tput, interval
 
     def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[Sequence[Any] | None]) -> None:
         """What :meth:`plain` does with rows of one run (``key``), in order: ``groups``, each unit's rows' places;
