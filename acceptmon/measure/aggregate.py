@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
@@ -283,13 +283,11 @@ class RunStats:
 
 def made(items: Iterable[Record | Unmade]) -> list[Record]:
     """``items`` with the records not made yet made."""
-    out: list[Record] = []
-    for r in items:
-        if type(r) is Unmade:
-            out.extend(r.made())
-        else:
-            out.append(r)
-    return out
+    return cast("list[Record]", made_where(items, _every))
+
+
+def _every(_: Unmade) -> bool:
+    return True
 
 
 def made_where(items: Iterable[Record | Unmade], which: Callable[[Unmade], bool]) -> list[Record | Unmade]:
@@ -359,36 +357,29 @@ class Stats:
         if plain is None:
             return False
         moves_on(self.normalizer, plain)
-        file, source, run = plain.key
-        got = self.runs.get(plain.key)
-        if got is None:
-            pod, container = rows.column("pod")[0], rows.column("container")[0]
-            got = self.runs[plain.key] = RunStats(file, run, source, pod, container)
-        got.plain_rows(rows.size, plain)
+        self._run(plain.key, rows.column("pod")[0], rows.column("container")[0]).plain_rows(rows.size, plain)
         return True
 
     def run_of(self, values: dict[str, Any]) -> RunStats:
         """The run of a record (its values), begun if it is new."""
-        key = values["file"], values["source"], values["run"]
+        return self._run((values["file"], values["source"], values["run"]), values["pod"], values["container"])
+
+    def _run(self, key: RunKey, pod: str, container: str) -> RunStats:
+        """The run of ``key`` (file, source, run), begun with these names if it is new."""
         run = self.runs.get(key)
         if run is None:
-            run = self.runs[key] = RunStats(key[0], key[2], key[1], values["pod"], values["container"])
+            run = self.runs[key] = RunStats(key[0], key[2], key[1], pod, container)
         return run
 
     def fold(self, facts: Iterable[Fact]) -> None:
         """Take facts normalized elsewhere (the live state's: one normalizer per live state)."""
-        runs = self.runs
         for fact in facts:
             r = fact.record
             if fact.batch is None and fact.load is None:
                 kind = KINDS[r.kind]
                 if not (kind.starts_run or kind.request or kind.positions):
                     continue  # other kinds (warnings, prefill) make no run of their own
-            key = fact.key
-            run = runs.get(key)
-            if run is None:
-                run = runs[key] = RunStats(r.file, r.run, key[1], r.pod, r.container)
-            run.add(fact)
+            self._run(fact.key, r.pod, r.container).add(fact)
 
     @staticmethod
     def order_free(records: Sequence[Record | Unmade]) -> Free | None:

@@ -308,16 +308,7 @@ class Normalizer:
         get = values.get
         if _from_refused(get) or not (_PLAIN.get(type(r)) or _plain_of(type(r)))(get):
             return None
-        field = kind.unit_field
-        unit = values.get(field)
-        if field == "rank":
-            unit = unit or ""
-        else:  # as :meth:`_unit`, but for the record's copy that names it: no fact is made of the record
-            where = (values["file"], values["source"])
-            if unit:
-                self._last_unit[where] = unit
-            else:
-                unit = self._last_unit.get(where) or ""
+        unit = self._unit_of(values, kind.unit_field)[0]  # no fact is made: no record's copy that names it
         state = self._units.get((values["file"], values["source"], values["run"], unit))
         if state is None:
             state = self._new_unit(r, unit)
@@ -399,17 +390,21 @@ class Normalizer:
 
     def _unit(self, r: Record, name: str) -> tuple[Record, str]:
         """The record's unit; a record of an engine-named kind without one takes its file's last engine."""
-        unit = getattr(r, name, None)
+        unit, taken = self._unit_of(r.__dict__, name)
+        return (amended(r, {name: unit}) if taken else r), unit
+
+    def _unit_of(self, values: dict[str, Any], name: str) -> tuple[str, bool]:
+        """The unit of a record's values (``name``: its kind's unit field), and whether it is taken from its file's
+        last named engine (the record names none); a record that names one is its file's last named."""
+        unit = values.get(name)
         if name == "rank":
-            return r, unit or ""
-        where = (r.file, getattr(r, "source", ""))
+            return unit or "", False
+        where = (values["file"], values["source"])
         if unit:
             self._last_unit[where] = unit
-            return r, unit
-        unit = self._last_unit.get(where)
-        if unit is None:
-            return r, ""
-        return amended(r, {name: unit}), unit
+            return unit, False
+        last = self._last_unit.get(where)
+        return ("", False) if last is None else (last, True)
 
 
 def _last(column: Sequence[Any], at: list[int], old: Any) -> Any:

@@ -86,12 +86,12 @@ def _valid_columns(rows: Unmade, model: type) -> Columns | None:
     columns: Columns = {}
     for name, low, high in valid_bounds(model):
         column = rows.column(name)
-        present = column if None not in column else [v for v in column if v is not None]
-        if present and not (
-            set(map(type, present)) <= _NUMBERS
-            and not any(map(math.isnan, present))
-            and low <= min(present)
-            and (max(present) < math.inf if high == math.inf else max(present) <= high)
+        logged = present(column)
+        if logged and not (
+            set(map(type, logged)) <= _NUMBERS
+            and not any(map(math.isnan, logged))
+            and low <= min(logged)
+            and (max(logged) < math.inf if high == math.inf else max(logged) <= high)
         ):
             return None
         columns[name] = column
