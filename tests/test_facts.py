@@ -9,10 +9,12 @@ up in all three without touching them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
 from typing import Any, Literal
+from unittest.mock import patch
 
 import pytest
 
@@ -21,8 +23,10 @@ from acceptmon.measure.aggregate import Stats
 from acceptmon.parse import kinds
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import BaseRecord
+from acceptmon.sinks import runs_table
 from acceptmon.sinks.runs_table import StatsJob
 from tests.conftest import SAMPLES
+from tests.unmade import parts
 
 FIGURES = ("batches", "accept_len_mean", "gen_throughput_per_rank", "gen_throughput_total")
 LOGS = sorted(p.name for p in SAMPLES.glob("*.log"))
@@ -137,12 +141,20 @@ def test_an_amended_record_is_its_model_copy_and_shares_only_a_shared_fields_set
     assert copy.model_fields_set is not validated.model_fields_set and "rank" not in validated.model_fields_set
 
 
-def _split_runs(records: list[Any], cut: int) -> list[Any]:
+def _split_runs(records: list[Any], cut: int, unmade: bool = False, worker: bool = False) -> list[Any]:
     """``runs``' summaries with the records read as two parts, cut before ``cut`` (as two blocks, or two ranges of
-    ``-j``, are): the second aggregated on its own from where it is order-free, and merged."""
+    ``-j``, are): the second aggregated on its own from where it is order-free, and merged. ``unmade``: each run of
+    plain records handed on as the lane hands them, not made (:func:`tests.unmade.parts`); ``worker``: the second
+    part read as a worker of ``-j`` reads its range (a part that assumes no engine was named before it is
+    aggregated apart too, and read again in order if one was)."""
     job = StatsJob()
-    for part in (records[:cut], records[cut:]):
-        job.collect(job.chunk(part))
+    first, second = (parts(p) if unmade else p for p in (records[:cut], records[cut:]))
+    job.collect(job.chunk(first))
+    with patch.object(runs_table, "in_worker", lambda: worker):
+        part = job.chunk(second)
+    if not job.ready([part]):
+        part = job.chunk(second)
+    job.collect(part)
     return job.stats.summaries()
 
 
@@ -151,7 +163,8 @@ def _split_runs(records: list[Any], cut: int) -> list[Any]:
     ["vllm_v1_0.10.2_dp.log", "vllm_v1_0.8.5.log", "vllm_v0_0.6.log", "newest_0.5.23.log", "llamacpp_draft_mtp.log"],
 )
 def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
-    """Cut anywhere, a log's runs are the same: a vLLM part's spec lines before its first line naming an engine
+    """Cut anywhere, a log's runs are the same, its plain lines handed on unmade or not, the part after the cut read
+    here or as a worker reads it: a vLLM part's spec lines before its first line naming an engine
     are fed in order (they take the engine named before the cut), as are the first lines of counters since start
     (vLLM v0, llama.cpp's statistics); the rest is aggregated apart, its token counts, counters and per-position
     rates merged."""
@@ -159,10 +172,11 @@ def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
     whole = _split_runs(records, 0)
     assert whole and any(s.batches for s in whole)
     for cut in range(1, len(records)):
-        got = _split_runs(records, cut)
-        assert len(got) == len(whole)
-        for a, b in zip(got, whole, strict=True):
-            assert _same(a.model_dump(), b.model_dump()), (cut, a, b)
+        for unmade, worker in itertools.product((False, True), (False, True)):
+            got = _split_runs(records, cut, unmade, worker)
+            assert len(got) == len(whole)
+            for a, b in zip(got, whole, strict=True):
+                assert _same(a.model_dump(), b.model_dump()), (cut, unmade, worker, a, b)
 
 
 def test_a_part_after_a_refused_launch_drops_the_rates_derived_from_it(grammars):

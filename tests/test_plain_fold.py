@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import DecodeStats, PrefillStats, SpecStats, ThroughputStats, Unmade
+from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats, Unmade
+from tests.unmade import part, unmade
 
 FLOAT = st.one_of(
     st.none(),
@@ -106,6 +107,56 @@ def vllm_records(draw: st.DrawFn) -> list[Any]:
     return out
 
 
+def _mostly(usual: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``usual``, and one time in fifty ``odd``."""
+    return st.integers(0, 49).flatmap(lambda n: odd if n == 0 else usual)
+
+
+@st.composite
+def vllm_interval_records(draw: st.DrawFn) -> list[Any]:
+    """vLLM's lines as a log has them, mostly plain: throughput lines that name their engine, spec lines that mostly
+    do not, counting per interval (v1) or, in some lists, since start (v0: rising counters, no engine named, after a
+    launch or not), the odd impossible or missing value, runs and streams seldom mixed."""
+    rate = _mostly(st.floats(min_value=0.0, max_value=1.0), st.sampled_from([None, 1.5]))
+    count = _mostly(st.integers(min_value=0, max_value=300), st.sampled_from([None, -3]))
+    since_start = draw(st.booleans())
+    out: list[Any] = [ServerLaunch(file="a.log")] if since_start and draw(st.booleans()) else []
+    engines = st.sampled_from([None] * 5 + ["001"]) if since_start else st.sampled_from(["000", "001", "002", None])
+    counters = [0, 0, 0]
+    for i in range(draw(st.integers(min_value=1, max_value=30))):
+        where = _where(draw, i, runs=1) | {"file": "a.log", "source": "", "run": draw(_mostly(st.just(0), st.just(1)))}
+        if draw(st.booleans()):
+            tput = draw(_mostly(st.floats(min_value=0.0, max_value=500.0), st.sampled_from([None, -1.0])))
+            out.append(ThroughputStats(**where, engine=draw(engines), gen_throughput=tput, running_req=draw(count)))
+            continue
+        if since_start:
+            steps = [draw(st.integers(min_value=0, max_value=60)) for _ in counters]
+            counters = (
+                [c + n for c, n in zip(counters, steps, strict=True)]
+                if draw(_mostly(st.just(1), st.just(0)))
+                else steps
+            )
+            accepted, drafted, emitted = draw(_mostly(st.just(counters), st.just([None, *counters[1:]])))
+        else:
+            accepted, drafted, emitted = draw(count), draw(st.one_of(st.integers(0, 300), st.none())), draw(count)
+        out.append(
+            SpecStats(
+                **where,
+                engine=draw(st.sampled_from([None] * 5 + ["001"])),
+                accept_len=draw(_mostly(st.floats(min_value=1.0, max_value=4.0), st.sampled_from([None, 0.5]))),
+                draft_accept_rate=draw(rate),
+                accepted_tokens=accepted,
+                drafted_tokens=drafted,
+                emitted_tokens=emitted,
+                num_spec_tokens=draw(st.sampled_from([None, 3])),
+                spec_num_steps=draw(st.sampled_from([None, 2])),
+                position_accept_rates=draw(st.one_of(st.none(), st.lists(rate, min_size=1, max_size=3))),
+                cumulative=True if since_start else draw(st.sampled_from([None] * 9 + [False])),
+            )
+        )
+    return out
+
+
 def _same(a: object, b: object) -> bool:
     """Equal, NaN equal to NaN (a drawn value; the fold never lets one through, but the test should not say so)."""
     return repr(a) == repr(b)
@@ -163,56 +214,54 @@ def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_close
     assert normalizer.plain(since_start, spec) == ("001", None, (3.0, 0.666667))  # 9 emitted over 3 drafts
 
 
-def _unmade(records: list[DecodeStats], fix: bool = True) -> Unmade:
-    """Records as the fast lane hands them unmade: columns, the timestamp as ISO text; ``fix``: a field whose value is
-    the same in every record is fixed (the lane fixes what its plan's shape holds: the file, the run, ...)."""
-    values = []
-    for r in records:
-        v = dict(r.__dict__)
-        v["timestamp"] = None if r.timestamp is None else r.timestamp.isoformat()
-        values.append(v)
-    columns: dict[str, Any] = {k: [v[k] for v in values] for k in values[0]}
-    fixed = {k: c[0] for k, c in columns.items() if fix and all(x is c[0] for x in c)}
-    varying = {k: c for k, c in columns.items() if k not in fixed}
-    return Unmade(len(records), frozenset({r.kind for r in records}), fixed, varying, lambda: list(records))
-
-
 @settings(max_examples=400, deadline=None)
-@given(records(), st.lists(st.integers(min_value=0, max_value=40), max_size=4))
+@given(
+    st.one_of(records(), vllm_records(), vllm_interval_records()),
+    st.lists(st.integers(min_value=0, max_value=40), max_size=4),
+)
 def test_the_column_fold_is_the_facts_fold(drawn, cuts):
-    """Runs of decode records (cut where a prefill line or ``cuts`` fall) handed on unmade, as the lane does:
-    folded as columns where all are plain and of one run of one stream, else made and folded one by one, the
-    same as the facts' fold."""
+    """Runs of plain records (cut where a record of another kind or ``cuts`` fall) handed on unmade, as the lane does
+    (SGLang's decode lines; vLLM's spec and throughput lines, interleaved, as pieces): folded as columns where all
+    are plain, of one run of one stream and counting nothing since start, else made and folded one by one, the same
+    as the facts' fold."""
     items: list[Any] = []
-    run: list[DecodeStats] = []
+    run: list[Any] = []
     for i, r in enumerate(drawn):
-        if run and (i in cuts or not isinstance(r, DecodeStats)):
-            items.append(_unmade(run, fix=i % 2 == 0))
+        if run and (i in cuts or r.kind not in plain_kinds()):
+            items.append(part(run, fix=i % 2 == 0))
             run = []
-        if isinstance(r, DecodeStats):
+        if r.kind in plain_kinds():
             run.append(r)
         else:
             items.append(r)
     if run:
-        items.append(_unmade(run))
-    folded = []
+        items.append(part(run, fix=True))
+    folded: list[tuple[bool, frozenset[str], bool]] = []
     plain_fold = Stats()
     original = plain_fold.fold_values
-    plain_fold.fold_values = lambda *a: folded.append(original(*a)) or folded[-1]  # type: ignore[method-assign]
+
+    def fold_values(rows: Unmade) -> bool:
+        folded.append((original(rows), rows.kinds, any(rows.column("cumulative"))))
+        return folded[-1][0]
+
+    plain_fold.fold_values = fold_values  # type: ignore[method-assign]
     plain_fold.update(items)
     _is_the_facts_fold(plain_fold, drawn)
     COLUMN_FOLDS.update(folded)
 
 
-COLUMN_FOLDS: set[bool] = set()
+COLUMN_FOLDS: set[tuple[bool, frozenset[str], bool]] = set()
 
 
 def test_the_column_fold_took_some_and_left_some():
-    """The drawn cases above had the column fold take a part and refuse one (it ran first: pytest keeps file
-    order, and a worker of ``-n`` runs a file's tests together)."""
+    """The drawn cases above had the column fold take a part and refuse one, of SGLang's decode lines and of vLLM's
+    spec and throughput lines interleaved (it ran first: pytest keeps file order, and a worker of ``-n`` runs a
+    file's tests together)."""
     if not COLUMN_FOLDS:
         test_the_column_fold_is_the_facts_fold()
-    assert COLUMN_FOLDS == {True, False}
+    for kinds in ({"decode"}, {"spec", "throughput"}):
+        assert {took for took, of, _ in COLUMN_FOLDS if of == kinds} == {True, False}
+    assert {took for took, _, since_start in COLUMN_FOLDS if since_start} == {True, False}
 
 
 def _decode(rank: str, accept_len: float = 2.0, tput: float | None = 10.0, source: str = "") -> DecodeStats:
@@ -232,7 +281,7 @@ def _decode(rank: str, accept_len: float = 2.0, tput: float | None = 10.0, sourc
 def test_the_column_fold_on_chosen_rows(rows, taken):
     """Cases drawn rows rarely reach: the column fold takes or leaves them as said, and the runs are the facts'."""
     fast = Stats()
-    assert fast.fold_values(_unmade(rows)) is taken
+    assert fast.fold_values(unmade(rows)) is taken
     if not taken:
         fast.update(rows)
     _is_the_facts_fold(fast, rows)
@@ -265,3 +314,33 @@ def test_lines_counting_since_start_of_two_engines_close_their_own_intervals():
     assert run.accept_len.count == 4  # each engine's first line has no interval before it: no values
     assert sorted(run.accept_len.values.elements()) == [1.5, 1.5, 2.333333, 2.333333]
     assert run.draft_accept_rate.total == pytest.approx(2 * (40 / 90 + 10 / 60), abs=1e-5)
+
+
+def _throughput(engine: str | None, tput: float) -> ThroughputStats:
+    return ThroughputStats(file="a", engine=engine, gen_throughput=tput, running_req=3)
+
+
+def _spec(rates: list[float | None] | None = None) -> SpecStats:
+    return SpecStats(
+        file="a",
+        accept_len=2.0,
+        draft_accept_rate=0.5,
+        accepted_tokens=3,
+        drafted_tokens=6,
+        num_spec_tokens=3,
+        position_accept_rates=rates,
+    )
+
+
+def test_the_column_fold_of_vllm_parts_on_chosen_rows():
+    """A part whose first spec line names no engine takes the one the part before it named last; a throughput line
+    that names none is its engine's that was named last; per-position rates of several widths and a missing rate
+    add up as line by line."""
+    first = [_throughput("000", 10.0), _spec([0.5, 0.25, None]), _throughput("001", 20.0), _spec()]
+    second = [_spec([0.5]), _throughput("000", 30.0), _spec([0.75, 0.5, 0.25]), _throughput(None, 40.0), _spec()]
+    fast = Stats()
+    assert fast.fold_values(part(first, fix=True)) and fast.fold_values(part(second, fix=False))
+    _is_the_facts_fold(fast, first + second)
+    run = fast.runs["a", "", 0]
+    assert {unit: mean.total for unit, mean in run.figures.units.items()} == {"000": 80.0, "001": 20.0}
+    assert run.spec is not None and run.spec.positions == [3.5, 1.5, 0.5]  # each line 2 drafts

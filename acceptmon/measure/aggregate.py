@@ -20,7 +20,17 @@ from typing import Any, NamedTuple, cast
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey, column_kinds, plain_kinds
-from acceptmon.measure.plain import Plain, logged_rates, moves_on, plain_columns, present, stamps, summed
+from acceptmon.measure.plain import (
+    Plain,
+    logged_rates,
+    moves_on,
+    naming,
+    plain_columns,
+    present,
+    stamps,
+    summed,
+    token_totals,
+)
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
@@ -166,20 +176,34 @@ class RunStats:
         if get("drafted_tokens") is not None:
             self._spec().add(r)  # type: ignore[arg-type]
 
-    def plain_rows(self, size: int, rows: Plain) -> None:
+    def plain_rows(self, rows: Plain, intervals: list[tuple[Any, Any]] | None) -> None:
         """What :meth:`plain` does with each of these rows (:func:`~acceptmon.measure.plain.plain_columns`), in
-        order: sums of floats added one by one, from the running totals."""
-        columns = rows.columns
-        lengths = present(columns["accept_len"])
+        order: sums of floats added one by one, from the running totals; ``intervals``, the (accept_len, rate) of
+        the interval each row that counts since start closes (:func:`~acceptmon.measure.plain.moves_on`)."""
         figures = self.figures
-        figures.batches += size
-        summed(figures.accept_len, lengths)
-        for unit, rates in logged_rates(rows):
-            mean = figures.units.get(unit)
-            if mean is None:
-                mean = figures.units[unit] = Mean()
-            summed(mean, rates)
-        self.ranks.update(rows.groups)
+        for piece in rows.pieces:
+            columns = piece.columns
+            if piece.kind.acceptance:
+                if intervals is None:
+                    lengths, rates = (present(columns.get(name)) for name in ("accept_len", "accept_rate"))
+                    drafts = present(columns.get("draft_accept_rate"))
+                else:
+                    lengths, rates = (present(list(column)) for column in zip(*intervals, strict=True))
+                    drafts = rates
+                figures.batches += piece.rows.size
+                summed(figures.accept_len, lengths)
+                summed(self.accept_len, lengths)
+                self.accept_len.values.update(lengths)
+                summed(self.accept_rate, rates)
+                summed(self.draft_accept_rate, drafts)
+                if present(columns.get("drafted_tokens")):
+                    token_totals(self._spec(), piece.rows)
+            for unit, rates in logged_rates(piece):
+                mean = figures.units.get(unit)
+                if mean is None:
+                    mean = figures.units[unit] = Mean()
+                summed(mean, rates)
+        self.ranks.update(rows.units)
         times = stamps(rows)
         if times:
             low, high = min(times), max(times)
@@ -187,10 +211,6 @@ class RunStats:
                 self.start = low
             if self.end is None or high > self.end:
                 self.end = high
-        summed(self.accept_len, lengths)
-        self.accept_len.values.update(lengths)
-        summed(self.accept_rate, present(columns.get("accept_rate")))
-        summed(self.draft_accept_rate, present(columns.get("draft_accept_rate")))
 
     def _line(self, fact: Fact) -> None:
         """A fact without batch or load: a launch, a finished request, a request's per-position rates."""
@@ -301,6 +321,28 @@ def made_where(items: Iterable[Record | Unmade], which: Callable[[Unmade], bool]
     return out
 
 
+def judged(items: Iterable[Record | Unmade]) -> list[Record | Unmade]:
+    """``items`` as :meth:`Stats.order_free` judges them: records not made yet of :func:`self_contained` kinds as they
+    are, of kinds whose unit is their engine cut before their first line that names one and after their first line
+    that counts since start (:func:`~acceptmon.measure.plain.naming`), any other made."""
+    alone = self_contained()
+    out: list[Record | Unmade] = []
+    for r in items:
+        if type(r) is not Unmade or r.kinds <= alone:
+            out.append(r)
+            continue
+        named = naming(r)
+        if named is None:
+            out.extend(r.made())
+        elif named.first > 0:
+            out.extend(r.split(named.first))
+        elif named.counts is not None and named.counts[0] < r.size - 1:
+            out.extend(r.split(named.counts[0] + 1))
+        else:
+            out.append(r)
+    return out
+
+
 def self_contained() -> frozenset[str]:
     """The kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they
     count nothing since server start and weigh no earlier request (every SGLang record). Asked of the registry at
@@ -350,14 +392,15 @@ class Stats:
             self.fold((fact(r),))
 
     def fold_values(self, rows: Unmade) -> bool:
-        """Fold records not made yet of a plain kind as columns, as they would be folded one by one, made
-        (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain or they are not of one run
-        of one stream."""
-        plain = plain_columns(rows)
+        """Fold records not made yet of plain kinds as columns, as they would be folded one by one, made
+        (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain, they are not of one run
+        of one stream, or a line counts since start."""
+        plain = plain_columns(rows, self.normalizer.last_named)
         if plain is None:
             return False
-        moves_on(self.normalizer, plain)
-        self._run(plain.key, rows.column("pod")[0], rows.column("container")[0]).plain_rows(rows.size, plain)
+        intervals = moves_on(self.normalizer, plain)
+        first = rows.parts()[0]
+        self._run(plain.key, first.column("pod")[0], first.column("container")[0]).plain_rows(plain, intervals)
         return True
 
     def run_of(self, values: dict[str, Any]) -> RunStats:
@@ -405,7 +448,25 @@ class Stats:
             if type(r) is Unmade:
                 if r.kinds <= alone:
                     continue
-                return None  # not judged unmade: :func:`made` first
+                named = naming(r)
+                if named is None or named.first > 0:
+                    return None  # not judged unmade: :func:`judged` first
+                where = named.where
+                if named.last is not None:
+                    last[where] = named.last
+                    if where in waiting:
+                        start = max(start, waiting.pop(where) + 1)
+                elif where not in last:
+                    waiting[where] = i
+                if named.counts is not None:
+                    at, run, rank = named.counts
+                    key = (*where, run, last.get(where) or rank)
+                    if key not in counted:
+                        if at != r.size - 1:
+                            return None  # not judged unmade: :func:`judged` first
+                        counted.add(key)
+                        start = i + 1
+                continue
             if r.kind in alone:
                 continue
             kind = KINDS[r.kind]

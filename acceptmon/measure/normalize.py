@@ -35,7 +35,7 @@ stream with several processes (``source``) keeps each one's runs apart.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -321,20 +321,35 @@ class Normalizer:
             state.run.batches += 1
         return unit, tput, interval
 
-    def moved_on(self, key: RunKey, groups: dict[str, list[int]], loads: list[Sequence[Any] | None]) -> None:
-        """What :meth:`plain` does with rows of one run (``key``), in order: ``groups``, each unit's rows' places;
-        ``loads``, each row's throughput, running and queued requests (None: a field the kind lacks). Each unit keeps
-        its last logged load fields and is no longer after a prefill; the run counts the batches."""
+    def moved_on(
+        self,
+        key: RunKey,
+        units: Sequence[str],
+        loads: Sequence[tuple[dict[str, list[int]], list[Sequence[Any] | None]]],
+        batches: int,
+        named: str | None,
+    ) -> None:
+        """What :meth:`plain` does with rows of one run (``key``), in order: ``units``, every unit a row is of, in order
+        of its first; ``loads``, for each plan of a ``load`` kind, each unit's rows' places and each row's
+        throughput, running and queued requests (None: a field the kind lacks); ``batches``, the rows of an
+        ``acceptance`` kind; ``named``, the last engine a row names. Each unit keeps its last logged load fields and
+        is no longer after a prefill; the run counts the batches; the file and source have the engine named last."""
         run = self._run(key)
-        for unit, at in groups.items():
+        for unit in units:
             state = self._units.get((*key, unit))
             if state is None:
                 state = self._units[(*key, unit)] = _Unit(run)
-            state.load = tuple(
-                old if column is None else _last(column, at, old) for column, old in zip(loads, state.load, strict=True)
-            )
             state.after_prefill = False
-        run.batches += sum(map(len, groups.values()))
+        for groups, columns in loads:
+            for unit, at in groups.items():
+                state = self._units[(*key, unit)]
+                state.load = tuple(
+                    old if column is None else _last(column, at, old)
+                    for column, old in zip(columns, state.load, strict=True)
+                )
+        run.batches += batches
+        if named:
+            self._last_unit[key[0], key[1]] = named
 
     def _launch(self, r: Record) -> Fact:
         """A launch: its run starts; a config no real server runs has the refused sizes as None."""
@@ -374,6 +389,11 @@ class Normalizer:
         elif rates and accepted == 0 and total == 0 and drafted:
             steps = drafted / len(rates)
         return Fact(amended(r, {"verify_ct": round(steps, 3)}) if steps else r)
+
+    @property
+    def last_named(self) -> Mapping[tuple[str, str], str]:
+        """The engine each file and source named last."""
+        return self._last_unit
 
     def named_any(self, wheres: Iterable[tuple[str, str]]) -> bool:
         """Whether a line seen so far named an engine for any of these files and sources."""
@@ -428,16 +448,9 @@ def plain_kinds() -> frozenset[str]:
 
 
 def column_kinds() -> frozenset[str]:
-    """The kinds whose records the runs' fold takes as columns (:mod:`acceptmon.measure.plain`): each one batch and
-    its rank's load, counting nothing since server start (every SGLang decode line)."""
-    return frozenset(
-        name
-        for name in plain_kinds()
-        if (k := KINDS[name]).acceptance
-        and k.load
-        and k.unit_field == "rank"
-        and "cumulative" not in k.model.model_fields
-    )
+    """The kinds whose records the runs' fold takes as columns (:mod:`acceptmon.measure.plain`): every
+    :func:`plain_kinds` kind (a part with a line counting since start is folded one by one)."""
+    return plain_kinds()
 
 
 READS = frozenset(

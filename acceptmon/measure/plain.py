@@ -1,28 +1,32 @@
-"""The runs' fold of plain decode lines, column by column, from their values (records not made). Pure.
+"""The runs' fold of plain stats lines, column by column, from their values (records not made). Pure.
 
-The fast lane hands ``runs`` its decode rows as values (:class:`~acceptmon.parse.records.Unmade`); made into
-records, normalized and folded one by one, they cost several microseconds each.
-:meth:`~acceptmon.measure.aggregate.Stats.fold_values` folds a part of them as columns instead, with the
-interpreter's C loops (``map``, ``min``, ``max``, ``functools.reduce``, ``Counter.update``), where every row is one
-batch of one run of one stream that :meth:`~acceptmon.measure.normalize.Normalizer.plain` would take (each value
-valid, no draft accept rate derived from a refused count, no token counts: :func:`plain_columns`). It does what
-that and :meth:`~acceptmon.measure.aggregate.RunStats.plain` do row by row, in the same order (sums of floats are
-added one by one, from the running totals), or nothing and says so: the rows are then made into records and folded
-one by one. A test holds the two ways equal on drawn rows.
+The fast lane hands ``runs`` its stats rows as values (:class:`~acceptmon.parse.records.Unmade`: SGLang's decode
+lines; vLLM's spec and throughput lines, interleaved, as one plan's piece each); made into records, normalized and
+folded one by one, they cost several microseconds each. :meth:`~acceptmon.measure.aggregate.Stats.fold_values` folds
+a part of them as columns instead, with the interpreter's C loops (``map``, ``min``, ``max``, ``functools.reduce``,
+``Counter.update``), where every row is a batch, a unit's load or both, of one run of one stream, that
+:meth:`~acceptmon.measure.normalize.Normalizer.plain` would take (each value valid, no draft accept rate derived from
+a refused count: :func:`plain_columns`). Each row's unit is named as there (a vLLM line that names no engine takes
+the one named last); lines that count since start (vLLM v0) close their intervals in order. It does what that and
+:meth:`~acceptmon.measure.aggregate.RunStats.plain` do row by row, in the same order (sums of floats are added one by
+one, from the running totals), or nothing and says so: the rows are then made into records and folded one by one.
+Tests hold the two ways equal on drawn rows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import reduce
-from operator import add, itemgetter
+from functools import partial, reduce
+from itertools import compress, repeat
+from operator import add, eq, itemgetter, mul
 from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, column_kinds, refuses_size, valid_bounds
-from acceptmon.parse.kinds import KINDS
+from acceptmon.measure.tokens import CounterKey, SpecTotals
+from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import Unmade
 
 Columns = dict[str, Sequence[Any]]
@@ -32,48 +36,159 @@ _NUMBERS = frozenset({float, int})
 _SPEC = ("spec_num_draft_tokens", "spec_num_steps")
 
 
+class Piece(NamedTuple):
+    """One plan's plain rows (of one kind) as columns."""
+
+    kind: RecordKind
+    rows: Unmade
+    columns: Columns
+    """Every :data:`~acceptmon.measure.normalize.VALID` field of the kind's that a row logs, by name."""
+    units: Sequence[str]
+    """Each row's unit."""
+    groups: dict[str, list[int]]
+    """A ``load`` kind's: by unit, in order of each one's first row, its rows' places (else empty)."""
+
+
 class Plain(NamedTuple):
     """Plain rows as columns (:func:`plain_columns`)."""
 
     key: tuple[str, str, int]
     """Their run: (file, source, run)."""
-    columns: Columns
-    """Every :data:`~acceptmon.measure.normalize.VALID` field of the kind's, by name."""
-    groups: dict[str, list[int]]
-    """By unit (rank), in order of each one's first row: its rows' places."""
-    timestamps: Sequence[str | None]
-    """Each row's log time, ISO text."""
+    pieces: list[Piece]
+    """Each plan's rows; a field a figure sums is logged in one piece alone."""
+    units: list[str]
+    """Every unit a row is of, in order of its first row."""
+    named: str | None
+    """The last engine a row names (None: none does)."""
+    counts: CounterKey | None = None
+    """Whose counters the rows that count since start continue (None: none does)."""
 
 
-def plain_columns(rows: Unmade) -> Plain | None:
-    """``rows`` (of one kind among :func:`~acceptmon.measure.normalize.column_kinds`, in file order) as columns, or
-    None where one is not plain or they are not of one run of one stream."""
-    if len(rows.kinds) != 1 or not rows.size or not rows.kinds <= column_kinds():
+def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain | None:
+    """``rows`` (of kinds among :func:`~acceptmon.measure.normalize.column_kinds`, in file order) as columns, or None
+    where one is not plain, they are not of one run of one stream, or two plans' rows log a field a figure sums
+    (its sum would be taken in another order); ``named``: the engine each file and source named last before them.
+    Rows that count since server start (vLLM v0) are taken where they are all one unit's."""
+    parts = rows.parts()
+    kinds = [KINDS[next(iter(p.kinds))] for p in parts]
+    if not rows.size or not rows.kinds <= column_kinds() or len({k.unit_field for k in kinds}) != 1:
         return None
-    model = KINDS[next(iter(rows.kinds))].model
-    fields = model.model_fields
-    key = []
-    for name in ("file", "source", "run"):
-        if name in rows.fixed:
-            key.append(rows.fixed[name])
-            continue
-        column = rows.column(name)
-        if len(set(column)) != 1:
+    key = _one_run(parts)
+    if key is None:
+        return None
+    file, source, run = key
+    summed_fields: set[str] = set()
+    valid = []
+    counting = None
+    for part, kind in zip(parts, kinds, strict=True):
+        columns = _valid_columns(part, kind.model)
+        if columns is None or summed_fields & columns.keys() or _derived_from_refused(part, kind.model.model_fields):
             return None
-        key.append(column[0])
-    columns = _valid_columns(rows, model)
-    if columns is None or _derived_from_refused(rows, fields):
+        if _since_start(part, kind):
+            counting = part
+        summed_fields |= columns.keys()
+        valid.append(columns)
+    field = kinds[0].unit_field
+    units, last = _units(rows, field, named.get((file, source)))
+    counts = None
+    if counting is not None:
+        ranks = set(counting.column("rank"))
+        if not all(counting.column("cumulative")) or last is not None or len(ranks) != 1:
+            return None  # lines counting since start among others, or of several units: the record path's
+        counts = (file, source, run, units[0] or ranks.pop() or "")  # :meth:`Intervals.key`
+    if len(parts) == 1:
+        each: list[Sequence[str]] = [units]
+    else:
+        each = [list(compress(units, map(eq, rows.order, repeat(i)))) for i in range(len(parts))]
+    pieces = [
+        Piece(kind, part, columns, at, _groups(at) if kind.load else {})
+        for part, kind, columns, at in zip(parts, kinds, valid, each, strict=True)
+    ]
+    return Plain((file, source, run), pieces, list(dict.fromkeys(units)), last, counts)
+
+
+class Named(NamedTuple):
+    """What :meth:`~acceptmon.measure.aggregate.Stats.order_free` asks of rows whose unit is their engine
+    (:func:`naming`)."""
+
+    where: tuple[str, str]
+    """Their file and source."""
+    first: int
+    """Their first row that names an engine (-1: none does)."""
+    last: str | None
+    """The last engine a row names."""
+    counts: tuple[int, int, str] | None = None
+    """Rows that count since start (none naming an engine): the first one's place, and their run and rank."""
+
+
+def naming(rows: Unmade) -> Named | None:
+    """Where rows of :func:`~acceptmon.measure.normalize.column_kinds` kinds whose unit is their engine, of one file
+    and source, name an engine, and where they start to count since start (all of one run and rank, naming none);
+    None for any other rows."""
+    parts = rows.parts()
+    kinds = [KINDS[next(iter(p.kinds))] for p in parts]
+    if not rows.kinds <= column_kinds() or any(k.unit_field != "engine" for k in kinds):
         return None
-    if "drafted_tokens" in fields and any(map(_not_none, rows.column("drafted_tokens"))):
-        return None  # token counts: the record path's
+    where = _one_run(parts, ("file", "source"))
+    if where is None:
+        return None
+    engines = rows.column("engine")
+    first = next((i for i, e in enumerate(engines) if e), -1)
+    last = None if first < 0 else next(filter(None, reversed(engines)))
+    if not any(map(_since_start, parts, kinds)):
+        return Named((where[0], where[1]), first, last)
+    whose = _one_run(parts, ("run", "rank"))
+    if first >= 0 or whose is None:
+        return None
+    at = next(i for i, c in enumerate(rows.column("cumulative")) if c)
+    return Named((where[0], where[1]), first, last, (at, whose[0], whose[1] or ""))
+
+
+def _since_start(rows: Unmade, kind: RecordKind) -> bool:
+    """Whether one of the rows counts since server start (vLLM v0)."""
+    return "cumulative" in kind.model.model_fields and any(rows.column("cumulative"))
+
+
+def _one_run(parts: Sequence[Unmade], names: Sequence[str] = ("file", "source", "run")) -> tuple[Any, ...] | None:
+    """The (file, source, run) of every row (``names``), or None where they are not one."""
+    key = []
+    for name in names:
+        seen: set[Any] = set()
+        for part in parts:
+            seen.update((part.fixed[name],) if name in part.fixed else set(part.column(name)))
+        if len(seen) != 1:
+            return None
+        key.append(seen.pop())
+    return tuple(key)
+
+
+def _units(rows: Unmade, field: str, named: str | None) -> tuple[list[str], str | None]:
+    """Each row's unit, as :meth:`~acceptmon.measure.normalize.Normalizer._unit_of` names it (a row that names no
+    engine takes the one named last, ``named`` before the rows), and the last engine a row names."""
+    if field == "rank":
+        return [u or "" for u in rows.column("rank")], None
+    engines = rows.column(field)
+    if not any(engines):
+        return [named or ""] * rows.size, None
+    units = []
+    now = named or ""
+    for engine in engines:
+        if engine:
+            now = engine
+        units.append(now)
+    return units, next(filter(None, reversed(engines)))
+
+
+def _groups(units: Sequence[str]) -> dict[str, list[int]]:
+    """By unit, in order of its first row: its rows' places."""
     groups: dict[str, list[int]] = {}
-    for i, unit in enumerate(u or "" for u in rows.column("rank")):
+    for i, unit in enumerate(units):
         at = groups.get(unit)
         if at is None:
             groups[unit] = [i]
         else:
             at.append(i)
-    return Plain((key[0], key[1], key[2]), columns, groups, rows.column("timestamp"))
+    return groups
 
 
 def _not_none(v: Any) -> bool:
@@ -81,13 +196,15 @@ def _not_none(v: Any) -> bool:
 
 
 def _valid_columns(rows: Unmade, model: type) -> Columns | None:
-    """Every :data:`~acceptmon.measure.normalize.VALID` field's column, if each value in it is None or a plain
-    number within its bounds (as the record path's test: finite, no bool), else None."""
+    """The column of every :data:`~acceptmon.measure.normalize.VALID` field with a value logged, if each value in it
+    is None or a plain number within its bounds (as the record path's test: finite, no bool), else None."""
     columns: Columns = {}
     for name, low, high in valid_bounds(model):
         column = rows.column(name)
         logged = present(column)
-        if logged and not (
+        if not logged:
+            continue
+        if not (
             set(map(type, logged)) <= _NUMBERS
             and not any(map(math.isnan, logged))
             and low <= min(logged)
@@ -112,14 +229,27 @@ def _derived_from_refused(rows: Unmade, fields: Any) -> bool:
     return False
 
 
-def moves_on(normalizer: Normalizer, rows: Plain) -> None:
+def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | None:
     """The normalizer's state as after these rows one by one (:meth:`~acceptmon.measure.normalize.Normalizer.plain`:
-    :meth:`~acceptmon.measure.normalize.Normalizer.moved_on`)."""
-    loads = [rows.columns.get(name) for name in ("gen_throughput", "running_req", "queue_req")]
-    normalizer.moved_on(rows.key, rows.groups, loads)
+    :meth:`~acceptmon.measure.normalize.Normalizer.moved_on`), and the (accept_len, rate) of the interval each row
+    that counts since start closes (None where none does)."""
+    loads = [
+        (p.groups, [p.columns.get(name) for name in ("gen_throughput", "running_req", "queue_req")])
+        for p in rows.pieces
+        if p.kind.load
+    ]
+    batches = sum(p.rows.size for p in rows.pieces if p.kind.acceptance)
+    normalizer.moved_on(rows.key, rows.units, loads, batches, rows.named)
+    if rows.counts is None:
+        return None
+    counting = next(p.rows for p in rows.pieces if p.kind.acceptance)
+    accepted, drafted = ([v or 0 for v in counting.column(name)] for name in ("accepted_tokens", "drafted_tokens"))
+    widths = map(_width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps")))
+    now = zip(accepted, drafted, counting.column("emitted_tokens"), widths, strict=True)
+    return list(map(partial(normalizer.intervals.close, rows.counts), now))
 
 
-def logged_rates(rows: Plain) -> list[tuple[str, list[Any]]]:
+def logged_rates(rows: Piece) -> list[tuple[str, list[Any]]]:
     """Each unit's logged throughputs, in order, the units in order of their first (where a run's figures make
     their means)."""
     tputs = rows.columns.get("gen_throughput")
@@ -135,7 +265,60 @@ def logged_rates(rows: Plain) -> list[tuple[str, list[Any]]]:
 
 def stamps(rows: Plain) -> list[datetime]:
     """The rows' log times."""
-    return [_from_iso(s) for s in rows.timestamps if s is not None]
+    return [_from_iso(s) for p in rows.pieces for s in p.rows.column("timestamp") if s is not None]
+
+
+def token_totals(spec: SpecTotals, rows: Unmade) -> None:
+    """What :meth:`~acceptmon.measure.tokens.SpecTotals.add` does with each row that counts drafted tokens, in order:
+    counts per interval summed, drafts and per-position rates weighted by drafts added one by one; counters since
+    start (every row's, or none's: :func:`plain_columns`) the first and the last."""
+    keep = list(map(_not_none, rows.column("drafted_tokens")))
+    every = all(keep)
+
+    def column(name: str) -> Sequence[Any]:
+        values = rows.column(name)
+        return values if every else list(compress(values, keep))
+
+    drafted, emitted, rates = column("drafted_tokens"), column("emitted_tokens"), column("position_accept_rates")
+    accepted = [a or 0 for a in column("accepted_tokens")]
+    widths = map(_width, column("num_spec_tokens"), rates, column("spec_num_steps"))
+    if any(column("cumulative")):  # every row counts since start (:func:`plain_columns`): the first and the last
+        k = list(widths)
+        first, last = ((accepted[i], drafted[i], -1 if emitted[i] is None else emitted[i], k[i] or 0) for i in (0, -1))
+        spec.first = spec.first or first
+        spec.last = last
+        return
+    drafts = [d / k if k else 0.0 for d, k in zip(drafted, widths, strict=True)]
+    spec.accepted += sum(accepted)
+    spec.drafted += sum(drafted)
+    if None in emitted:
+        spec.emitted += sum(
+            e if e is not None else round(a + n) for e, a, n in zip(emitted, accepted, drafts, strict=True)
+        )
+    else:
+        spec.emitted += sum(emitted)
+    spec.drafts = reduce(add, drafts, spec.drafts)
+    _positions(spec.positions, rates, drafts)
+
+
+def _width(tokens: int | None, rates: list[Any] | None, steps: int | None) -> int | None:
+    """Tokens per draft, as :func:`~acceptmon.measure.tokens.counters` takes it."""
+    return tokens or (len(rates or ()) or None) or steps
+
+
+def _positions(totals: list[float], rates: Sequence[list[Any] | None], drafts: list[float]) -> None:
+    """Each position's rate weighted by drafts, added to ``totals`` row by row."""
+    width = max(map(len, filter(None, rates)), default=0)
+    totals += [0.0] * (width - len(totals))
+    if width and all(r is not None and len(r) == width for r in rates):
+        for i, column in enumerate(zip(*rates, strict=True)):
+            if None in column:
+                column = tuple(p or 0.0 for p in column)
+            totals[i] = reduce(add, map(mul, column, drafts), totals[i])
+        return
+    for i in range(width):
+        weighed = [(r[i] or 0.0) * n for r, n in zip(rates, drafts, strict=True) if r and len(r) > i]
+        totals[i] = reduce(add, weighed, totals[i])
 
 
 def present(column: Sequence[Any] | None) -> Sequence[Any]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
@@ -27,6 +27,8 @@ from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
 from acceptmon.parse.records import Record
 from acceptmon.pipeline import inplace
+
+T = TypeVar("T")
 
 _WORKER: dict[str, Any] = {}
 """Worker-side globals, inherited through fork (grammars, job and lane are not re-sent per task)."""
@@ -53,11 +55,11 @@ def handed_on(records: list[Record]) -> list[Record] | Packed:
     return pack(records) if in_worker() else records
 
 
-def taken(part: list[Record] | Packed) -> Iterator[Record]:
-    """The records of :func:`handed_on`, one at a time."""
+def taken(part: Sequence[T] | Packed) -> Iterator[T | Record]:
+    """The records of :func:`handed_on`, one at a time (in this process, as they were handed on)."""
     if part and isinstance(part[0], tuple):
-        return unpack(part)
-    return iter(cast("list[Record]", part))
+        return unpack(cast("Packed", part))
+    return iter(cast("Sequence[T]", part))
 
 
 def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from acceptmon.display import duration, number, short_model
-from acceptmon.measure.aggregate import Free, RunSummary, Stats, made, made_where, self_contained
+from acceptmon.measure.aggregate import Free, RunSummary, Stats, judged, made
 from acceptmon.measure.columns import Packed
 from acceptmon.measure.normalize import column_kinds
 from acceptmon.measure.speedup import UNMATCHED
@@ -50,17 +50,14 @@ class StatsJob:
         or if it assumes), and the aggregate of the rest. A worker hands on a part that assumes without the rest of
         its records (``partial``: they are many, and rarely needed): :meth:`ready` has the range read again here
         if they are."""
-        alone = self_contained()
-        items = made_where(records, lambda u: not u.kinds <= alone)  # to be judged (:meth:`Stats.order_free`)
+        items = judged(records)  # as :meth:`Stats.order_free` judges them
         wanted = sum(len(r) if type(r) is Unmade else r.kind in self.records_wanted for r in items)
         free = Stats.order_free(items)
         partial = free is not None and bool(free.assumed) and in_worker()
-        if free is None or (free.assumed and not partial):  # all of them handed on: made
-            every = made(items)
-            free = None if free is None else Stats.order_free(every)
-            if free is None:
-                return Chunk(wanted, handed_on(every), None)
-            return Chunk(wanted, handed_on(every), Stats.part(every, free.start), free, partial)
+        if free is None:
+            return Chunk(wanted, _handed_on(items), None)
+        if free.assumed and not partial:  # all of them handed on too, for a line before them that names an engine
+            return Chunk(wanted, _handed_on(items), Stats.part(items, free.start), free, partial)
         head = made(items[: free.start])
         items[: free.start] = head
         free = free._replace(start=len(head))
@@ -98,12 +95,18 @@ class StatsJob:
             self.stats.merge(part.rest)
 
 
+def _handed_on(items: list[Record | Unmade]) -> Sequence[Record | Unmade] | Packed:
+    """Records to feed in file order, some not made yet: as they are in this process (:meth:`Stats.update` folds them),
+    made and packed in a worker (:func:`~acceptmon.pipeline.workers.handed_on`)."""
+    return handed_on(made(items)) if in_worker() else items
+
+
 class Chunk(NamedTuple):
     """What :meth:`StatsJob.chunk` hands on: records to feed in order, the aggregate of the rest and where it
     starts."""
 
     wanted: int
-    records: list[Record] | Packed
+    records: Sequence[Record | Unmade] | Packed
     rest: Stats | None
     free: Free | None = None
     partial: bool = False

@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import eq, itemgetter
 from typing import Any, Literal
 
 from acceptmon.parse.fast.rows import Plan
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record, Unmade, joined
 
 _from_iso = datetime.fromisoformat
 Rows = list[tuple[Plan, dict[str, Any] | tuple[Any, ...]]]
@@ -97,17 +98,32 @@ As = bool | Literal["unmade"]
 
 def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade] | list[Record]:
     """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan),
-    whose records take ``names``: one plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once. Rows
-    of several plans (a vLLM log's spec and throughput lines, SGLang lines of two key orders) are made into their
-    records here (a consumer of columns would read them field by field, which costs more than it saves)."""
+    whose records take ``names``: each plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once, rows
+    of several plans (a vLLM log's spec and throughput lines) as pieces in order. A part with a row of a plan of
+    dicts is made into its records here."""
     if isinstance(rows, bytes) or not rows:
         return []
-    plan = rows[0][0]
-    if type(rows[0][1]) is not tuple or any(p is not plan for p in map(itemgetter(0), rows)):
+    plans = list(map(itemgetter(0), rows))
+    distinct = list(dict.fromkeys(plans))
+    if not all(p.tuples for p in distinct) or len(distinct) > 255:
         return records(rows, names)
+    if len(distinct) == 1:
+        return [_piece(distinct[0], rows, names)]
+    index = {p: i for i, p in enumerate(distinct)}
+    order = bytes(map(index.__getitem__, plans))
+    pieces = [_piece(p, list(compress(rows, map(eq, order, repeat(i)))), names) for i, p in enumerate(distinct)]
+    return [joined(pieces, order, partial(_made, rows, names), (0, len(rows)))]
+
+
+def _piece(plan: Plan, rows: Rows, names: dict[str, str] | None) -> Unmade:
+    """One plan's rows of tuples as columns."""
     fixed = {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
     columns = dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True))
-    return [Unmade(len(rows), frozenset({plan.kind}), fixed, columns, partial(records, rows, names))]
+    return Unmade(len(rows), frozenset({plan.kind}), fixed, columns, partial(_made, rows, names))
+
+
+def _made(rows: Rows, names: dict[str, str] | None, start: int, stop: int) -> list[Record]:
+    return records(rows[start:stop] if start or stop < len(rows) else rows, names)
 
 
 def part(as_records: As, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record] | list[Unmade]:
