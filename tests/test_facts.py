@@ -19,10 +19,10 @@ from unittest.mock import patch
 import pytest
 
 from acceptmon.cli import main
-from acceptmon.measure.aggregate import Stats
+from acceptmon.measure.aggregate import Stats, judged
 from acceptmon.parse import kinds
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import BaseRecord
+from acceptmon.parse.records import BaseRecord, Unmade
 from acceptmon.sinks import runs_table
 from acceptmon.sinks.runs_table import StatsJob
 from tests.conftest import SAMPLES
@@ -177,6 +177,19 @@ def test_runs_read_in_two_parts_are_runs_read_whole(name, grammars):
             assert len(got) == len(whole)
             for a, b in zip(got, whole, strict=True):
                 assert _same(a.model_dump(), b.model_dump()), (cut, unmade, worker, a, b)
+
+
+def test_a_v0_part_unmade_is_order_free_after_its_first_line_counting_since_start(grammars):
+    """vLLM v0's lines handed on unmade: the part is cut after its first spec line (which counts since start, and
+    whose interval needs the counters before the part), and is order-free from there, its rows not made."""
+    name = "vllm_v0_0.6.log"
+    records = Parser(grammars, name, records=StatsJob().records_wanted).feed((SAMPLES / name).read_bytes())
+    start = next(i for i, r in enumerate(records) if r.kind == "throughput" and records[i + 2].kind == "spec")
+    items = judged(parts(records[start:]))
+    free = Stats.order_free(items)
+    assert free is not None and free.start == 1
+    assert [type(r) for r in items] == [Unmade, Unmade] and [r.size for r in items] == [3, len(records) - start - 3]
+    assert [r.kind for r in items[0].made()] == ["throughput", "throughput", "spec"]
 
 
 def test_a_part_after_a_refused_launch_drops_the_rates_derived_from_it(grammars):

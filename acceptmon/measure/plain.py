@@ -140,8 +140,18 @@ def naming(rows: Unmade) -> Named | None:
     whose = _one_run(parts, ("run", "rank"))
     if first >= 0 or whose is None:
         return None
-    at = next(i for i, c in enumerate(rows.column("cumulative")) if c)
+    counting = [i for i, k in enumerate(kinds) if "cumulative" in k.model.model_fields]
+    at = min(_first(rows, i, parts[i].column("cumulative")) for i in counting)
     return Named((where[0], where[1]), first, last, (at, whose[0], whose[1] or ""))
+
+
+def _first(rows: Unmade, piece: int, column: Sequence[Any]) -> int:
+    """Where the first row of a piece (the ``piece`` th of ``rows``) with a true value in ``column`` is among all the
+    rows (past the end: none has one)."""
+    row = next((i for i, v in enumerate(column) if v), None)
+    if row is None:
+        return rows.size
+    return rows.place(piece, row) if rows.pieces else row
 
 
 def _since_start(rows: Unmade, kind: RecordKind) -> bool:

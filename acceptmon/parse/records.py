@@ -267,10 +267,21 @@ class Unmade:
     def column(self, name: str) -> Sequence[Any]:
         """Every record's value of a field, in order (None where its kind has no such field)."""
         if self.pieces:
+            if all(name not in p.columns for p in self.pieces):  # each piece's is fixed
+                fixed = {p.fixed.get(name) for p in self.pieces}
+                if len(fixed) == 1:
+                    return (fixed.pop(),) * self.size
             taken = [iter(p.column(name)).__next__ for p in self.pieces]
             return [taken[i]() for i in self.order]
         got = self.columns.get(name)
         return got if got is not None else (self.fixed.get(name),) * self.size
+
+    def place(self, piece: int, row: int) -> int:
+        """Where the ``row`` th row of the ``piece`` th piece is among all the rows."""
+        at = -1
+        for _ in range(row + 1):
+            at = self.order.index(piece, at + 1)
+        return at
 
     def made(self) -> list[BaseRecord]:
         """The records (made once: ask only once)."""
