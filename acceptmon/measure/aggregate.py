@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
-from acceptmon.measure.normalize import Fact, Normalizer, RunKey, column_kinds, plain_kinds
+from acceptmon.measure.normalize import Fact, Normalizer, RunKey, plain_kinds
 from acceptmon.measure.plain import (
     Plain,
     logged_rates,
@@ -303,18 +303,9 @@ class RunStats:
 
 def made(items: Iterable[Record | Unmade]) -> list[Record]:
     """``items`` with the records not made yet made."""
-    return cast("list[Record]", made_where(items, _every))
-
-
-def _every(_: Unmade) -> bool:
-    return True
-
-
-def made_where(items: Iterable[Record | Unmade], which: Callable[[Unmade], bool]) -> list[Record | Unmade]:
-    """``items`` with the records not made yet that ``which`` picks made."""
-    out: list[Record | Unmade] = []
+    out: list[Record] = []
     for r in items:
-        if type(r) is Unmade and which(r):
+        if type(r) is Unmade:
             out.extend(r.made())
         else:
             out.append(r)
@@ -376,11 +367,11 @@ class Stats:
         """Normalize and fold records in file order; those :meth:`Normalizer.plain` takes (most SGLang decode lines)
         without making their facts, and records not made yet (the fast lane's) as columns where they are all such
         (:meth:`fold_values`)."""
-        normalizer, kinds, columns = self.normalizer, plain_kinds(), column_kinds()
+        normalizer, kinds = self.normalizer, plain_kinds()
         fact, plain = normalizer.fact, normalizer.plain
         for r in records:
             if type(r) is Unmade:
-                if not (r.kinds <= columns and self.fold_values(r)):
+                if not (r.kinds <= kinds and self.fold_values(r)):
                     self.update(r.made())
                 continue
             if r.kind in kinds:
@@ -393,8 +384,8 @@ class Stats:
 
     def fold_values(self, rows: Unmade) -> bool:
         """Fold records not made yet of plain kinds as columns, as they would be folded one by one, made
-        (:mod:`acceptmon.measure.plain`); False, nothing changed, where one is not plain, they are not of one run
-        of one stream, or a line counts since start."""
+        (:mod:`acceptmon.measure.plain`); False, nothing changed, where :func:`~acceptmon.measure.plain.plain_columns`
+        does not take them."""
         plain = plain_columns(rows, self.normalizer.last_named)
         if plain is None:
             return False

@@ -447,12 +447,6 @@ def plain_kinds() -> frozenset[str]:
     )
 
 
-def column_kinds() -> frozenset[str]:
-    """The kinds whose records the runs' fold takes as columns (:mod:`acceptmon.measure.plain`): every
-    :func:`plain_kinds` kind (a part with a line counting since start is folded one by one)."""
-    return plain_kinds()
-
-
 READS = frozenset(
     {
         "file",

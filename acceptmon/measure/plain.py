@@ -24,7 +24,7 @@ from operator import add, eq, itemgetter, mul
 from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
-from acceptmon.measure.normalize import Normalizer, column_kinds, refuses_size, valid_bounds
+from acceptmon.measure.normalize import Normalizer, plain_kinds, refuses_size, valid_bounds
 from acceptmon.measure.tokens import CounterKey, SpecTotals
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import Unmade
@@ -65,13 +65,13 @@ class Plain(NamedTuple):
 
 
 def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain | None:
-    """``rows`` (of kinds among :func:`~acceptmon.measure.normalize.column_kinds`, in file order) as columns, or None
+    """``rows`` (of kinds among :func:`~acceptmon.measure.normalize.plain_kinds`, in file order) as columns, or None
     where one is not plain, they are not of one run of one stream, or two plans' rows log a field a figure sums
     (its sum would be taken in another order); ``named``: the engine each file and source named last before them.
     Rows that count since server start (vLLM v0) are taken where they are all one unit's."""
     parts = rows.parts()
     kinds = [KINDS[next(iter(p.kinds))] for p in parts]
-    if not rows.size or not rows.kinds <= column_kinds() or len({k.unit_field for k in kinds}) != 1:
+    if not rows.size or not rows.kinds <= plain_kinds() or len({k.unit_field for k in kinds}) != 1:
         return None
     key = _one_run(parts)
     if key is None:
@@ -122,12 +122,12 @@ class Named(NamedTuple):
 
 
 def naming(rows: Unmade) -> Named | None:
-    """Where rows of :func:`~acceptmon.measure.normalize.column_kinds` kinds whose unit is their engine, of one file
+    """Where rows of :func:`~acceptmon.measure.normalize.plain_kinds` kinds whose unit is their engine, of one file
     and source, name an engine, and where they start to count since start (all of one run and rank, naming none);
     None for any other rows."""
     parts = rows.parts()
     kinds = [KINDS[next(iter(p.kinds))] for p in parts]
-    if not rows.kinds <= column_kinds() or any(k.unit_field != "engine" for k in kinds):
+    if not rows.kinds <= plain_kinds() or any(k.unit_field != "engine" for k in kinds):
         return None
     where = _one_run(parts, ("file", "source"))
     if where is None:

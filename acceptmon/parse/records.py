@@ -267,10 +267,10 @@ class Unmade:
     def column(self, name: str) -> Sequence[Any]:
         """Every record's value of a field, in order (None where its kind has no such field)."""
         if self.pieces:
-            if all(name not in p.columns for p in self.pieces):  # each piece's is fixed
-                fixed = {p.fixed.get(name) for p in self.pieces}
-                if len(fixed) == 1:
-                    return (fixed.pop(),) * self.size
+            if all(name not in p.columns for p in self.pieces):  # each piece's is fixed: the same one?
+                first, *rest = (p.fixed.get(name) for p in self.pieces)
+                if all(type(v) is type(first) and v == first for v in rest):
+                    return (first,) * self.size
             taken = [iter(p.column(name)).__next__ for p in self.pieces]
             return [taken[i]() for i in self.order]
         got = self.columns.get(name)

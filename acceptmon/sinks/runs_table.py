@@ -13,7 +13,7 @@ from typing import NamedTuple, cast
 from acceptmon.display import duration, number, short_model
 from acceptmon.measure.aggregate import Free, RunSummary, Stats, judged, made
 from acceptmon.measure.columns import Packed
-from acceptmon.measure.normalize import column_kinds
+from acceptmon.measure.normalize import plain_kinds
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
@@ -36,7 +36,7 @@ class StatsJob:
     def takes_unmade(self) -> frozenset[str]:
         """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
         plain decode lines are folded as columns (:meth:`Stats.update`)."""
-        return column_kinds()
+        return plain_kinds()
 
     def __init__(self) -> None:
         self.records_wanted = (
