@@ -113,6 +113,34 @@ def _mostly(usual: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.Se
 
 
 @st.composite
+def decode_records(draw: st.DrawFn) -> list[DecodeStats | PrefillStats]:
+    """SGLang's decode lines as a log has them, mostly plain: ranks mixed, the odd prefill line, impossible or missing
+    value, and run of another launch."""
+    value = _mostly(st.floats(min_value=1.0, max_value=8.0), st.sampled_from([None, 0.5, math.nan]))
+    rate = _mostly(st.floats(min_value=0.0, max_value=1.0), st.sampled_from([None, 1.5]))
+    count = _mostly(st.integers(min_value=0, max_value=64), st.sampled_from([None, -3]))
+    out: list[DecodeStats | PrefillStats] = []
+    for i in range(draw(st.integers(min_value=1, max_value=30))):
+        where = _where(draw, i, runs=1) | {"file": "a.log", "source": "", "run": draw(_mostly(st.just(0), st.just(1)))}
+        where["rank"] = draw(st.sampled_from(["TP0", "TP1", "DP1 TP1", None]))
+        if draw(_mostly(st.just(False), st.just(True))):
+            out.append(PrefillStats(**where, queue_req=draw(count)))
+            continue
+        out.append(
+            DecodeStats(
+                **where,
+                accept_len=draw(value),
+                accept_rate=draw(rate),
+                draft_accept_rate=draw(rate),
+                gen_throughput=draw(_mostly(st.floats(min_value=0.0, max_value=900.0), st.just(None))),
+                running_req=draw(count),
+                queue_req=draw(count),
+            )
+        )
+    return out
+
+
+@st.composite
 def vllm_interval_records(draw: st.DrawFn) -> list[Any]:
     """vLLM's lines as a log has them, mostly plain: throughput lines that name their engine, spec lines that mostly
     do not, counting per interval (v1) or, in some lists, since start (v0: rising counters, no engine named, after a
@@ -121,7 +149,7 @@ def vllm_interval_records(draw: st.DrawFn) -> list[Any]:
     count = _mostly(st.integers(min_value=0, max_value=300), st.sampled_from([None, -3]))
     since_start = draw(st.booleans())
     out: list[Any] = [ServerLaunch(file="a.log")] if since_start and draw(st.booleans()) else []
-    engines = st.sampled_from([None] * 5 + ["001"]) if since_start else st.sampled_from(["000", "001", "002", None])
+    engines = _mostly(st.none(), st.just("001")) if since_start else st.sampled_from(["000", "001", "002", None])
     counters = [0, 0, 0]
     for i in range(draw(st.integers(min_value=1, max_value=30))):
         where = _where(draw, i, runs=1) | {"file": "a.log", "source": "", "run": draw(_mostly(st.just(0), st.just(1)))}
@@ -142,7 +170,7 @@ def vllm_interval_records(draw: st.DrawFn) -> list[Any]:
         out.append(
             SpecStats(
                 **where,
-                engine=draw(st.sampled_from([None] * 5 + ["001"])),
+                engine=draw(engines if since_start else st.sampled_from([None] * 5 + ["001"])),
                 accept_len=draw(_mostly(st.floats(min_value=1.0, max_value=4.0), st.sampled_from([None, 0.5]))),
                 draft_accept_rate=draw(rate),
                 accepted_tokens=accepted,
@@ -216,7 +244,7 @@ def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_close
 
 @settings(max_examples=400, deadline=None)
 @given(
-    st.one_of(records(), vllm_records(), vllm_interval_records()),
+    st.one_of(records(), decode_records(), vllm_records(), vllm_interval_records()),
     st.lists(st.integers(min_value=0, max_value=40), max_size=4),
 )
 def test_the_column_fold_is_the_facts_fold(drawn, cuts):

@@ -325,7 +325,7 @@ class Normalizer:
         self,
         key: RunKey,
         units: Sequence[str],
-        loads: Sequence[tuple[dict[str, list[int]], list[Sequence[Any] | None]]],
+        loads: Sequence[tuple[dict[str, Sequence[int]], list[Sequence[Any] | None]]],
         batches: int,
         named: str | None,
     ) -> None:
@@ -427,7 +427,7 @@ class Normalizer:
         return ("", False) if last is None else (last, True)
 
 
-def _last(column: Sequence[Any], at: list[int], old: Any) -> Any:
+def _last(column: Sequence[Any], at: Sequence[int], old: Any) -> Any:
     """The last value logged at these places of a column (``old`` if none is)."""
     for i in reversed(at):
         v = column[i]

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import partial, reduce
+from functools import reduce
 from itertools import compress, repeat
-from operator import add, eq, itemgetter, mul
+from operator import add, eq, is_not, itemgetter, mul
 from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
@@ -45,7 +45,7 @@ class Piece(NamedTuple):
     """Every :data:`~acceptmon.measure.normalize.VALID` field of the kind's that a row logs, by name."""
     units: Sequence[str]
     """Each row's unit."""
-    groups: dict[str, list[int]]
+    groups: dict[str, Sequence[int]]
     """A ``load`` kind's: by unit, in order of each one's first row, its rows' places (else empty)."""
 
 
@@ -189,8 +189,10 @@ def _units(rows: Unmade, field: str, named: str | None) -> tuple[list[str], str 
     return units, next(filter(None, reversed(engines)))
 
 
-def _groups(units: Sequence[str]) -> dict[str, list[int]]:
+def _groups(units: Sequence[str]) -> dict[str, Sequence[int]]:
     """By unit, in order of its first row: its rows' places."""
+    if units and units.count(units[0]) == len(units):  # one unit (a vLLM engine, a rank): asked in C
+        return {units[0]: range(len(units))}
     groups: dict[str, list[int]] = {}
     for i, unit in enumerate(units):
         at = groups.get(unit)
@@ -198,7 +200,7 @@ def _groups(units: Sequence[str]) -> dict[str, list[int]]:
             groups[unit] = [i]
         else:
             at.append(i)
-    return groups
+    return dict(groups)
 
 
 def _not_none(v: Any) -> bool:
@@ -210,16 +212,18 @@ def _valid_columns(rows: Unmade, model: type) -> Columns | None:
     is None or a plain number within its bounds (as the record path's test: finite, no bool), else None."""
     columns: Columns = {}
     for name, low, high in valid_bounds(model):
+        if name not in rows.columns and rows.fixed.get(name) is None:
+            continue  # none logged: the plan's shape has None
         column = rows.column(name)
         logged = present(column)
         if not logged:
             continue
-        if not (
-            set(map(type, logged)) <= _NUMBERS
-            and not any(map(math.isnan, logged))
-            and low <= min(logged)
-            and (max(logged) < math.inf if high == math.inf else max(logged) <= high)
-        ):
+        types = set(map(type, logged))
+        if not types <= _NUMBERS:
+            return None
+        if float in types and not math.isfinite(sum(logged)) and any(map(math.isnan, logged)):
+            return None  # (a finite sum has no NaN in it: one pass in C, not a call per value)
+        if not (low <= min(logged) and (max(logged) < math.inf if high == math.inf else max(logged) <= high)):
             return None
         columns[name] = column
     return columns
@@ -256,15 +260,17 @@ def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | Non
     accepted, drafted = ([v or 0 for v in counting.column(name)] for name in ("accepted_tokens", "drafted_tokens"))
     widths = map(_width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps")))
     now = zip(accepted, drafted, counting.column("emitted_tokens"), widths, strict=True)
-    return list(map(partial(normalizer.intervals.close, rows.counts), now))
+    return normalizer.intervals.close_each(rows.counts, now)
 
 
-def logged_rates(rows: Piece) -> list[tuple[str, list[Any]]]:
+def logged_rates(rows: Piece) -> list[tuple[str, Sequence[Any]]]:
     """Each unit's logged throughputs, in order, the units in order of their first (where a run's figures make
     their means)."""
     tputs = rows.columns.get("gen_throughput")
     if tputs is None:
         return []
+    if len(rows.groups) == 1:
+        return [(unit, present(tputs)) for unit in rows.groups]
     logged = []
     for unit, at in rows.groups.items():
         kept = [i for i in at if tputs[i] is not None]
@@ -335,7 +341,7 @@ def present(column: Sequence[Any] | None) -> Sequence[Any]:
     """The values logged in a column (None: a field the kind lacks), in order."""
     if column is None:
         return ()
-    return column if None not in column else [v for v in column if v is not None]
+    return column if None not in column else list(compress(column, map(is_not, column, repeat(None))))
 
 
 def summed(mean: Mean, present: Sequence[Any]) -> None:

@@ -10,6 +10,7 @@ per-position rates are weighted by each line's drafts. Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,21 +126,36 @@ class Intervals:
 
     def close(self, key: CounterKey, now: Counters) -> tuple[float | None, float | None]:
         """(accept_len, accept_rate) over the interval a cumulative line with counters ``now`` closes."""
-        acc, drafted, emitted, k = now
+        return self.close_each(key, (now,))[0]
+
+    def close_each(self, key: CounterKey, lines: Iterable[Counters]) -> list[tuple[float | None, float | None]]:
+        """:meth:`close` of each of these lines of one key's counters, in order (one loop: the runs' fold of a part's
+        lines as columns)."""
+        out: list[tuple[float | None, float | None]] = []
         before = self._last.get(key)
-        self._last[key] = (acc, drafted, emitted)
-        if before is None and key[:3] not in self._launched:
-            return None, None
-        b_acc, b_drafted, b_emitted = before or (0, 0, 0)
-        d_acc, d_drafted = acc - b_acc, drafted - b_drafted
-        if d_drafted <= 0 or d_acc < 0 or not k:
-            return None, None  # no drafts in the interval, or counters went back (a restart not logged)
-        d_emitted = emitted - b_emitted if emitted is not None and b_emitted is not None else None
-        if d_emitted is not None and d_emitted >= 0:
-            length = d_emitted * k / d_drafted
-        else:  # no emitted count at one end (or it went back): from the accepted tokens
-            length = 1 + d_acc * k / d_drafted
-        return round(length, 6), round(d_acc / d_drafted, 6)
+        known = before is not None or key[:3] in self._launched  # a line before, or the launch: from zero
+        now = None
+        for acc, drafted, emitted, k in lines:
+            now = (acc, drafted, emitted)
+            if not known:
+                out.append((None, None))
+                before, known = now, True
+                continue
+            b_acc, b_drafted, b_emitted = before or (0, 0, 0)
+            before = now
+            d_acc, d_drafted = acc - b_acc, drafted - b_drafted
+            if d_drafted <= 0 or d_acc < 0 or not k:
+                out.append((None, None))  # no drafts in the interval, or counters went back (a restart not logged)
+                continue
+            d_emitted = emitted - b_emitted if emitted is not None and b_emitted is not None else None
+            if d_emitted is not None and d_emitted >= 0:
+                length = d_emitted * k / d_drafted
+            else:  # no emitted count at one end (or it went back): from the accepted tokens
+                length = 1 + d_acc * k / d_drafted
+            out.append((round(length, 6), round(d_acc / d_drafted, 6)))
+        if now is not None:
+            self._last[key] = now
+        return out
 
     def record(self, r: Record) -> Record:
         """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""
