@@ -250,8 +250,8 @@ def test_a_vllm_spec_line_takes_the_engine_named_last_and_a_cumulative_one_close
 def test_the_column_fold_is_the_facts_fold(drawn, cuts):
     """Runs of plain records (cut where a record of another kind or ``cuts`` fall) handed on unmade, as the lane does
     (SGLang's decode lines; vLLM's spec and throughput lines, interleaved, as pieces): folded as columns where all
-    are plain, of one run of one stream and counting nothing since start, else made and folded one by one, the same
-    as the facts' fold."""
+    are plain and of one run of one stream (lines counting since start: of one unit), else made and folded one by
+    one, the same as the facts' fold."""
     items: list[Any] = []
     run: list[Any] = []
     for i, r in enumerate(drawn):
@@ -282,9 +282,9 @@ COLUMN_FOLDS: set[tuple[bool, frozenset[str], bool]] = set()
 
 
 def test_the_column_fold_took_some_and_left_some():
-    """The drawn cases above had the column fold take a part and refuse one, of SGLang's decode lines and of vLLM's
-    spec and throughput lines interleaved (it ran first: pytest keeps file order, and a worker of ``-n`` runs a
-    file's tests together)."""
+    """The drawn cases above had the column fold take a part and refuse one, of SGLang's decode lines, of vLLM's
+    spec and throughput lines interleaved and of lines counting since start (the test above ran first where this
+    process ran it, else it runs here)."""
     if not COLUMN_FOLDS:
         test_the_column_fold_is_the_facts_fold()
     for kinds in ({"decode"}, {"spec", "throughput"}):

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, plain_kinds, refuses_size, valid_bounds
-from acceptmon.measure.tokens import CounterKey, SpecTotals
+from acceptmon.measure.tokens import CounterKey, SpecTotals, width
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import Unmade
 
@@ -258,7 +258,7 @@ def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | Non
         return None
     counting = next(p.rows for p in rows.pieces if p.kind.acceptance)
     accepted, drafted = ([v or 0 for v in counting.column(name)] for name in ("accepted_tokens", "drafted_tokens"))
-    widths = map(_width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps")))
+    widths = map(width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps")))
     now = zip(accepted, drafted, counting.column("emitted_tokens"), widths, strict=True)
     return normalizer.intervals.close_each(rows.counts, now)
 
@@ -297,7 +297,7 @@ def token_totals(spec: SpecTotals, rows: Unmade) -> None:
 
     drafted, emitted, rates = column("drafted_tokens"), column("emitted_tokens"), column("position_accept_rates")
     accepted = [a or 0 for a in column("accepted_tokens")]
-    widths = map(_width, column("num_spec_tokens"), rates, column("spec_num_steps"))
+    widths = map(width, column("num_spec_tokens"), rates, column("spec_num_steps"))
     if any(column("cumulative")):  # every row counts since start (:func:`plain_columns`): the first and the last
         k = list(widths)
         first, last = ((accepted[i], drafted[i], -1 if emitted[i] is None else emitted[i], k[i] or 0) for i in (0, -1))
@@ -315,11 +315,6 @@ def token_totals(spec: SpecTotals, rows: Unmade) -> None:
         spec.emitted += sum(emitted)
     spec.drafts = reduce(add, drafts, spec.drafts)
     _positions(spec.positions, rates, drafts)
-
-
-def _width(tokens: int | None, rates: list[Any] | None, steps: int | None) -> int | None:
-    """Tokens per draft, as :func:`~acceptmon.measure.tokens.counters` takes it."""
-    return tokens or (len(rates or ()) or None) or steps
 
 
 def _positions(totals: list[float], rates: Sequence[list[Any] | None], drafts: list[float]) -> None:

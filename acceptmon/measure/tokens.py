@@ -24,8 +24,14 @@ CounterKey = tuple[str, str, int, str]
 
 
 def counters(r: SpecStats) -> Counters:
-    k = r.num_spec_tokens or (len(r.position_accept_rates or ()) or None) or r.spec_num_steps
+    k = width(r.num_spec_tokens, r.position_accept_rates, r.spec_num_steps)
     return r.accepted_tokens or 0, r.drafted_tokens or 0, r.emitted_tokens, k
+
+
+def width(tokens: int | None, rates: list[Any] | None, steps: int | None) -> int | None:
+    """Tokens per draft (k): the line's count of speculative tokens, else its per-position rates, else the launch's
+    steps."""
+    return tokens or (len(rates or ()) or None) or steps
 
 
 @dataclass
