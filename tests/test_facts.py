@@ -19,7 +19,7 @@ from unittest.mock import patch
 import pytest
 
 from acceptmon.cli import main
-from acceptmon.measure.aggregate import Stats, judged
+from acceptmon.measure.parts import judged, order_free
 from acceptmon.parse import kinds
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import BaseRecord, Unmade
@@ -186,7 +186,7 @@ def test_a_v0_part_unmade_is_order_free_after_its_first_line_counting_since_star
     records = Parser(grammars, name, records=StatsJob().records_wanted).feed((SAMPLES / name).read_bytes())
     start = next(i for i, r in enumerate(records) if r.kind == "throughput" and records[i + 2].kind == "spec")
     items = judged(parts(records[start:]))
-    free = Stats.order_free(items)
+    free = order_free(items)
     assert free is not None and free.start == 1
     assert [type(r) for r in items] == [Unmade, Unmade] and [r.size for r in items] == [3, len(records) - start - 3]
     assert [r.kind for r in items[0].made()] == ["throughput", "throughput", "spec"]
@@ -237,10 +237,10 @@ def test_a_part_is_order_free_after_its_last_line_that_takes_an_earlier_lines_en
     assert [r.kind for r in records] == ["throughput", "spec", "spec", "throughput", "spec", "spec", "spec"]
     assert [r.source for r in records[:2]] == ["pod/p1/vllm", "pod/p2/vllm"]
     p1, p2 = ("a.log", "pod/p1/vllm"), ("a.log", "pod/p2/vllm")
-    assert Stats.order_free(records) == (2, frozenset(), {p1, p2})  # p2's first line needs a name from before
-    assert Stats.order_free(records[:3]) == (0, {p2}, {p1})  # p2 named nowhere in the part: assumed never named
-    assert Stats.order_free(records[1:3]) == (0, {p1, p2}, frozenset())
-    assert Stats.order_free(records[1:]) == (1, {p1}, {p2})  # p2 named after its first line, p1 nowhere
+    assert order_free(records) == (2, frozenset(), {p1, p2})  # p2's first line needs a name from before
+    assert order_free(records[:3]) == (0, {p2}, {p1})  # p2 named nowhere in the part: assumed never named
+    assert order_free(records[1:3]) == (0, {p1, p2}, frozenset())
+    assert order_free(records[1:]) == (1, {p1}, {p2})  # p2 named after its first line, p1 nowhere
     whole = _split_runs(records, 0)
     assert [(s.source, s.ranks, s.batches) for s in whole] == [(p1[1], 1, 3), (p2[1], 2, 2)]  # p2 first took none
     for cut in range(1, len(records)):  # every later part assumes p1 (or p2) was never named: it was, before it

@@ -15,16 +15,16 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey, plain_kinds
+from acceptmon.measure.parts import made
 from acceptmon.measure.plain import (
     Plain,
     logged_rates,
     moves_on,
-    naming,
     plain_columns,
     present,
     stamps,
@@ -33,7 +33,7 @@ from acceptmon.measure.plain import (
 )
 from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
-from acceptmon.measure.tokens import CounterKey, Intervals, SpecTotals
+from acceptmon.measure.tokens import SpecTotals
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import LaunchConfig, Record, Unmade
 
@@ -230,7 +230,8 @@ class RunStats:
                 self.positions.add_rates(rates, steps)
 
     def merge(self, other: RunStats) -> None:
-        """Fold in the same run's aggregate from a later, order-free part of the file (:meth:`Stats.order_free`)."""
+        """Fold in the same run's aggregate from a later, order-free part of the file
+        (:func:`~acceptmon.measure.parts.order_free`)."""
         self.launch = other.launch or self.launch  # a later launch line of the run carries the merged config
         self.start = min((t for t in (self.start, other.start) if t is not None), default=None)
         self.end = max((t for t in (self.end, other.end) if t is not None), default=None)
@@ -301,61 +302,6 @@ class RunStats:
         )
 
 
-def made(items: Iterable[Record | Unmade]) -> list[Record]:
-    """``items`` with the records not made yet made."""
-    out: list[Record] = []
-    for r in items:
-        if type(r) is Unmade:
-            out.extend(r.made())
-        else:
-            out.append(r)
-    return out
-
-
-def judged(items: Iterable[Record | Unmade]) -> list[Record | Unmade]:
-    """``items`` as :meth:`Stats.order_free` judges them: records not made yet of :func:`self_contained` kinds as they
-    are, of kinds whose unit is their engine cut before their first line that names one and after their first line
-    that counts since start (:func:`~acceptmon.measure.plain.naming`), any other made."""
-    alone = self_contained()
-    out: list[Record | Unmade] = []
-    for r in items:
-        if type(r) is not Unmade or r.kinds <= alone:
-            out.append(r)
-            continue
-        named = naming(r)
-        if named is None:
-            out.extend(r.made())
-        elif named.first > 0:
-            out.extend(r.split(named.first))
-        elif named.counts is not None and named.counts[0] < r.size - 1:
-            out.extend(r.split(named.counts[0] + 1))
-        else:
-            out.append(r)
-    return out
-
-
-def self_contained() -> frozenset[str]:
-    """The kinds whose records need no line before them (:meth:`Stats.order_free`): their unit is their rank, they
-    count nothing since server start and weigh no earlier request (every SGLang record). Asked of the registry at
-    each call: a kind registered later is judged too."""
-    return frozenset(
-        k.name
-        for k in KINDS.values()
-        if k.unit_field == "rank" and not k.positions and "cumulative" not in k.model.model_fields
-    )
-
-
-class Free(NamedTuple):
-    """Where a part of a file is order-free (:meth:`Stats.order_free`)."""
-
-    start: int
-    """The records before it are fed in file order; the part's normalizer sees them first."""
-    assumed: frozenset[tuple[str, str]]
-    """Files and sources whose lines the part reads as naming no engine, none having been named before it."""
-    named: frozenset[tuple[str, str]] = frozenset()
-    """Files and sources a line of the part names an engine for."""
-
-
 class Stats:
     """Runs of every file fed so far, in order of appearance; fed records in file order."""
 
@@ -415,78 +361,10 @@ class Stats:
                     continue  # other kinds (warnings, prefill) make no run of their own
             self._run(fact.key, r.pod, r.container).add(fact)
 
-    @staticmethod
-    def order_free(records: Sequence[Record | Unmade]) -> Free | None:
-        """Where these records start to give the same figures whatever came before them, given the normalizer has
-        seen the records before (:meth:`part`): after the last record that needs an earlier line outside them (a
-        vLLM spec line that takes the engine its file's last throughput line named, where a later line in the part
-        names one; the first cumulative line of its counters: vLLM v0, llama.cpp's statistics); None if one
-        belongs to a request line before it (per-position rates). What comes before is fed in file order.
-
-        Lines of a file and source that no line in the part names an engine for (vLLM v0 names none) take none:
-        the part assumes none was named before it either, which :meth:`Normalizer.named_any` checks where the part
-        is merged (if one was, the whole part is fed in file order).
-
-        A part's normalizer starts each unit's load and warm-up afresh: a batch's carried load and warm-up flag
-        may differ from the whole file's, and a run's figures read neither."""
-        start = 0
-        last: dict[tuple[str, str], str] = {}
-        waiting: dict[tuple[str, str], int] = {}
-        """By file and source never named yet in the part: its last line that needs a name from before."""
-        counted: set[CounterKey] = set()
-        alone = self_contained()
-        for i, r in enumerate(records):
-            if type(r) is Unmade:
-                if r.kinds <= alone:
-                    continue
-                named = naming(r)
-                if named is None or named.first > 0:
-                    return None  # not judged unmade: :func:`judged` first
-                where = named.where
-                if named.last is not None:
-                    last[where] = named.last
-                    if where in waiting:
-                        start = max(start, waiting.pop(where) + 1)
-                elif where not in last:
-                    waiting[where] = i
-                if named.counts is not None:
-                    at, run, rank = named.counts
-                    key = (*where, run, last.get(where) or rank)
-                    if key not in counted:
-                        if at != r.size - 1:
-                            return None  # not judged unmade: :func:`judged` first
-                        counted.add(key)
-                        start = i + 1
-                continue
-            if r.kind in alone:
-                continue
-            kind = KINDS[r.kind]
-            if kind.positions:
-                return None
-            values = r.__dict__
-            field = kind.unit_field
-            unit = values.get(field)
-            if field != "rank":
-                where = (r.file, values.get("source", ""))
-                if unit:
-                    last[where] = unit
-                    if where in waiting:
-                        start = max(start, waiting.pop(where) + 1)
-                elif where in last:
-                    unit = last[where]
-                else:
-                    waiting[where] = i
-            if values.get("cumulative"):
-                key = Intervals.key(r, unit if field == "engine" else values.get("engine"))
-                if key not in counted:
-                    counted.add(key)
-                    start = i + 1
-        return Free(start, frozenset(waiting), frozenset(last))
-
     @classmethod
     def part(cls, records: Sequence[Record | Unmade], start: int) -> Stats:
-        """The aggregate of ``records[start:]`` (:meth:`order_free`), its normalizer told what the records before
-        name and count."""
+        """The aggregate of ``records[start:]`` (:func:`~acceptmon.measure.parts.order_free`), its normalizer told
+        what the records before name and count."""
         stats = cls()
         stats.normalizer.feed(made(records[:start]))
         stats.update(records[start:] if start else records)

@@ -108,7 +108,7 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
 
 
 class Named(NamedTuple):
-    """What :meth:`~acceptmon.measure.aggregate.Stats.order_free` asks of rows whose unit is their engine
+    """What :func:`~acceptmon.measure.parts.order_free` asks of rows whose unit is their engine
     (:func:`naming`)."""
 
     where: tuple[str, str]

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from acceptmon.display import duration, number, short_model
-from acceptmon.measure.aggregate import Free, RunSummary, Stats, judged, made
+from acceptmon.measure.aggregate import RunSummary, Stats
 from acceptmon.measure.columns import Packed
 from acceptmon.measure.normalize import plain_kinds
+from acceptmon.measure.parts import Free, judged, made, order_free
 from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
@@ -24,10 +25,10 @@ from acceptmon.pipeline.workers import handed_on, in_worker, taken
 
 class StatsJob:
     """Records of the kinds runs are made of, normalized and aggregated in file order: a part is aggregated where it
-    was parsed (in workers too) from where :meth:`Stats.order_free` says (every SGLang part from its start, a vLLM
-    part after its lines that need one before it) and merged; what comes before, and any other part (per-position
-    rates), is handed on as records, as is a whole part that assumes no engine was named before it (fed in order if
-    one was)."""
+    was parsed (in workers too) from where :func:`~acceptmon.measure.parts.order_free` says (every SGLang part from
+    its start, a vLLM part after its lines that need one before it) and merged; what comes before, and any other part
+    (per-position rates), is handed on as records, as is a whole part that assumes no engine was named before it (fed
+    in order if one was)."""
 
     from_lane = True
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
@@ -50,9 +51,9 @@ class StatsJob:
         or if it assumes), and the aggregate of the rest. A worker hands on a part that assumes without the rest of
         its records (``partial``: they are many, and rarely needed): :meth:`ready` has the range read again here
         if they are."""
-        items = judged(records)  # as :meth:`Stats.order_free` judges them
+        items = judged(records)  # as :func:`~acceptmon.measure.parts.order_free` judges them
         wanted = sum(len(r) if type(r) is Unmade else r.kind in self.records_wanted for r in items)
-        free = Stats.order_free(items)
+        free = order_free(items)
         partial = free is not None and bool(free.assumed) and in_worker()
         if free is None:
             return Chunk(wanted, _handed_on(items), None)
