@@ -16,6 +16,7 @@ import random
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from acceptmon.diagnose.breakeven import Buckets, matched
@@ -24,13 +25,15 @@ from acceptmon.diagnose.state import RunState
 from acceptmon.measure.columns import NONE_INT, Batches
 from acceptmon.measure.compare import RESAMPLES, Side, summarize
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
+from acceptmon.measure.facts import Facts
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.positions import Positions, from_lengths
-from acceptmon.measure.tokens import counters
+from acceptmon.measure.tokens import counters, width
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record
 
 CI_TEXT = "95 % circular block bootstrap over the run's batches, as compare gives its side A (seed 0)"
+_COUNTS = ("num_spec_tokens", "spec_num_steps", "drafted_tokens")
 PARAMETER = {"sglang": "speculative_num_steps", "vllm": "num_speculative_tokens", "llamacpp": "--draft-max"}
 
 
@@ -100,6 +103,31 @@ class DepthInputs:
                 inputs.own_loads = inputs.own_loads and b is not None
                 if load.gen_throughput is not None:
                     inputs.loads.append(load.gen_throughput)
+
+    def fold(self, facts: Facts) -> None:
+        """Consecutive stats lines of one run, normalized, as columns (as :meth:`take` takes their facts)."""
+        file, _, number = facts.key
+        got = self.runs.get((file, number))
+        if got is None:
+            got = self.runs[file, number] = _RunInputs(server=facts.values["server"][0])
+        self._last = None
+        batch, load, tput = facts.batch, facts.load, facts.gen_throughput
+        every = all(batch)
+        lengths = facts.accept_len if every else list(compress(facts.accept_len, batch))
+        tputs = tput if every else list(compress(tput, batch))
+        got.accept.extend(math.nan if a is None else a for a in lengths)
+        got.batch_tok_s.extend(math.nan if t is None else t for t in tputs)
+        rates = facts.values["position_accept_rates"]
+        if any(rates):
+            since = facts.values["cumulative"]
+            spec = zip(rates, since, batch, *map(facts.values.__getitem__, _COUNTS), strict=True)
+            for row, cumulative, is_batch, tokens, steps, drafted in spec:
+                k = width(tokens, row, steps)
+                if row and is_batch and not cumulative and k:
+                    got.rates.add_rates(row, (drafted or 0) / k)
+        if any(load):
+            got.own_loads = got.own_loads and all(compress(batch, load))
+            got.loads.extend(t for t, ld in zip(tput, load, strict=True) if ld and t is not None)
 
     def _positions(self, r: Record) -> None:
         """A request's per-position rates on a line of their own (``positions`` role), weighted by its verify steps."""

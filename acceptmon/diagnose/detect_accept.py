@@ -8,12 +8,30 @@ lines of the warm-up (the first lines of a run) are not judged.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from functools import reduce
+from itertools import compress, repeat
+from operator import add, gt, is_, itemgetter, lt, not_, sub
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, Stretch, hit, matches, r6, run_lines
+from acceptmon.diagnose.detector import (
+    Context,
+    Detector,
+    Lines,
+    Params,
+    Stretch,
+    compared,
+    every,
+    hit,
+    known,
+    matches,
+    picked,
+    r6,
+    run_lines,
+)
 from acceptmon.diagnose.model import Hit, Severity, plural
-from acceptmon.diagnose.state import RunState, Step
+from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.parse.records import Record
 
 
@@ -47,6 +65,40 @@ class Stuck(Detector[StuckParams]):
         self.count += 1
         if self.count > self.best:
             self.best, self.best_lines = self.count, [self.start, step.line]
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """The judged lines (warm, with an accept length, and ``min_running`` running requests where logged) form
+        stretches at most ``stuck_at_most``, cut by the lines above it. The first stretch goes on from the count
+        carried in from earlier lines; the longest stretch so far is kept with its first and last line (the first
+        of equal ones); the last stretch stays open (``count``, ``start``) for the lines to come."""
+        few = compared(steps.running_req, lt, self.min_running)  # (not ``>=``: nan is not fewer)
+        judged = every(steps.warm, known(steps.accept_len), map(not_, few))
+        lines = list(compress(steps.line, judged))
+        if not lines:
+            return
+        above = list(map(gt, picked(steps.accept_len, judged), repeat(self.at_most)))
+        if False not in above:  # nothing stuck: the count starts again
+            self.count = 0
+            return
+        cuts = list(compress(range(len(lines)), above))
+        ends = [*cuts, len(lines)]  # the stretch before each cut, and the last one, end before these
+        first = ends[0]
+        if first:  # the stretch before the first cut goes on from the carried count
+            self.start = lines[0] if self.count == 0 else self.start
+            self.count += first
+            if self.count > self.best:
+                self.best, self.best_lines = self.count, [self.start, lines[first - 1]]
+        if not cuts:
+            return
+        sizes = list(map(sub, ends[1:], cuts))  # each later stretch: its length + 1 (from after its cut to the next)
+        longest = max(sizes) - 1
+        if longest > self.best:
+            at = sizes.index(longest + 1)
+            self.best, self.best_lines = longest, [lines[cuts[at] + 1], lines[ends[at + 1] - 1]]
+        self.count = sizes[-1] - 1
+        last = len(above) - 1 - above[::-1].index(False)  # the last stuck line
+        if last > cuts[0]:  # its stretch starts after the cut before it
+            self.start = lines[cuts[bisect_left(cuts, last) - 1] + 1]
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         algo = run.algorithm
@@ -98,6 +150,16 @@ class Low(Detector[LowParams]):
         if rate is not None and step.accept_len is None and step.warm:
             self.rate_lines.add(step.line)
             self.rate_sum += rate
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Warm lines that log an acceptance rate and no accept length: counted, their rates added in order."""
+        if None not in steps.accept_len:  # every line logs an accept length
+            return
+        rated = every(steps.warm, known(steps.accept_rate), map(is_, steps.accept_len, repeat(None)))
+        rates = list(compress(steps.accept_rate, rated))
+        if rates:
+            self.rate_lines.extend(compress(steps.line, rated))
+            self.rate_sum = reduce(add, rates, self.rate_sum)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         algo = run.algorithm or ""
@@ -209,6 +271,21 @@ class Depth(Detector[DepthParams]):
         if rates and isinstance(rates, list | tuple) and rates[-1] is not None:  # nan (no drafts) is None
             self.last_position.append(float(rates[-1]))
             self.position_lines.add(step.line)
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Warm lines whose per-position rates (``position_field``) end in a number (nan, nothing drafted, is None):
+        that last rate, as a float, and the line."""
+        column = steps.values.get(self.field)
+        if column is None or not any(column):  # no line logs rates
+            return
+        ends = [
+            warm and rates and isinstance(rates, list | tuple) and rates[-1] is not None
+            for warm, rates in zip(steps.warm, column, strict=True)
+        ]
+        ended = list(compress(column, ends))
+        if ended:
+            self.last_position += map(float, map(itemgetter(-1), ended))
+            self.position_lines.extend(compress(steps.line, ends))
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         n = len(self.last_position)

@@ -2,14 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from functools import reduce
+from itertools import chain, compress, repeat
+from operator import add, eq, gt, le
 from typing import Any
 
 from pydantic import Field
 
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6, run_lines
+from acceptmon.diagnose.detector import (
+    Context,
+    Detector,
+    Lines,
+    Params,
+    compared,
+    every,
+    hit,
+    known,
+    picked,
+    r6,
+    run_lines,
+)
 from acceptmon.diagnose.model import Hit, plural
-from acceptmon.diagnose.state import RunState, Step
+from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.parse.records import Record, WarningRecord
+
+
+def where_each(keys: list[int]) -> Iterator[tuple[int, Sequence[int]]]:
+    """Each distinct key, in the order first seen, with where it is: 1 at its places, 0 elsewhere. Keys that fit a
+    byte (every log2 bucket of a sequence length below 2**255) are marked by ``bytes.translate``, a pass in C far
+    cheaper than a comparison per entry."""
+    if max(keys) < 256:
+        packed = bytes(keys)
+        for key in dict.fromkeys(packed):
+            table = bytearray(256)
+            table[key] = 1
+            yield key, packed.translate(table)
+        return
+    for key in dict.fromkeys(keys):
+        yield key, list(map(eq, keys, repeat(key)))
 
 
 class ExpectedParams(Params):
@@ -34,6 +65,15 @@ class Expected(Detector[ExpectedParams]):
         if length is not None and running is not None and running <= self.max_running and step.warm:
             self.small += length
             self.small_lines.add(step.line)
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Warm lines with an accept length at most ``max_running`` running requests: counted, lengths added in
+        order."""
+        small = every(steps.warm, known(steps.accept_len), compared(steps.running_req, le, self.max_running))
+        lengths = list(compress(steps.accept_len, small))
+        if lengths:
+            self.small = reduce(add, lengths, self.small)
+            self.small_lines.extend(compress(steps.line, small))
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         want = ctx.expected_accept_len
@@ -91,6 +131,25 @@ class LongContext(Detector[ContextParams]):
             bucket = self.by_length[key] = [0, 0.0, step.line]
         bucket[0] += 1
         bucket[1] += length
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Warm lines with an accept length and a sequence length: the longest sequence, the lines beyond the
+        draft's window, and per log2 bucket of the sequence length (``int(seq).bit_length()``) its lines, their
+        accept lengths added in order, and its first line."""
+        judged = every(steps.warm, known(steps.accept_len), known(steps.seq_len))
+        seqs = picked(steps.seq_len, judged)
+        if not seqs:
+            return
+        lines, lengths = list(compress(steps.line, judged)), picked(steps.accept_len, judged)
+        self.longest = max(chain((self.longest,), seqs))
+        if self.window is not None:
+            self.over.extend(compress(lines, map(gt, seqs, repeat(self.window))))
+        for key, mine in where_each(list(map(int.bit_length, map(int, seqs)))):
+            bucket = self.by_length.get(key)
+            if bucket is None:
+                bucket = self.by_length[key] = [0, 0.0, lines[mine.index(1)]]
+            bucket[0] += mine.count(1)
+            bucket[1] = reduce(add, compress(lengths, mine), bucket[1])
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

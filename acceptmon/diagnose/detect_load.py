@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+from itertools import chain, compress, repeat
+from operator import ge, gt, is_not, lt, mul, truediv
+
 from pydantic import Field
 
 from acceptmon.diagnose.breakeven import BreakEven, label, tree_note
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
+from acceptmon.diagnose.detector import Context, Detector, Lines, Params, compared, every, hit, known, r6
 from acceptmon.diagnose.model import Hit, plural
-from acceptmon.diagnose.state import RunState, Step
+from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -51,6 +55,30 @@ class Retractions(Detector[RetractParams]):
             reserve = running * (n + topk * (k or 0)) / (tokens / usage)
             if reserve > self.reserve:
                 self.reserve, self.reserve_line = reserve, step.line
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """The token usage last logged; lines retracting requests (``retracted_req`` > 0) as events, the requests
+        summed; and, where the launch sets N, the largest speculative KV reserve ``B·(N + K·k) / (#token / usage)``
+        (of lines logging all three) with the first line that reached it."""
+        usage = next(filter(partial(is_not, None), reversed(steps.token_usage)), None)
+        if usage is not None:
+            self.usage = usage
+        column = steps.values.get("retracted_req")
+        if column is not None and any(column):  # (None and 0 retract nothing)
+            retracting = list(compared(column, gt, 0))
+            retracted = list(compress(column, retracting))
+            if retracted:
+                self.events.extend(compress(steps.line, retracting))
+                self.retracted += sum(retracted)
+        _, n, k, topk = run.spec_params()  # worked out once per launch line
+        if not n:
+            return
+        judged = every(steps.running_req, steps.token_usage, steps.num_tokens)
+        pools = map(truediv, compress(steps.num_tokens, judged), compress(steps.token_usage, judged))
+        reserves = list(map(truediv, map(mul, compress(steps.running_req, judged), repeat(n + topk * (k or 0))), pools))
+        largest = max(chain((self.reserve,), reserves))
+        if largest > self.reserve:  # the first line that reached it (none after is above it)
+            self.reserve, self.reserve_line = largest, list(compress(steps.line, judged))[reserves.index(largest)]
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:
@@ -102,6 +130,22 @@ class LargeBatch(Detector[BatchParams]):
         n = run.spec_params()[1]
         if n and running * n >= self.verify_at_least and r6(length / n) < self.efficiency_below:
             self.wasteful.add(step.line)
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Where the launch sets N: warm lines with an accept length and running requests whose batch verifies
+        ``B·N >= verify_tokens_at_least`` tokens per step and keeps ``L/N`` under ``efficiency_below`` (rounded
+        as :func:`~acceptmon.diagnose.detector.r6` rounds)."""
+        n = run.spec_params()[1]
+        if not n:
+            return
+        judged = every(steps.warm, known(steps.accept_len), steps.running_req)
+        verified = map(mul, compress(steps.running_req, judged), repeat(n))
+        big = list(map(ge, verified, repeat(self.verify_at_least)))
+        if True not in big:
+            return
+        lengths = compress(compress(steps.accept_len, judged), big)
+        kept = map(lt, map(round, map(truediv, lengths, repeat(n)), repeat(6)), repeat(self.efficiency_below))
+        self.wasteful.extend(compress(compress(compress(steps.line, judged), big), kept))  # r6(L / N) < bound
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

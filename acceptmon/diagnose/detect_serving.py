@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from itertools import chain, compress, repeat
+from operator import and_, ge, gt, is_, not_
+from typing import Any, cast
 
 from pydantic import Field
 
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, hit, r6
+from acceptmon.diagnose.detector import Context, Detector, Lines, Params, compared, hit, logged, r6
 from acceptmon.diagnose.model import Evidence, Hit, plural
-from acceptmon.diagnose.state import UNREAD, RunState, Step, config_value
+from acceptmon.diagnose.state import UNREAD, RunState, Step, Steps, config_value
 from acceptmon.parse.records import Record, WarningRecord
 
 
@@ -114,6 +117,38 @@ class GraphOff(Detector[GraphParams]):
             self.off.add(step.line)
             self.min_off = running if self.min_off is None else min(self.min_off, running)
 
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Speculative lines (#running-req 0 where not logged). Lines without a ``cuda_graph`` field (versions
+        before it) are counted and judged by the batch size graphs were captured for (server_args); the others are
+        counted, the largest batch that ran with graphs kept, and the lines without graphs with their smallest
+        batch."""
+        start = steps.speculative_from
+        if start >= len(steps):
+            return
+        lines, given = steps.line[start:], steps.running_req[start:]
+        running = [r or 0 for r in given] if None in given else cast(Sequence[int], given)
+        column = steps.values.get("cuda_graph")
+        graph = None if column is None else column[start:]
+        unlogged = None if graph is None else list(map(is_, graph, repeat(None)))
+        if unlogged is not None and False not in unlogged:  # no line logs the field
+            graph = unlogged = None
+        if unlogged is None or True in unlogged:
+            old = lines if unlogged is None else list(compress(lines, unlogged))
+            self.stats_lines += len(old)
+            cap = self._captured(run)
+            if cap is not None:
+                old_running = running if unlogged is None else compress(running, unlogged)
+                self.above.extend(compress(old, map(gt, old_running, repeat(cap))))
+        if graph is None or unlogged is None:
+            return
+        self.total += unlogged.count(False)
+        self.max_on = max(chain((self.max_on,), compress(running, graph)))
+        off = list(map(and_, map(not_, graph), map(not_, unlogged)))
+        off_running = list(compress(running, off))
+        if off_running:
+            self.off.extend(compress(lines, off))
+            self.min_off = min(chain(() if self.min_off is None else (self.min_off,), off_running))
+
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:
             return None
@@ -209,6 +244,20 @@ class QueueAtCap(Detector[CapParams]):
         cap = self._cap(run)
         if cap is not None and running >= cap and (r.__dict__.get("queue_req") or 0) > 0:
             self.at_cap.add(step.line)
+
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Lines that log #running-req: counted, the largest kept; with a cap (the warning's, or server_args'
+        max_running_requests where no warning is required), the lines at or above it with requests queued."""
+        running = steps.running_req
+        batches = logged(running)
+        if not batches:
+            return
+        self.total += len(batches)
+        self.max_running = max(chain((self.max_running,), batches))
+        cap, queue = self._cap(run), steps.values.get("queue_req")
+        if cap is not None and queue is not None and any(queue):  # (lines without a queue do not count)
+            at_cap = map(and_, compared(running, ge, cap), compared(queue, gt, 0))  # (#queue-req or 0) > 0
+            self.at_cap.extend(compress(steps.line, at_cap))
 
     def _cap(self, run: RunState) -> float | None:
         if self.cap is not None or self.p.require_warning:

@@ -9,15 +9,17 @@ None otherwise. Detectors keep sums and counts, never every line, so the engine 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from itertools import compress, repeat
+from operator import is_not
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from acceptmon.diagnose.breakeven import BreakEven
 from acceptmon.diagnose.model import Evidence, Hit, Severity, Value
-from acceptmon.diagnose.state import RunState, Step
+from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.parse.records import Record, WarningRecord
 
 MAX_LINES = 8
@@ -60,6 +62,11 @@ class Detector(Generic[P]):
     def stats(self, r: Record, run: RunState, step: Step) -> None:
         """A decode line (or a kind with decode-like fields: accept_len, running_req, ...)."""
 
+    def steps(self, steps: Steps, run: RunState) -> None:
+        """Consecutive stats lines of the run, as columns: what :meth:`stats` does with each, in order."""
+        for i in range(len(steps)):
+            self.stats(_Row(steps, i), run, steps.step(i))  # type: ignore[arg-type]  # its __dict__ is read
+
     def prefill(self, r: Record, run: RunState) -> None:
         """A prefill line."""
 
@@ -69,6 +76,22 @@ class Detector(Generic[P]):
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         """The finding while the rule holds, else None."""
         return None
+
+
+class _Row:
+    """A line of :class:`Steps` as :meth:`Detector.stats` reads a record: ``r.__dict__.get(name)``."""
+
+    __slots__ = ("i", "steps")
+
+    def __init__(self, steps: Steps, i: int) -> None:
+        self.steps, self.i = steps, i
+
+    @property
+    def __dict__(self) -> _Row:  # type: ignore[override]
+        return self
+
+    def get(self, name: str) -> Any:
+        return self.steps.value(name)[self.i]
 
 
 @dataclass(frozen=True)
@@ -105,6 +128,49 @@ class Lines:
         self.count += 1
         if self.count <= MAX_LINES:
             self.lines.append(line)
+
+    def extend(self, lines: Iterable[int]) -> None:
+        """:meth:`add` of each of ``lines``, in order: every one counted, the first few kept."""
+        new = list(lines)
+        self.lines += new[: max(MAX_LINES - self.count, 0)]
+        self.count += len(new)
+
+
+# Columns of stats lines (:class:`Steps`), masks over them and values picked by masks, in the interpreter's C loops
+
+
+def known(values: Sequence[Any]) -> Iterator[bool] | Literal[True]:
+    """Whether each value is logged (not None): True alone when every one is (a mask for :func:`every`)."""
+    return True if None not in values else map(is_not, values, repeat(None))
+
+
+def compared(values: Sequence[Any], op: Callable[[Any, Any], Any], bound: Any, absent: bool = False) -> Iterable[Any]:
+    """``op(value, bound)`` of each value (in C when none is None), ``absent`` for a None."""
+    if None not in values:
+        return map(op, values, repeat(bound))
+    return [absent if value is None else op(value, bound) for value in values]
+
+
+T = TypeVar("T")
+
+
+def picked(values: Sequence[T | None], mask: Iterable[Any]) -> list[T]:
+    """The values where ``mask`` is true: a mask that holds only where a value is logged (not None)."""
+    return cast(list[T], list(compress(values, mask)))
+
+
+def logged(values: Sequence[T | None]) -> Sequence[T]:
+    """The values that are not None, in order (``values`` itself when none is)."""
+    return picked(values, map(is_not, values, repeat(None))) if None in values else cast(Sequence[T], values)
+
+
+def every(*masks: Iterable[Any] | Literal[True]) -> Sequence[Any]:
+    """Line by line, whether each mask's entry is true (as ``a and b and ...`` takes it); a mask True holds on
+    every line, and at least one must be a column. A single column is the answer as it is, not a copy."""
+    columns = [mask for mask in masks if mask is not True]
+    if len(columns) == 1:
+        return columns[0] if isinstance(columns[0], Sequence) else list(columns[0])
+    return list(map(all, zip(*columns, strict=True)))
 
 
 class Stretch(tuple[int, ...]):

@@ -26,6 +26,7 @@ from acceptmon.diagnose.rules import speedup_thresholds
 from acceptmon.diagnose.signatures import SIGNATURES
 from acceptmon.diagnose.state import BucketStats, RunState
 from acceptmon.measure.depth import Recommendation
+from acceptmon.measure.facts import Facts
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import WARMUP_BATCHES, Fact, Normalizer
 from acceptmon.measure.speedup import choose_baseline
@@ -98,7 +99,7 @@ class _Run:
     state: RunState
     detectors: list[tuple[Rule, Detector[Any]]] = field(default_factory=list)
     _feeders: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
-    _stats: dict[str, list[Any]] = field(default_factory=dict)
+    _stats: dict[frozenset[str], list[tuple[Detector[Any], frozenset[str]]]] = field(default_factory=dict)
     judged: tuple[int, tuple[Finding, ...]] | None = None
     """The findings of the last judgement, with the file's :attr:`Doctor.touched` then."""
 
@@ -114,12 +115,25 @@ class _Run:
             ]
         return found
 
-    def stats_feeders(self, kind: str) -> list[Any]:
-        """:meth:`feeders` of ``stats``, by kind alone: looked up once per stats line."""
-        found = self._stats.get(kind)
+    def stats_feeders(self, kinds: frozenset[str]) -> list[tuple[Detector[Any], frozenset[str]]]:
+        """The detectors that read stats lines of any of these kinds, each with the kinds it reads of them."""
+        found = self._stats.get(kinds)
         if found is None:
-            found = self._stats[kind] = self.feeders("stats", kind)
+            found = self._stats[kinds] = [
+                (det, kinds & rule.reads)
+                for rule, det in self.detectors
+                if kinds & rule.reads
+                and (type(det).stats is not Detector.stats or type(det).steps is not Detector.steps)
+            ]
         return found
+
+    def fold(self, facts: Facts) -> None:
+        """Consecutive stats lines of the run: its state folds them in, then each detector that reads their kinds
+        is given the lines it reads."""
+        steps = self.state.fold(facts)
+        kinds = frozenset(facts.kinds)
+        for det, reads in self.stats_feeders(kinds):
+            det.steps(steps if reads == kinds else steps.kept([k in reads for k in facts.kinds]), self.state)
 
 
 class Doctor:
@@ -155,6 +169,9 @@ class Doctor:
         self._cache: _Index | None = None
         self._last: tuple[str, int, _Run] | None = None
         """The run :meth:`_run` gave last in this feed: the next record is most likely of the same run."""
+        self._stretch: list[Fact] = []
+        """Stats lines of :attr:`_stretch_run` not folded yet: a run's consecutive ones are folded together."""
+        self._stretch_run: _Run | None = None
         self.touched: dict[str, int] = {}
         """By file: ``_fed`` when a record last reached one of its runs. A run is judged with its file's other
         runs (same config, baseline) and fixed inputs, so its findings hold until its file is touched again."""
@@ -174,16 +191,29 @@ class Doctor:
             r = fact.record
             kind = KINDS[r.kind]
             if kind.starts_run:
+                self._fold()
                 self._launch(r)
                 self._run(r.file, r.run, r.source).state.figures.add(fact)  # a refused config
             elif kind.warning and r.__dict__.get("code") in self.before_launch:
                 self.pending.setdefault(r.file, []).append(r)  # type: ignore[arg-type]  # the warning role's model
             else:
                 self._record(fact, kind)
+        self._fold()
+
+    def fold(self, facts: Facts) -> None:
+        """Take consecutive stats lines of one run, normalized, as columns (as :meth:`take` takes their facts)."""
+        self._fed, self._last = self._fed + 1, None
+        file, source, number = facts.key
+        run = self._run(file, number, source)
+        if self.pending:
+            for w in self.pending.pop(file, ()):
+                self._warning(self._run(w.file, w.run), w)
+        run.fold(facts)
 
     def finish(self) -> None:
         """End of input: warnings still waiting belong to the run they were printed in."""
         self._fed, self._last = self._fed + 1, None
+        self._fold()
         for file, waiting in list(self.pending.items()):
             for w in waiting:
                 self._warning(self._run(w.file, w.run), w)
@@ -328,6 +358,9 @@ class Doctor:
     def _record(self, fact: Fact, kind: RecordKind) -> None:
         r = fact.record
         run = self._run(r.file, r.run, r.source)
+        stats = fact.batch is not None or fact.load is not None
+        if run is not self._stretch_run or not stats or self.pending:  # (a warning waits: it comes before the line)
+            self._fold()
         if self.pending:  # (a stats line between a warning and its launch is rare: no list per record)
             for w in self.pending.pop(r.file, ()):
                 self._warning(self._run(w.file, w.run), w)
@@ -337,13 +370,17 @@ class Doctor:
             run.state.prefill(r)
             for feed in run.feeders("prefill", r.kind):
                 feed(r, run.state)
-        elif fact.batch is not None or fact.load is not None:
-            state = run.state
-            step = state.stats(fact)
-            for feed in run.stats_feeders(r.kind):
-                feed(r, state, step)
+        elif stats:
+            self._stretch_run = run
+            self._stretch.append(fact)
         else:
             run.state.record(r)
+
+    def _fold(self) -> None:
+        """Fold the stats lines held (:attr:`_stretch`) into their run."""
+        if self._stretch_run is not None:
+            self._stretch_run.fold(Facts.of(self._stretch))
+            self._stretch, self._stretch_run = [], None
 
     def _warning(self, run: _Run, w: WarningRecord) -> None:
         run.state.warnings += 1

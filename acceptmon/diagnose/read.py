@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -17,14 +18,16 @@ from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.model import Finding, Rule
 from acceptmon.diagnose.state import RunState
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.columns import Packed
-from acceptmon.measure.normalize import Fact
+from acceptmon.measure.columns import Packed, pack, unpack
+from acceptmon.measure.facts import plain_facts
+from acceptmon.measure.normalize import Fact, plain_kinds
+from acceptmon.measure.plain import plain_columns
 from acceptmon.measure.speedup import baseline_runs
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 from acceptmon.pipeline.batch import run
-from acceptmon.pipeline.workers import handed_on, taken
+from acceptmon.pipeline.workers import in_worker
 
 
 class DoctorJob:
@@ -50,15 +53,59 @@ class DoctorJob:
             wanted |= with_role("positions")
         self.records_wanted = frozenset(k for k in wanted | self.requests if k in KINDS)
 
-    def chunk(self, records: list[Record]) -> list[Record] | Packed:
-        return handed_on(records)
+    @property
+    def takes_unmade(self) -> frozenset[str]:
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        in this process, plain stats lines are normalized and folded as columns (:func:`plain_facts`)."""
+        return plain_kinds()
 
-    def collect(self, part: list[Record] | Packed) -> None:
-        records = taken(part)
+    def chunk(self, records: Sequence[Record | Unmade]) -> Sequence[Record | Unmade] | Shipped:
+        """The records as they are in this process; from a worker, records packed and the rows that
+        :func:`plain_facts` takes as their values alone (:meth:`~acceptmon.parse.records.Unmade.shipped`)."""
+        if not in_worker():
+            return records
+        out = Shipped()
+        held: list[Record] = []
+        for r in records:
+            if type(r) is not Unmade:
+                held.append(r)
+            elif plain_columns(r, {}) is None:  # (what the engines named before the rows changes no verdict)
+                held.extend(r.made())
+            else:
+                out += [pack(held), r.shipped()] if held else [r.shipped()]
+                held = []
+        if held:
+            out.append(pack(held))
+        return out
+
+    def collect(self, part: Sequence[Record | Unmade] | Shipped) -> None:
+        if type(part) is Shipped:
+            for each in part:
+                self.collect([each] if isinstance(each, Unmade) else list(unpack(each)))
+            return
+        held: list[Record] = []
+        for item in cast("Sequence[Record | Unmade]", part):
+            if not isinstance(item, Unmade):
+                held.append(item)
+                continue
+            self._feed(held)
+            held = []
+            facts = plain_facts(self.doctor.normalizer, item)  # (never None for rows a worker shipped)
+            if facts is None:
+                self._feed(item.made())
+                continue
+            self.doctor.fold(facts)
+            if self.depth is not None:
+                self.depth.fold(facts)
+        self._feed(held)
+
+    def _feed(self, records: list[Record]) -> None:
+        if not records:
+            return
         if self.depth is None:
             self.doctor.feed(records)
-            return
-        self.doctor.take(self._facts(records, self.depth))
+        else:
+            self.doctor.take(self._facts(iter(records), self.depth))
 
     def _facts(self, records: Iterator[Record], depth: DepthInputs) -> Iterator[Fact]:
         """The facts of ``records``, one at a time, the depth inputs taking each too (and the requests)."""
@@ -72,6 +119,10 @@ class DoctorJob:
                 continue
             depth.take((fact,))
             yield fact
+
+
+class Shipped(list[Packed | Unmade]):
+    """What a worker's :meth:`DoctorJob.chunk` hands on, in order: records packed, rows as their values."""
 
 
 def diagnose(

@@ -10,12 +10,18 @@ length ``#token / #running-req``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from itertools import compress, groupby, repeat
+from operator import add, gt, is_not
 from typing import Any
 
+from acceptmon.measure.facts import Facts, Values
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.plain import present, summed
 from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -91,6 +97,73 @@ class Step:
     speculative: bool = False
     num_tokens: int | None = None
     token_usage: float | None = None
+
+
+@dataclass(slots=True)
+class Steps:
+    """Consecutive stats lines of one run, in order, as columns: each :class:`Step` field one entry per line (what
+    :meth:`RunState.stats` would give each line, in turn), and the other fields of their records that detectors
+    read. The engine hands detectors their lines so, a part of a file at a time, not a call per line."""
+
+    line: Sequence[int]
+    warm: Sequence[bool]
+    steady: Sequence[bool]
+    seq_len: Sequence[float | None]
+    accept_len: Sequence[float | None]
+    accept_rate: Sequence[float | None]
+    running_req: Sequence[int | None]
+    num_tokens: Sequence[int | None]
+    token_usage: Sequence[float | None]
+    speculative_from: int
+    """Lines from this place on see the run speculate (:attr:`RunState.speculative` once each is taken in: the
+    launch decides for every line, or, a run without one, its first line with an accept length or rate);
+    ``len(self)`` when none does."""
+    values: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    """Other fields of the lines' records, by name (``cuda_graph``, ``queue_req``, ``retracted_req``, ...): a name
+    not here is None on every line."""
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def value(self, name: str) -> Sequence[Any]:
+        """A record field's column (None on every line where no line's record has it)."""
+        found = self.values.get(name)
+        return found if found is not None else [None] * len(self.line)
+
+    def kept(self, keep: Sequence[bool]) -> Steps:
+        """The lines ``keep`` marks."""
+
+        def pick(column: Sequence[Any]) -> list[Any]:
+            return list(compress(column, keep))
+
+        return Steps(
+            pick(self.line),
+            pick(self.warm),
+            pick(self.steady),
+            pick(self.seq_len),
+            pick(self.accept_len),
+            pick(self.accept_rate),
+            pick(self.running_req),
+            pick(self.num_tokens),
+            pick(self.token_usage),
+            sum(keep[: self.speculative_from]),
+            Values(sum(keep), lambda name: pick(self.value(name))),
+        )
+
+    def step(self, i: int) -> Step:
+        """The ``i`` th line's :class:`Step`."""
+        return Step(
+            self.warm[i],
+            self.steady[i],
+            self.seq_len[i],
+            self.line[i],
+            self.accept_len[i],
+            self.accept_rate[i],
+            self.running_req[i],
+            i >= self.speculative_from,
+            self.num_tokens[i],
+            self.token_usage[i],
+        )
 
 
 UNREAD: Any = object()
@@ -217,6 +290,73 @@ class RunState:
         tokens, usage = values.get("num_tokens"), values.get("token_usage")
         seq = tokens / running if tokens is not None and running else None
         return Step(warm, steady, seq, line, length, rate, running, self.speculative, tokens, usage)
+
+    def fold(self, facts: Facts) -> Steps:
+        """Fold in consecutive stats lines of the run (their facts as columns); return their contexts: what
+        :meth:`stats` does with each line and gives for it, in order."""
+        n, lines, batch, length, running = len(facts), facts.line, facts.batch, facts.accept_len, facts.running_req
+        values = facts.values
+        every = all(batch)
+        self.stats_lines += n
+        figures = self.figures
+        figures.invalid_values += facts.invalid
+        figures.batches += n if every else sum(batch)
+        summed(figures.accept_len, present(length))  # None where the line is no batch
+        tputs = (
+            facts.gen_throughput
+            if all(facts.load)
+            else [t if ld else None for t, ld in zip(facts.gen_throughput, facts.load, strict=True)]
+        )
+        figures.loads(facts.unit, tputs)
+        if self.first_line is None:
+            self.first_line = lines[0]
+        self.last_line = lines[-1]
+        rate = (
+            values["accept_rate"]
+            if every
+            else [r if b else None for r, b in zip(values["accept_rate"], batch, strict=True)]
+        )
+        spec = [i for i, (a, b) in enumerate(zip(length, rate, strict=True)) if a is not None or b is not None]
+        spec_from = 0 if self.spec_lines else spec[0] if spec else n  # (no launch: from its first line with either)
+        self.spec_lines += len(spec)
+        warm = list(map(gt, batch, facts.warmup))  # a batch past the warm-up
+        judged = [i for i in compress(range(n), warm) if length[i] is not None]
+        if judged:
+            summed(self.accept_len, [length[i] for i in judged])
+            self.accept_lines = (self.accept_lines[0] if self.accept_lines else lines[judged[0]], lines[judged[-1]])
+        summed(self.throughput, present(tputs))
+        self._buckets(tputs, running, length, facts.steady)
+        self.running_logged = self.running_logged or any(map(is_not, running, repeat(None)))
+        tokens = values["num_tokens"]
+        seq = [t / r if t is not None and r else None for t, r in zip(tokens, running, strict=True)]
+        speculative = spec_from if self.launch is None else 0 if self.launch.method else n
+        return Steps(
+            lines, warm, facts.steady, seq, length, rate, running, tokens, values["token_usage"], speculative, values
+        )
+
+    def _buckets(
+        self,
+        tputs: Sequence[float | None],
+        running: Sequence[int | None],
+        length: Sequence[float | None],
+        steady: Sequence[bool],
+    ) -> None:
+        """Steady lines with a throughput and running requests, each added to its ``#running-req`` bucket in order."""
+        rows = [i for i, (t, r, s) in enumerate(zip(tputs, running, steady, strict=True)) if s and r and t is not None]
+        if not rows:
+            return
+        at = [running[i] for i in rows]
+        buckets = {r: self._bucket(r) for r in dict.fromkeys(at)}  # type: ignore[arg-type]  # r is an int
+        keys = list(map(id, map(buckets.__getitem__, at)))
+        rank = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        order = sorted(range(len(rows)), key=[rank[k] for k in keys].__getitem__)
+        for _, group in groupby(order, key=keys.__getitem__):
+            picked = [rows[j] for j in group]
+            bucket = buckets[running[picked[0]]]
+            bucket.lines += len(picked)
+            bucket.throughput = reduce(add, [tputs[i] for i in picked], bucket.throughput)
+            bucket.running += sum(running[i] for i in picked)  # type: ignore[misc]
+            summed(bucket.accept_len, present([length[i] for i in picked]))
 
     def _bucket(self, running: int) -> BucketStats:
         """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""

@@ -15,8 +15,10 @@ so they cannot disagree:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
@@ -74,6 +76,25 @@ class RunFigures:
             if mean is None:
                 mean = self.units[unit] = Mean()
             mean.add(gen_throughput)
+
+    def loads(self, units: Sequence[str], gen_throughput: Sequence[float | None]) -> None:
+        """:meth:`logged` of each line's unit and throughput, in order."""
+        logged = [(u, t) for u, t in zip(units, gen_throughput, strict=True) if t is not None]
+        if not logged:
+            return
+        first = logged[0][0]
+        if units.count(first) == len(units):  # one unit (a rank, an engine): its rates, in C
+            by_unit: dict[str, list[float]] = {first: [t for _, t in logged]}
+        else:
+            by_unit = {}
+            for u, t in logged:
+                by_unit.setdefault(u, []).append(t)
+        for unit, rates in by_unit.items():
+            mean = self.units.get(unit)
+            if mean is None:
+                mean = self.units[unit] = Mean()
+            mean.count += len(rates)
+            mean.total = reduce(add, rates, mean.total)
 
     def merge(self, other: RunFigures) -> None:
         self.batches += other.batches

@@ -351,6 +351,16 @@ class Normalizer:
         if named:
             self._last_unit[key[0], key[1]] = named
 
+    def unit_now(self, key: RunKey, unit: str) -> tuple[bool, tuple[Any, ...]]:
+        """Whether a unit's next line would follow a prefill line (or be its first), and the load it carries."""
+        state = self._units.get((*key, unit))
+        return (True, (None, None, None)) if state is None else (state.after_prefill, state.load)
+
+    def batches(self, key: RunKey) -> int:
+        """A run's batches so far."""
+        run = self._runs.get(key)
+        return 0 if run is None else run.batches
+
     def _launch(self, r: Record) -> Fact:
         """A launch: its run starts; a config no real server runs has the refused sizes as None."""
         self.intervals.launch(run_key(r))

@@ -287,6 +287,13 @@ class Unmade:
         """The records (made once: ask only once)."""
         return self._make(*self._span)
 
+    def shipped(self) -> Unmade:
+        """The rows' values alone, to send to another process (a worker's part, for its collect): they cannot be made
+        into records there (:meth:`made` raises)."""
+        out = Unmade(self.size, self.kinds, self.fixed, dict(self.columns), _unmakeable, self._span)
+        out.pieces, out.order = tuple(p.shipped() for p in self.pieces), self.order
+        return out
+
     def split(self, at: int) -> tuple[Unmade, Unmade]:
         """The rows before ``at`` and the rest."""
         start, stop = self._span
@@ -303,6 +310,10 @@ class Unmade:
             joined([h for h, _ in cut], head, made, (start, start + at)),
             joined([t for _, t in cut], tail, made, (start + at, stop)),
         )
+
+
+def _unmakeable(start: int, stop: int) -> list[BaseRecord]:
+    raise RuntimeError("records not made in the process that read them cannot be made from their values")
 
 
 def joined(

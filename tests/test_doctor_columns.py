@@ -1,0 +1,233 @@
+"""The doctor reads a run's stats lines a stretch at a time, as columns, and gets what it got line by line.
+
+Two ways a stretch reaches the engine: the facts of records normalized one by one (:meth:`Facts.of`), or the lane's
+rows not made into records (:func:`plain_facts`, in the process that read them or shipped from a worker). On drawn
+lines (SGLang's decode lines, vLLM's spec and throughput lines per interval or since start, a launch before them or
+not, runs mixed, impossible values) the columns must be those of the facts, and the engine must come out the same
+(every run's state, every detector's state, the findings and reports) however the lines are cut into stretches.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+from unittest.mock import patch
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acceptmon.diagnose import read
+from acceptmon.diagnose.depth import DepthInputs
+from acceptmon.diagnose.engine import Doctor
+from acceptmon.diagnose.read import DoctorJob, Shipped
+from acceptmon.diagnose.rules import load_rules
+from acceptmon.diagnose.state import RunState, Step
+from acceptmon.measure.facts import Facts, plain_facts
+from acceptmon.measure.normalize import Normalizer, plain_kinds
+from acceptmon.parse.records import DecodeStats, LaunchConfig, ServerLaunch, Unmade, WarningRecord
+from tests.test_plain_fold import decode_records, records, vllm_interval_records, vllm_records
+from tests.unmade import part
+
+RULES = load_rules()
+READ = ("accept_rate", "num_tokens", "token_usage", "cuda_graph", "queue_req", "retracted_req", "accept_len")
+READ += ("position_accept_rates", "cumulative", "server", "draft_accept_rate", "drafted_tokens")
+COLUMNS = ("kinds", "line", "unit", "batch", "load", "accept_len", "gen_throughput", "running_req", "steady")
+COLUMNS += ("warmup",)
+
+
+def _cut(drawn: list[Any], cuts: list[int]) -> list[Any]:
+    """Runs of plain records as the lane hands them on unmade (a part of several plans where several kinds
+    interleave), cut where a record of another kind or ``cuts`` fall."""
+    items: list[Any] = []
+    run: list[Any] = []
+    for i, r in enumerate(drawn):
+        if run and (i in cuts or r.kind not in plain_kinds()):
+            items.append(part(run, fix=i % 2 == 0))
+            run = []
+        if r.kind in plain_kinds():
+            run.append(r)
+        else:
+            items.append(r)
+    if run:
+        items.append(part(run, fix=True))
+    return items
+
+
+def _columns(facts: Facts) -> dict[str, Any]:
+    got = {name: list(getattr(facts, name)) for name in COLUMNS}
+    got |= {f"values.{name}": list(facts.values[name]) for name in READ}
+    return {"key": facts.key, "invalid": facts.invalid, **got}
+
+
+def _with_launch(draw: st.DrawFn, lines: list[Any]) -> list[Any]:
+    """A speculative launch (chain or tree, CUDA graph sizes and a running cap in its args) before the lines, or
+    none, and the odd warning between them."""
+    if not lines or draw(st.booleans()):
+        return lines
+    first = lines[0]
+    steps = draw(st.sampled_from([1, 3, 5]))
+    config = LaunchConfig(
+        model_path="m",
+        spec_algorithm=draw(st.sampled_from(["EAGLE", "EAGLE3", None])),
+        spec_num_steps=steps,
+        spec_eagle_topk=draw(st.sampled_from([1, 4])),
+        spec_num_draft_tokens=steps + 1,
+        extra={"cuda_graph_max_bs": draw(st.sampled_from([4, 32])), "max_running_requests": 48},
+    )
+    out: list[Any] = [ServerLaunch(file=first.file, source=first.source, run=first.run, config=config)]
+    for i, r in enumerate(lines):
+        if i and draw(st.integers(0, 9)) == 0:
+            code = draw(st.sampled_from(["KV cache pool is full", "Max running requests is reset to", "other"]))
+            out.append(WarningRecord(file=r.file, source=r.source, run=r.run, line=r.line, code=code, value=8))
+        out.append(r)
+    return out
+
+
+@st.composite
+def doctor_lines(draw: st.DrawFn) -> list[Any]:
+    drawn = draw(st.one_of(records(), decode_records(), vllm_records(), vllm_interval_records()))
+    if draw(st.booleans()):  # nothing queued, mostly: steady lines, in few #running-req buckets
+        idle = st.integers(0, 9).map(lambda n: {"queue_req": 0, "running_req": n % 3 + 15} if n else {})
+        drawn = [r.model_copy(update=draw(idle)) if "queue_req" in type(r).model_fields else r for r in drawn]
+    return _with_launch(draw, drawn)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(records(), decode_records(), vllm_records(), vllm_interval_records()), st.lists(st.integers(0, 40)))
+def test_the_lanes_columns_are_the_facts_columns(drawn, cuts):
+    """:func:`plain_facts` of a part gives the columns :meth:`Facts.of` gives of the part's facts, and moves the
+    normalizer on as they did; a part it does not take is left to the facts."""
+    fast, slow = Normalizer(), Normalizer()
+    for item in _cut(drawn, cuts):
+        if type(item) is not Unmade:
+            fast.fact(item), slow.fact(item)
+            continue
+        facts = [slow.fact(r) for r in item.made()]
+        columns = plain_facts(fast, item)
+        if columns is None:
+            fast.feed(item.made())
+            continue
+        TOOK.add(frozenset(item.kinds))
+        assert _columns(columns) == _columns(Facts.of(facts))
+    assert repr(fast._units) == repr(slow._units)
+    assert fast._last_unit == slow._last_unit
+    assert repr(fast.intervals.__dict__) == repr(slow.intervals.__dict__)
+
+
+TOOK: set[frozenset[str]] = set()
+
+
+def test_the_lanes_columns_were_taken():
+    """The draws above had :func:`plain_facts` take SGLang's parts and vLLM's (the test ran first in this process,
+    else it runs here)."""
+    if not TOOK:
+        test_the_lanes_columns_are_the_facts_columns()
+    assert {frozenset({"decode"}), frozenset({"spec", "throughput"})} <= TOOK
+
+
+def _state(obj: Any) -> Any:
+    """An object's state, all the way down, for comparing two engines (bound methods and caches left out)."""
+    if isinstance(obj, dict):
+        return {repr(k): _state(v) for k, v in obj.items() if not str(k).startswith("_")}
+    if isinstance(obj, list | tuple):
+        return [_state(v) for v in obj]
+    fields = getattr(obj, "__dict__", None)
+    if fields is None and hasattr(obj, "__slots__"):
+        fields = {name: getattr(obj, name) for name in obj.__slots__ if hasattr(obj, name)}
+    if fields is None or callable(obj):
+        return repr(obj)
+    return {k: _state(v) for k, v in fields.items() if not k.startswith("_") and k not in {"p", "rules"}}
+
+
+def _engine(doctor: Doctor, depth: DepthInputs) -> Any:
+    runs = {key: (_state(run.state), [_state(det) for _, det in run.detectors]) for key, run in doctor.runs.items()}
+    return (
+        runs,
+        [f.model_dump() for f in doctor.findings()],
+        [r.model_dump() for r in doctor.reports()],
+        repr(doctor.normalizer._units),
+        _state(depth.runs),
+    )
+
+
+def _one_by_one(drawn: list[Any]) -> Any:
+    """The engine given each line on its own: a stretch of one line each."""
+    doctor, depth = Doctor(RULES), DepthInputs()
+    job = DoctorJob(doctor, depth)
+    for r in drawn:
+        job.collect([r])
+    doctor.finish()
+    return _engine(doctor, depth)
+
+
+@settings(max_examples=200, deadline=None)
+@given(doctor_lines(), st.lists(st.integers(0, 40)), st.booleans())
+def test_the_engine_is_the_same_however_its_lines_are_cut(drawn, cuts, worker):
+    """The doctor's job given the lines as the lane hands them (cut into parts, rows unmade, from this process or
+    shipped from a worker) ends as the engine given each line on its own."""
+    doctor, depth = Doctor(RULES), DepthInputs()
+    job = DoctorJob(doctor, depth)
+    items = _cut(drawn, cuts)
+    with patch.object(read, "in_worker", lambda: worker):
+        handed = job.chunk(items)
+    if worker:
+        assert type(handed) is Shipped
+        handed = pickle.loads(pickle.dumps(handed))
+    job.collect(handed)
+    doctor.finish()
+    assert _engine(doctor, depth) == _one_by_one(drawn)
+
+
+def test_a_stretch_of_decode_lines_is_judged_as_lines():
+    """A chosen case: a speculative launch, the accept length stuck at 1 on six lines past the warm-up, handed as
+    one part of unmade rows, finds P1 with the lines a line-by-line reading cites."""
+    launch = ServerLaunch(file="a", line=1, config=LaunchConfig(spec_algorithm="EAGLE", spec_num_steps=3))
+    lines = [
+        DecodeStats(file="a", line=n, rank="TP0", accept_len=1.0, running_req=4, queue_req=0, gen_throughput=50.0)
+        for n in range(2, 10)
+    ]
+    doctor, depth = Doctor(RULES), DepthInputs()
+    job = DoctorJob(doctor, depth)
+    job.collect([launch, part(lines, fix=True)])
+    doctor.finish()
+    stuck = [f for f in doctor.findings() if f.rule == "P1"]
+    assert [f.evidence.lines for f in stuck] == [[4, 9]]  # past the two warm-up batches, to the last
+    assert _engine(doctor, depth) == _one_by_one([launch, *lines])
+
+
+@settings(max_examples=300, deadline=None)
+@given(doctor_lines(), st.lists(st.integers(0, 40)))
+def test_a_runs_state_folds_a_stretch_as_it_takes_each_line(drawn, cuts):
+    """:meth:`RunState.fold` of stretches of a run's stats lines leaves the run's state as :meth:`RunState.stats` of
+    each line does, and gives each line the :class:`Step` that gives it."""
+    normalizer = Normalizer()
+    by_line: dict[Any, RunState] = {}
+    by_stretch: dict[Any, RunState] = {}
+    stretch: list[Any] = []
+
+    def fold() -> None:
+        if stretch:
+            key = stretch[0].key
+            state = by_stretch.setdefault(key, RunState(key[0], key[2], key[1]))
+            steps = state.fold(Facts.of(stretch))
+            assert [steps.step(i) for i in range(len(steps))] == [_taken(by_line, f) for f in stretch]
+            stretch.clear()
+
+    for i, r in enumerate(drawn):
+        fact = normalizer.fact(r)
+        if r.kind == "launch":
+            fold()
+            for states in (by_line, by_stretch):
+                states.setdefault(fact.key, RunState(r.file, r.run, r.source)).launch = r.config
+        if fact.batch is None and fact.load is None:
+            continue
+        if i in cuts or (stretch and stretch[0].key != fact.key):
+            fold()
+        stretch.append(fact)
+    fold()
+    assert _state(by_stretch) == _state(by_line)
+
+
+def _taken(states: dict[Any, RunState], fact: Any) -> Step:
+    key = fact.key
+    return states.setdefault(key, RunState(key[0], key[2], key[1])).stats(fact)
