@@ -14,7 +14,7 @@ from operator import itemgetter
 import pytest
 
 from acceptmon.diagnose.engine import Doctor
-from acceptmon.diagnose.read import DoctorJob
+from acceptmon.diagnose.read import DoctorJob, Shipped
 from acceptmon.diagnose.rules import load_rules
 from acceptmon.measure.bootstrap import block_length, bootstrap_means, draw_starts
 from acceptmon.measure.columns import NONE_INT, Batches, Floats, pack, unpack
@@ -199,7 +199,7 @@ def test_the_doctor_fed_packed_records_finds_the_same(grammars, path):
     wanted = DoctorJob(direct).records_wanted
     records = records_of(grammars, path, wanted)
     direct.feed(records)
-    DoctorJob(packed).collect(pack(records))
+    DoctorJob(packed).collect(Shipped([pack(records)]))  # as a worker hands them on
     for d in (direct, packed):
         d.finish()
     assert packed.findings() == direct.findings() and packed.reports() == direct.reports()
@@ -225,6 +225,8 @@ def test_a_doctor_worker_sends_its_records_in_under_800_bytes_each(grammars):
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert len(part) > 1000 and held / len(part) < 800, f"{held / len(part):.0f} bytes a record"
+    assert type(part) is Shipped and len(part) == 1  # records alone (no lane here): one packed stretch
+    n = len(part[0])
+    assert n > 1000 and held / n < 800, f"{held / n:.0f} bytes a record"
     here = Parser(grammars, "w.log", records=DoctorJob(Doctor(load_rules([]))).records_wanted).feed(data)
-    assert [r.__dict__ for r in unpack(part)] == [r.__dict__ for r in here]
+    assert [r.__dict__ for r in unpack(part[0])] == [r.__dict__ for r in here]
