@@ -121,10 +121,13 @@ class DepthInputs:
         if any(rates):
             since = facts.values["cumulative"]
             spec = zip(rates, since, batch, *map(facts.values.__getitem__, _COUNTS), strict=True)
+            kept, drafts = [], []
             for row, cumulative, is_batch, tokens, steps, drafted in spec:
                 k = width(tokens, row, steps)
                 if row and is_batch and not cumulative and k:
-                    got.rates.add_rates(row, (drafted or 0) / k)
+                    kept.append(row)
+                    drafts.append((drafted or 0) / k)
+            got.rates.add_each(kept, drafts)
         if any(load):
             got.own_loads = got.own_loads and all(compress(batch, load))
             got.loads.extend(t for t, ld in zip(tput, load, strict=True) if ld and t is not None)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from itertools import compress, repeat
-from operator import is_not
+from operator import and_, is_not, truth
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
@@ -170,7 +171,9 @@ def every(*masks: Iterable[Any] | Literal[True]) -> Sequence[Any]:
     columns = [mask for mask in masks if mask is not True]
     if len(columns) == 1:
         return columns[0] if isinstance(columns[0], Sequence) else list(columns[0])
-    return list(map(all, zip(*columns, strict=True)))
+    marks = [bytes(map(truth, column)) for column in columns]  # 1 where true: the masks and-ed as one integer each
+    both = reduce(and_, (int.from_bytes(m, "little") for m in marks))
+    return both.to_bytes(len(marks[0]), "little")
 
 
 class Stretch(tuple[int, ...]):

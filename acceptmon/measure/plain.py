@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from itertools import compress, repeat
-from operator import add, eq, is_not, itemgetter, mul
+from operator import add, eq, is_not, itemgetter
 from typing import Any, NamedTuple
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, plain_kinds, refuses_size, valid_bounds
+from acceptmon.measure.positions import weighed
 from acceptmon.measure.tokens import CounterKey, SpecTotals, width
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import Unmade
@@ -314,22 +315,7 @@ def token_totals(spec: SpecTotals, rows: Unmade) -> None:
     else:
         spec.emitted += sum(emitted)
     spec.drafts = reduce(add, drafts, spec.drafts)
-    _positions(spec.positions, rates, drafts)
-
-
-def _positions(totals: list[float], rates: Sequence[list[Any] | None], drafts: list[float]) -> None:
-    """Each position's rate weighted by drafts, added to ``totals`` row by row."""
-    width = max(map(len, filter(None, rates)), default=0)
-    totals += [0.0] * (width - len(totals))
-    if width and all(r is not None and len(r) == width for r in rates):
-        for i, column in enumerate(zip(*rates, strict=True)):
-            if None in column:
-                column = tuple(p or 0.0 for p in column)
-            totals[i] = reduce(add, map(mul, column, drafts), totals[i])
-        return
-    for i in range(width):
-        weighed = [(r[i] or 0.0) * n for r, n in zip(rates, drafts, strict=True) if r and len(r) > i]
-        totals[i] = reduce(add, weighed, totals[i])
+    weighed(spec.positions, rates, drafts)
 
 
 def present(column: Sequence[Any] | None) -> Sequence[Any]:

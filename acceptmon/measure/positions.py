@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add, mul
 
 
 @dataclass
@@ -34,6 +36,11 @@ class Positions:
         for i, p in enumerate(rates):
             self.reached[i] += (p or 0.0) * drafts
         self.steps += drafts
+
+    def add_each(self, rates: Sequence[Sequence[float | None]], drafts: Sequence[float]) -> None:
+        """:meth:`add_rates` of each line's rates and drafts, in order (a position at a time, in C)."""
+        weighed(self.reached, rates, drafts)
+        self.steps = reduce(add, drafts, self.steps)
 
     def add_histogram(self, histogram: Sequence[int]) -> None:
         """SGLang's per-request histogram: entry n counts the verify steps that accepted exactly n drafts."""
@@ -136,3 +143,19 @@ def extend(marginals: Sequence[float], depth: int) -> list[float]:
 
 def accept_length(marginals: Sequence[float], depth: int) -> float:
     return 1.0 + sum(marginals[:depth])
+
+
+def weighed(totals: list[float], rates: Sequence[Sequence[float | None] | None], drafts: Sequence[float]) -> None:
+    """Each position's rate of each row (None: not logged, as 0) weighted by the row's drafts, added to ``totals``
+    position by position in row order, as row by row; ``totals`` grows to the widest row."""
+    width = max(map(len, filter(None, rates)), default=0)
+    totals += [0.0] * (width - len(totals))
+    if width and all(r is not None and len(r) == width for r in rates):
+        for i, column in enumerate(zip(*rates, strict=True)):
+            if None in column:
+                column = tuple(p or 0.0 for p in column)
+            totals[i] = reduce(add, map(mul, column, drafts), totals[i])
+        return
+    for i in range(width):
+        weighed = [(r[i] or 0.0) * n for r, n in zip(rates, drafts, strict=True) if r and len(r) > i]
+        totals[i] = reduce(add, weighed, totals[i])
