@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
-from operator import add
+from typing import cast
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.plain import present, summed
 
 
 def per_unit(units: Iterable[Mean]) -> float | None:
@@ -79,22 +79,26 @@ class RunFigures:
 
     def loads(self, units: Sequence[str], gen_throughput: Sequence[float | None]) -> None:
         """:meth:`logged` of each line's unit and throughput, in order."""
-        logged = [(u, t) for u, t in zip(units, gen_throughput, strict=True) if t is not None]
-        if not logged:
+        if not units:
             return
-        first = logged[0][0]
-        if units.count(first) == len(units):  # one unit (a rank, an engine): its rates, in C
-            by_unit: dict[str, list[float]] = {first: [t for _, t in logged]}
+        by_unit: dict[str, Sequence[float]] = {}
+        if units.count(units[0]) == len(units):  # one unit (a rank, an engine): its rates, in C
+            by_unit[units[0]] = present(gen_throughput)
         else:
-            by_unit = {}
-            for u, t in logged:
-                by_unit.setdefault(u, []).append(t)
+            for u, t in zip(units, gen_throughput, strict=True):
+                if t is not None:
+                    rates = by_unit.get(u)
+                    if rates is None:
+                        by_unit[u] = [t]
+                    else:
+                        cast("list[float]", rates).append(t)
         for unit, rates in by_unit.items():
+            if not rates:
+                continue
             mean = self.units.get(unit)
             if mean is None:
                 mean = self.units[unit] = Mean()
-            mean.count += len(rates)
-            mean.total = reduce(add, rates, mean.total)
+            summed(mean, rates)
 
     def merge(self, other: RunFigures) -> None:
         self.batches += other.batches
