@@ -1,10 +1,14 @@
 """The detector contract: what a signature type is fed, what it answers, and what it may ask. Pure.
 
 A detector is one rule's state for one run. The engine feeds it the records of the kinds its
-rule reads (``launch``, ``stats`` for decode-like lines, ``prefill``, ``warning``), after
+rule reads (``launch``, ``steps`` for a stretch of decode-like lines as columns, ``prefill``, ``warning``), after
 the run's :class:`~acceptmon.diagnose.state.RunState` has taken them in, and asks :meth:`hit`
 whenever findings are wanted: a :class:`~acceptmon.diagnose.model.Hit` while the rule holds,
 None otherwise. Detectors keep sums and counts, never every line, so the engine runs live.
+
+:meth:`Detector.stats` says what one line does; :meth:`Detector.steps`, by default a call of it per line, is
+what the engine calls. Each signature type overrides both, its ``steps`` with the interpreter's C loops over the
+columns (the helpers below: masks, values picked by masks), and tests hold the two equal.
 """
 
 from __future__ import annotations

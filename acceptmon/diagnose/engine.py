@@ -1,7 +1,9 @@
 """The rule engine: feed records in file order, ask which findings hold, learn what changed. Pure.
 
 Every run (one launch in one file) gets a :class:`~acceptmon.diagnose.state.RunState` and one detector
-per rule. :meth:`Doctor.feed` routes each record to the detectors whose rule reads its kind;
+per rule. :meth:`Doctor.feed` routes each record to the detectors whose rule reads its kind; a run's
+consecutive stats lines are gathered and folded as one stretch, as columns (:meth:`Doctor.fold` takes such a
+stretch as it is: :mod:`acceptmon.measure.facts`), any other line breaks the stretch and is taken alone;
 :meth:`Doctor.findings` asks every run's detectors (batch), :meth:`Doctor.holding` only each file's
 current run (live), and :meth:`Doctor.update` feeds and returns what started or stopped holding since
 the last call, for ``tail``'s event log and ``serve``'s ``acceptmon_doctor_finding`` gauge.

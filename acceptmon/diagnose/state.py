@@ -1,7 +1,9 @@
 """What one run's records add up to, for every rule at once: config, warm-up, steady batches. Pure.
 
-A :class:`RunState` is updated once per record before the run's detectors see it, so each
-detector keeps only what its own signature needs. :class:`Step` is the per-line context, from
+A :class:`RunState` is updated by each record before the run's detectors see it (a stretch of stats lines at once,
+:meth:`RunState.fold`, which gives their contexts as :class:`Steps`; :meth:`RunState.stats` is what one line
+does, and tests hold the two equal), so each detector keeps only what its own signature needs. :class:`Step` is the
+per-line context, from
 the normalized fact (:mod:`acceptmon.measure.normalize`, the rules every command shares):
 past the warm-up (a run's first batches are left out by the accept-length rules), steady
 (nothing queued and no prefill line since the unit's previous line), and the mean sequence
