@@ -23,34 +23,16 @@ from acceptmon.diagnose.read import DoctorJob, Shipped
 from acceptmon.diagnose.rules import load_rules
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.measure.facts import Facts, plain_facts
-from acceptmon.measure.normalize import Normalizer, plain_kinds
+from acceptmon.measure.normalize import Normalizer
 from acceptmon.parse.records import DecodeStats, LaunchConfig, ServerLaunch, Unmade, WarningRecord
 from tests.test_plain_fold import decode_records, records, vllm_interval_records, vllm_records
-from tests.unmade import part
+from tests.unmade import cut, part
 
 RULES = load_rules()
 READ = ("accept_rate", "num_tokens", "token_usage", "cuda_graph", "queue_req", "retracted_req", "accept_len")
 READ += ("position_accept_rates", "cumulative", "server", "draft_accept_rate", "drafted_tokens")
 COLUMNS = ("kinds", "line", "unit", "batch", "load", "accept_len", "gen_throughput", "running_req", "steady")
 COLUMNS += ("warmup",)
-
-
-def _cut(drawn: list[Any], cuts: list[int]) -> list[Any]:
-    """Runs of plain records as the lane hands them on unmade (a part of several plans where several kinds
-    interleave), cut where a record of another kind or ``cuts`` fall."""
-    items: list[Any] = []
-    run: list[Any] = []
-    for i, r in enumerate(drawn):
-        if run and (i in cuts or r.kind not in plain_kinds()):
-            items.append(part(run, fix=i % 2 == 0))
-            run = []
-        if r.kind in plain_kinds():
-            run.append(r)
-        else:
-            items.append(r)
-    if run:
-        items.append(part(run, fix=True))
-    return items
 
 
 def _columns(facts: Facts) -> dict[str, Any]:
@@ -98,7 +80,7 @@ def test_the_lanes_columns_are_the_facts_columns(drawn, cuts):
     """:func:`plain_facts` of a part gives the columns :meth:`Facts.of` gives of the part's facts, and moves the
     normalizer on as they did; a part it does not take is left to the facts."""
     fast, slow = Normalizer(), Normalizer()
-    for item in _cut(drawn, cuts):
+    for item in cut(drawn, cuts):
         if type(item) is not Unmade:
             fast.fact(item), slow.fact(item)
             continue
@@ -167,7 +149,7 @@ def test_the_engine_is_the_same_however_its_lines_are_cut(drawn, cuts, worker):
     shipped from a worker) ends as the engine given each line on its own."""
     doctor, depth = Doctor(RULES), DepthInputs()
     job = DoctorJob(doctor, depth)
-    items = _cut(drawn, cuts)
+    items = cut(drawn, cuts)
     with patch.object(read, "in_worker", lambda: worker):
         handed = job.chunk(items)
     if worker:

@@ -21,7 +21,7 @@ from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats, Unmade
-from tests.unmade import part, unmade
+from tests.unmade import cut, part, unmade
 
 FLOAT = st.one_of(
     st.none(),
@@ -252,18 +252,7 @@ def test_the_column_fold_is_the_facts_fold(drawn, cuts):
     (SGLang's decode lines; vLLM's spec and throughput lines, interleaved, as pieces): folded as columns where all
     are plain and of one run of one stream (lines counting since start: of one unit), else made and folded one by
     one, the same as the facts' fold."""
-    items: list[Any] = []
-    run: list[Any] = []
-    for i, r in enumerate(drawn):
-        if run and (i in cuts or r.kind not in plain_kinds()):
-            items.append(part(run, fix=i % 2 == 0))
-            run = []
-        if r.kind in plain_kinds():
-            run.append(r)
-        else:
-            items.append(r)
-    if run:
-        items.append(part(run, fix=True))
+    items = cut(drawn, cuts)
     folded: list[tuple[bool, frozenset[str], bool]] = []
     plain_fold = Stats()
     original = plain_fold.fold_values

@@ -3,6 +3,7 @@ that take them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from acceptmon.measure.normalize import plain_kinds
@@ -45,4 +46,22 @@ def parts(records: list[Any], fix: bool = True) -> list[Any]:
         items.append(r)
     if run:
         items.append(part(run, fix))
+    return items
+
+
+def cut(records: list[Any], cuts: Sequence[int]) -> list[Any]:
+    """Records with each run of plain ones a :func:`part` (its values fixed where the cut falls at an even place),
+    runs also cut where ``cuts`` fall: as the lane hands on a file's parts."""
+    items: list[Any] = []
+    run: list[Any] = []
+    for i, r in enumerate(records):
+        if run and (i in cuts or r.kind not in plain_kinds()):
+            items.append(part(run, fix=i % 2 == 0))
+            run = []
+        if r.kind in plain_kinds():
+            run.append(r)
+        else:
+            items.append(r)
+    if run:
+        items.append(part(run, fix=True))
     return items
