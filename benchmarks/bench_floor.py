@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from acceptmon.parse.fast.lane import FastLane  # noqa: E402
 from acceptmon.parse.load import load_grammars  # noqa: E402
 from acceptmon.parse.parser import Parser  # noqa: E402
-from acceptmon.sinks.table import columns, format_records  # noqa: E402
+from acceptmon.sinks.table import format_records  # noqa: E402
 from benchmarks.bench_parse import OUT, generate  # noqa: E402
 
 
@@ -63,7 +63,7 @@ def main() -> None:
     parser = Parser(grammars, "bench.log", records=frozenset({"decode"}))
     records = timed("5a. the parser: typed records (all lines)", n, lambda: parser.feed(data))
     timed("5b. the CSV sink on those records", n, lambda: format_records(records, "csv"))
-    lane = FastLane(grammars, "csv", columns())
+    lane = FastLane(grammars, "csv")
     lane.learn(data[: data.rfind(b"\n", 0, 1 << 20) + 1])
     fast = Parser(grammars, "bench.log", records=frozenset({"decode"}))
     blocks, pos = [], 0

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from acceptmon.parse.fast import native
-from acceptmon.parse.fast.lane import FastLane, table_columns
+from acceptmon.parse.fast.lane import FastLane
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.parser import Parser
 from acceptmon.sinks.table import TableJob
@@ -99,7 +99,7 @@ def _lane_and_parser(data: bytes, blocks: list[bytes], fmt: str) -> tuple[tuple[
     """(rows, tally) through the fast lane (compiled matcher) and through the general parser alone.
 
     CSV: the lane's JSONL rows with unknown keys are written in Python, so JSONL would not reach C."""
-    lane = FastLane(GRAMMARS, fmt, table_columns())  # type: ignore[arg-type]
+    lane = FastLane(GRAMMARS, fmt)  # type: ignore[arg-type]
     assert lane.native is not None
     lane.learn(data[: 1 << 20])
     runs = []

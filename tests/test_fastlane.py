@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acceptmon.parse.fast import native
-from acceptmon.parse.fast.lane import FastLane, table_columns
+from acceptmon.parse.fast.lane import FastLane
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.load import load_grammars
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
@@ -29,6 +30,20 @@ from tests.conftest import SAMPLES
 
 GRAMMARS = load_grammars()
 LOGS = sorted(SAMPLES.glob("*.log"))
+V0_SPEC = (
+    "INFO 10-16 19:{m:02d}:{s:02d} metrics.py:367] Speculative metrics: Draft acceptance rate: 0.648, System efficiency: "
+    "0.736, Number of speculative tokens: 3, Number of accepted tokens: 15{i:03d}, Number of draft tokens: 24{i:03d}, "
+    "Number of emitted tokens: 23{i:03d}."
+)
+V0_THROUGHPUT = (
+    "INFO 10-16 19:{m:02d}:{s:02d} metrics.py:345] Avg prompt throughput: 401.5 tokens/s, Avg generation throughput: "
+    "2{i:02d}.7 tokens/s, Running: 17 reqs, Swapped: 0 reqs, Pending: 2 reqs, GPU KV cache usage: 56.1%, CPU KV cache "
+    "usage: 0.0%."
+)
+DECODE = (
+    "[2026-02-26 10:{m:02d}:{s:02d} TP0] Decode batch. #running-req: {i}, #token: 8190, token usage: 0.40, accept len: 2.85, "
+    "accept rate: 0.47, cuda graph: True, gen throughput (token/s): 94.12, #queue-req: 0"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -40,24 +55,20 @@ def _fast_lane_on_small_inputs(monkeypatch):
     assert native.load() is not None
 
 
-def _run(path, fmt, fast, jobs=1):
+def _run(path, fmt, fast, jobs=1, kinds=None):
     out = io.BytesIO()
-    job = TableJob(fmt, out)
+    job = TableJob(fmt, out, kinds)
     result = batch.run([str(path)], GRAMMARS, job, jobs=jobs, fast=fmt if fast else None)
     t = result.tally
     return out.getvalue(), (dict(t.kinds), t.accept_noise, t.unrecognized, job.records)
 
 
-def _same(path, fmt, jobs=1):
-    want = _run(path, fmt, fast=False)
-    got = _run(path, fmt, fast=True, jobs=jobs)
+def _same(path, fmt, jobs=1, kinds=None):
+    want = _run(path, fmt, fast=False, kinds=kinds)
+    got = _run(path, fmt, fast=True, jobs=jobs, kinds=kinds)
     assert got[0] == want[0]
     assert got[1] == want[1]
     return want
-
-
-def test_columns_are_the_sinks_columns():
-    assert table_columns() == columns()
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
@@ -67,8 +78,52 @@ def test_sample_logs(log, fmt):
     assert tally[3] > 0 and rows
 
 
+ROW_KINDS = sorted(k for k, v in KINDS.items() if not v.starts_run)
+"""``parse --kind``'s choices."""
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+def test_sample_logs_of_each_kind(log):
+    """``parse --kind K``: the lane writes K's rows, in K's own columns, as the general parser does."""
+    written = {}
+    for kind in ROW_KINDS:
+        for fmt in ("csv", "jsonl"):
+            rows, tally = _same(log, fmt, kinds=(KINDS[kind],))
+            written[kind] = tally[3]
+            assert rows.count(b"\n") == tally[3] + (fmt == "csv" and tally[3] > 0)  # a header with the first row
+    assert sum(written.values()) > 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "line"),
+    [("spec", V0_SPEC), ("throughput", V0_THROUGHPUT), ("decode", DECODE)],
+    ids=["spec", "throughput", "decode"],
+)
+def test_a_kind_of_its_own_rides_the_lane(kind, line, monkeypatch, tmp_path):
+    """``parse --kind K`` on a log of K's lines: the general parser builds the first few (the lane learns their
+    shape from them: its first piece), the lane writes the rest, in K's columns."""
+    path = tmp_path / "k.log"
+    path.write_text("".join(line.format(i=i, m=i // 60, s=i % 60) + "\n" for i in range(200)))
+    kinds = (KINDS[kind],)
+    want = _run(path, "csv", fast=False, kinds=kinds)
+    built = []
+    feed = Parser.feed
+
+    def spy(self, block):
+        records = feed(self, block)
+        built.extend(r.line for r in records if r.kind == kind)
+        return records
+
+    monkeypatch.setattr(Parser, "feed", spy)
+    assert _run(path, "csv", fast=True, kinds=kinds) == want
+    assert want[1][3] == 200
+    assert want[0].split(b"\r\n", 1)[0].decode().split(",") == list(columns(kinds))
+    assert built == list(range(1, len(built) + 1)) and len(built) < 50  # the first lines; the lane the rest
+
+
+@pytest.mark.parametrize("kind", [None, "prefill"])
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_sample_logs_on_small_parallel_ranges(fmt, monkeypatch, tmp_path):
+def test_sample_logs_on_small_parallel_ranges(fmt, kind, monkeypatch, tmp_path):
     monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
     monkeypatch.setattr(batch, "FAST_BLOCK", 3 << 10)
@@ -76,7 +131,7 @@ def test_sample_logs_on_small_parallel_ranges(fmt, monkeypatch, tmp_path):
     # vLLM logs date their year-less timestamps from the file (first stamp, modification time): one calendar
     # per file, so logs of different dates are not concatenated; each is checked on its own below.
     log.write_bytes(b"".join(p.read_bytes() for p in LOGS if not p.name.startswith("vllm_")))
-    _same(log, fmt, jobs=2)
+    assert _same(log, fmt, jobs=2, kinds=(KINDS[kind],) if kind else None)[1][3] > 0
 
 
 @pytest.mark.parametrize("name", ["vllm_v1_0.10.2_dp.log", "vllm_v0_0.6.log", "vllm_v1_0.8.5.log"])
@@ -260,27 +315,31 @@ LINE = st.one_of(
     last_newline=st.booleans(),
     fmt=st.sampled_from(["csv", "jsonl"]),
     cut=st.integers(0, 1 << 12),
+    kind=st.sampled_from([None, None, "decode", "prefill", "spec", "throughput"]),
 )
-def test_generated_logs(tmp_path, lines, crlf, bom, last_newline, fmt, cut):
+def test_generated_logs(tmp_path, lines, crlf, bom, last_newline, fmt, cut, kind):
+    """(``kind``: ``parse --kind``'s rows; the lane counts the other kinds' lines, learning from them too.)"""
     end = "\r\n" if crlf else "\n"
     text = end.join(lines) + (end if last_newline and lines else "")
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode("utf-8", "surrogatepass")
     log = tmp_path / f"gen-{random.random()}.log"
     log.write_bytes(data)
-    _same(log, fmt)
-    lane = FastLane(GRAMMARS, fmt, columns())
+    kinds = (KINDS[kind],) if kind else None
+    _same(log, fmt, kinds=kinds)
+    lane = FastLane(GRAMMARS, fmt, kinds or ())
     lane.learn(data[: data.rfind(b"\n", 0, cut % 2000) + 1])  # keeps the templates seen there; others go careful
+    wanted = frozenset([kind]) if kind else None
     for size in (cut % 97 + 1, len(data) + 1):  # blocks of any size, cut anywhere between lines
-        want, got = Parser(GRAMMARS, "x"), Parser(GRAMMARS, "x")
+        want, got = Parser(GRAMMARS, "x", records=wanted), Parser(GRAMMARS, "x", records=wanted)
         block = data[: data.rfind(b"\n") + 1] if b"\n" in data else b""
         pieces, pos = [], 0
         while pos < len(block):
             stop = block.find(b"\n", min(pos + size, len(block) - 1)) + 1
             pieces.append(block[pos:stop])
             pos = stop
-        slow = b"".join(format_records(want.feed(p), fmt) for p in pieces)
+        slow = b"".join(format_records(want.feed(p), fmt, kinds) for p in pieces)
         fast = b"".join(
-            part[1] for p in pieces for part in lane.feed(got, p, lambda r: (len(r), format_records(r, fmt)))
+            part[1] for p in pieces for part in lane.feed(got, p, lambda r: (len(r), format_records(r, fmt, kinds)))
         )
         assert fast == slow
         assert (got.tally.kinds, got.tally.accept_noise, got.tally.unrecognized, got.line) == (
@@ -329,7 +388,7 @@ def test_a_template_is_matched_only_behind_its_own_servers_envelope(fmt, tmp_pat
     ]
     block = ("\n".join(lines * 3) + "\n").encode()
     want, got = Parser(grammars, "x"), Parser(grammars, "x")
-    lane = FastLane(grammars, fmt, columns())
+    lane = FastLane(grammars, fmt)
     slow = format_records(want.feed(block), fmt)
     fast = b"".join(part[1] for part in lane.feed(got, block, lambda r: (len(r), format_records(r, fmt))))
     assert fast == slow and slow.count(b"\n") == 6
@@ -394,7 +453,7 @@ def test_without_the_compiled_matcher_parse_is_the_general_parsers_and_says_so_o
 def test_a_range_with_an_equal_launch_takes_the_plans_made_for_it():
     """Each range of ``-j`` starts from its own copy of the parser state: a launch equal to one the lane made row
     plans for takes those plans (building them again cost a millisecond a range), and another launch gets its own."""
-    lane = FastLane(GRAMMARS, "csv", table_columns())
+    lane = FastLane(GRAMMARS, "csv")
     log = SAMPLES / "old_0.4.4.log"
     first = Parser(GRAMMARS, str(log))
     first.feed(log.read_bytes())

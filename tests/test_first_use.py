@@ -106,6 +106,17 @@ def test_no_decode_lines_gives_a_hint(tmp_path, command):
     assert "no decode lines" not in acceptmon(command, OLD).stderr.decode()
 
 
+def test_a_kind_the_log_lacks_gives_the_kinds_it_has():
+    p = acceptmon("parse", OLD, "--kind", "spec")
+    assert p.returncode == 0
+    hint = p.stderr.decode().splitlines()[-1]
+    assert (
+        hint
+        == f"acceptmon: no spec lines found in {OLD}; it has 50 decode, 26 prefill lines (--kind writes any one of them)"
+    )
+    assert "is this an SGLang or vLLM server log" not in p.stderr.decode()
+
+
 def test_bare_acceptmon_lists_the_commands(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out

@@ -152,8 +152,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
         streams = any(map(is_stream, args.files))  # read as they come: a row is written when its line is
         with atomic_output(args.output, flush=streams) as out:
             job: TableJob | ParquetJob = TableJob(fmt, out, kinds) if fmt != "parquet" else _parquet_job(out, kinds)
-            # the fast lane writes the default table's rows as text; Parquet's are typed values
-            fast = None if args.kind or fmt == "parquet" else row_format(fmt)
+            # the fast lane writes the table's rows as text (--kind's too); Parquet's are typed values
+            fast = None if fmt == "parquet" else row_format(fmt)
             jobs = max(1, args.jobs)
             result = run(
                 args.files,

@@ -10,6 +10,7 @@ from acceptmon.display import requests_only
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import open_log
 from acceptmon.inputs.remote import is_url
+from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Tally
 from acceptmon.pipeline.batch import Progress
 
@@ -57,12 +58,26 @@ def no_rows_hint(files: list[str], kind: str | None = None, tally: Tally | None 
         named = ", ".join(files)
         print(f"acceptmon: {named}: {requests_only(requests)}; --kind request writes them as rows", file=sys.stderr)
         return
+    held = _other_rows(tally, kind)
+    if held:  # --kind of a kind the log has none of, among lines of others: say which it has
+        named, ranked = ", ".join(files), sorted(held.items(), key=lambda kn: -kn[1])
+        lines = ", ".join(f"{n:,} {k}" for k, n in ranked)
+        which = f"--kind {ranked[0][0]} writes them" if len(ranked) == 1 else "--kind writes any one of them"
+        print(f"acceptmon: no {what} found in {named}; it has {lines} lines ({which})", file=sys.stderr)
+        return
     for f in files:
         why = looks_binary(f)
         if why:
             print(f"acceptmon: {f} looks binary ({why}), not a text log: no {what} found", file=sys.stderr)
         else:
             print(f"acceptmon: no {what} found in {f}: is this an SGLang or vLLM server log?", file=sys.stderr)
+
+
+def _other_rows(tally: Tally | None, kind: str | None) -> dict[str, int]:
+    """With ``--kind``: the lines of the other kinds ``parse`` writes as rows that the reading counted."""
+    if tally is None or kind is None:
+        return {}
+    return {k: n for k, n in tally.kinds.items() if n and k != kind and k in KINDS and not KINDS[k].starts_run}
 
 
 SNIFF_BYTES = 64 << 10

@@ -12,7 +12,7 @@ class. A new kind is a model plus one :func:`register` call, and a grammar file 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from acceptmon.parse.records import (
     ThroughputStats,
     WarningRecord,
 )
+from acceptmon.parse.streams import STREAM_FIELDS
 
 Derive = Callable[[dict[str, Any], LaunchConfig | None], None]
 """Fills derived values into a record's values, given the file's current launch (or None)."""
@@ -150,6 +151,14 @@ def kind_of(record: BaseRecord) -> RecordKind:
 
 def table_kinds() -> list[RecordKind]:
     return [k for k in KINDS.values() if k.table]
+
+
+def table_columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
+    """The columns of a table of ``kinds`` (default: every table kind), in registration and declaration order,
+    each once; the stream fields last (``parse``'s output and the fast lane's rows: column order is interface)."""
+    kinds = kinds or table_kinds()
+    own = dict.fromkeys(c for k in kinds for c in k.columns if c not in STREAM_FIELDS)
+    return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in kinds)))
 
 
 def with_role(role: str) -> frozenset[str]:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from acceptmon.errors import Interrupt
 from acceptmon.inputs.container import is_container_file
@@ -32,6 +32,7 @@ from acceptmon.pipeline import inplace
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs none of them (workers: process pools)
     from acceptmon.parse.fast.lane import FastLane
     from acceptmon.parse.fast.pieces import Format
+    from acceptmon.parse.kinds import RecordKind
     from acceptmon.pipeline.lanes import JobLane
 
     Lane = FastLane | JobLane
@@ -80,6 +81,13 @@ class Job(Protocol[T]):
         ...
 
 
+class Table(Job[tuple[int, bytes]], Protocol):
+    """A job of ``parse``'s table (:class:`acceptmon.sinks.table.TableJob`): its parts are ``(rows, bytes)``."""
+
+    kinds: tuple[RecordKind, ...]
+    """The record kinds whose rows it writes."""
+
+
 def ready(job: Job[Any], parts: list[Any]) -> bool:
     """Whether ``job`` takes a range's parts as they are (its ``ready``, if it has one: :class:`Job`). A job takes the
     parts the main process parsed: a range read again there is asked again, and must be taken."""
@@ -121,8 +129,8 @@ def run(
 
     ``limit``: read only the first ``limit`` bytes of each file (a line start: the
     history before a live start); the last line is completed if it is cut.
-    ``fast``: the job is a table job of this format (its parts are ``(rows, bytes)``):
-    rows the fast lane can write come from it (:mod:`acceptmon.parse.fast`), same bytes.
+    ``fast``: the job is a table job of this format (:class:`Table`): rows of its kinds that the fast lane
+    can write come from it (:mod:`acceptmon.parse.fast`), same bytes.
     ``as_read``: a stream (stdin, a FIFO) is parsed as its lines come, each block's results handed on at
     once (``parse -``); else in whole blocks.
     ``note``: told :data:`SLOW_NOTE` once, before anything is read, where the fast lane would be taken but
@@ -137,13 +145,13 @@ def run(
     )  # unknown sizes: a pipe, .gz
     if fast is not None and big:
         from acceptmon.parse.fast import native
-        from acceptmon.parse.fast.lane import FastLane, table_columns
+        from acceptmon.parse.fast.lane import FastLane
 
         if native.load() is None:
             if note is not None and not native.pure_asked():  # asked for: nothing to tell
                 note(SLOW_NOTE)
         else:
-            lane = FastLane(grammars, fast, table_columns())
+            lane = FastLane(grammars, fast, written=cast("Table", job).kinds)
             lane = lane if lane.enabled else None
     elif getattr(job, "from_lane", False) and big:
         from acceptmon.pipeline.lanes import job_lane

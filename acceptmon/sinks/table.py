@@ -21,9 +21,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from acceptmon.display import strict_json
 from acceptmon.errors import InputError
-from acceptmon.parse.kinds import KINDS, RecordKind, table_kinds
+from acceptmon.parse.kinds import KINDS, RecordKind, table_columns, table_kinds
 from acceptmon.parse.records import Record
-from acceptmon.parse.streams import STREAM_FIELDS
 
 TableFormat: TypeAlias = Literal["csv", "jsonl", "json", "parquet"]
 RowFormat: TypeAlias = Literal["csv", "jsonl"]
@@ -38,11 +37,8 @@ class Writer(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
-def columns(kinds: Sequence[RecordKind] | None = None) -> tuple[str, ...]:
-    """The columns of ``kinds`` (default: every table kind), in registration and declaration order, each once;
-    the stream fields last."""
-    own = dict.fromkeys(c for k in (kinds or table_kinds()) for c in k.columns if c not in STREAM_FIELDS)
-    return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in (kinds or table_kinds()))))
+columns = table_columns
+"""The columns of ``kinds`` (default: every table kind): :func:`acceptmon.parse.kinds.table_columns`."""
 
 
 SUFFIXES: dict[str, TableFormat] = {

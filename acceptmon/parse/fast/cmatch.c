@@ -165,7 +165,8 @@ static int scan_lines(const Program *pg, const uint8_t *buf, Py_ssize_t s, Py_ss
             if (stop->on && plans[i].parser) break; /* the parser's line: stop at it */
             if (bare) {
                 for (int k = 0; k < 4; k++) env[k].p = p, env[k].n = 0;
-            } else if (pg->envelope == ENV_YEARLESS) {
+            } else if (pg->envelope == ENV_YEARLESS && (plans[i].recipe != NULL || plans[i].parser)) {
+                /* (a line only counted is not dated: the parser dates the lines of the kinds it builds) */
                 Year before = *y;
                 if (!cm_date(y, env)) {
                     if (!stop->on) return 1;

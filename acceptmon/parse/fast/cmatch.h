@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 13
+#define CMATCH_VERSION 14
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */

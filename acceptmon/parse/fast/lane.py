@@ -38,11 +38,10 @@ from acceptmon.parse.fast.templates import (
 from acceptmon.parse.fast.typed import As
 from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
-from acceptmon.parse.kinds import KINDS
+from acceptmon.parse.kinds import KINDS, RecordKind, table_columns, table_kinds
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import Record, Unmade
 from acceptmon.parse.state import line_starts
-from acceptmon.parse.streams import STREAM_FIELDS
 
 Part = tuple[int, bytes] | list[Record] | list[Unmade]
 """What the table job collects: (rows, their bytes); with a typed lane, records."""
@@ -68,6 +67,8 @@ CANDIDATES = 4
 PLANS_KEPT = 256
 """Parser contexts whose row plans a lane keeps (then it starts again): a live lane follows many files."""
 
+COUNTED_LOOKS = 32
+"""Lines with a counted anchor that :meth:`FastLane._learn_counted` looks at in a piece the general parser read."""
 PIECE = 128 << 10
 """Bytes of lines the general parser reads at a time in a segment without fast lines (its records are
 typed objects, a few kB each: a whole block's would be tens of MB)."""
@@ -94,30 +95,30 @@ def _pieces(buf: bytes, s: int, e: int) -> list[bytes]:
     return [*out, buf[s:e]] if e > s else out
 
 
-def table_columns() -> tuple[str, ...]:
-    """The table's columns, as :func:`acceptmon.sinks.table.columns` gives them (a test holds them equal)."""
-    kinds = [k for k in KINDS.values() if k.table]
-    own = dict.fromkeys(c for k in kinds for c in k.columns if c not in STREAM_FIELDS)
-    return (*own, *(c for c in STREAM_FIELDS if any(c in k.columns for k in kinds)))
-
-
 class FastLane:
     """Table rows of one output format, for the files of one ``acceptmon parse``; or, ``typed``, records.
 
+    ``written``: the record kinds whose rows are written (default: the table kinds, ``parse`` without ``--kind``).
     ``typed``: the record kinds a job wants as records (:mod:`acceptmon.parse.fast.typed`): every part is then
     a list of records (the parser's, and the lane's rows read back), and ``fmt`` and ``columns`` are the typed
     rows' own."""
 
     def __init__(
-        self, grammars: GrammarSet, fmt: Format, columns: tuple[str, ...], typed: frozenset[str] | None = None
+        self,
+        grammars: GrammarSet,
+        fmt: Format,
+        written: Sequence[RecordKind] = (),
+        typed: frozenset[str] | None = None,
     ) -> None:
         self.typed = typed is not None
         self.in_place = True
         """Reads regions of a file where they lie (:mod:`acceptmon.pipeline.inplace`)."""
         self.fmt: Format = "jsonl" if self.typed else fmt
-        self.columns, self.learned = columns, False
-        self.written = typed if typed is not None else frozenset(k for k, kind in KINDS.items() if kind.table)
-        """The kinds whose lines the lane writes (the others it only counts)."""
+        self.columns = () if self.typed else table_columns(written or None)
+        """A table's columns (``written``'s, as ``parse`` writes them; a typed lane's rows have their kind's own)."""
+        self.learned = False
+        self.written = typed if typed is not None else frozenset(k.name for k in written or table_kinds())
+        """The kinds whose lines the lane writes (default: the table kinds; the others it only counts)."""
         self.grammars = grammars
         self.from_log: list[Template] = []
         """Templates learned from the log's own lines (:meth:`_learn_lines`)."""
@@ -134,12 +135,14 @@ class FastLane:
         runs = {g.anchor for g in grammars.records if KINDS[g.spec.record or ""].starts_run}
         self.launch_anchors = [a.encode() for a in grammars.anchors if a in runs]
         self.counted = [a for a in self.anchors if a not in self.launch_anchors]
-        self.yearless = Yearless(grammars, self.fmt, columns, (self.counted, self.launch_anchors), self.typed)
+        self.yearless = Yearless(grammars, self.fmt, self.columns, (self.counted, self.launch_anchors), self.typed)
         self.hands: As = self.typed
         """How the lane's own rows are handed on (:func:`typed.part`); :meth:`hand_unmade` to change it."""
         self.tuples: frozenset[str] = frozenset()
         """Kinds whose rows are tuples of their varying values (:attr:`Plan.tuples`)."""
         """vLLM's lines (year-less envelope), learned from the log, on the compiled matcher alone."""
+        self.sorter: Parser | None = None
+        """Says the kind of a line the lane may learn to count (:meth:`_sorter`)."""
         self.yearless_first = False
         """Whether the year-less matcher said the last stretch the two could both say: it is then tried first (a
         vLLM log's blocks are not read twice, once in vain by the envelope of SGLang's lines). Either says a stretch
@@ -309,6 +312,8 @@ class FastLane:
         learned = (
             bool(slow) and self._may_learn() and self._learn_lines(parser, buf, (s, e, base), slow[:CANDIDATES], chunk)
         )
+        if pieces and not learned and self._may_learn():
+            learned = self._learn_counted(parser, pieces[0])
         dated = undated and parser.year is not None and self.yearless.program is not None  # year-less lines may go on
         if (learned or dated) and len(pieces) > 1:  # the rest of the segment, with what the first piece taught
             return self._segment(parser, buf, s + len(pieces[0]), e, parts, chunk)
@@ -353,6 +358,58 @@ class FastLane:
                 self.tried[shape] = SHAPE_TRIES if ok else self.tried[shape]
                 learned = ok or learned
         return learned
+
+    def _learn_counted(self, parser: Parser, piece: bytes) -> bool:
+        """Learn templates from lines of ``piece`` (which the general parser read) of kinds it counts without building
+        them (``parse --kind``'s other kinds): a line's template joins the lane if the compiled matcher then counts
+        that line as a line of the kind the parser says, writing nothing. The first :data:`COUNTED_LOOKS` lines with a
+        counted anchor are looked at, :data:`CANDIDATES` new shapes tried. True if a template was learned."""
+        learned, tries, looks = False, 0, 0
+        for raw in piece.split(b"\n"):
+            if looks >= COUNTED_LOOKS or tries >= CANDIDATES or not self._may_learn():
+                break
+            if not any(a in raw for a in self.counted):
+                continue
+            looks += 1
+            raw = raw.rstrip(b"\r")
+            shape = _MASK.sub(b"0", raw)
+            if self.tried[shape] >= SHAPE_TRIES:
+                continue
+            kind = self._sorter(parser).classify(raw.decode("utf-8", "replace"))[0]
+            if kind not in KINDS or kind in parser.wanted:  # a wanted kind's lines are learned from their rows
+                continue
+            tries += 1
+            self.tried[shape] += 1
+            if self._try_counted(parser, raw, kind):
+                self.tried[shape] = SHAPE_TRIES
+                learned = True
+        return learned
+
+    def _sorter(self, parser: Parser) -> Parser:
+        """A parser of the grammars that builds nothing: it says a line's kind, the reading parser's state untouched."""
+        if self.sorter is None:
+            self.sorter = Parser(self.grammars, parser.file, records=frozenset())
+        return self.sorter
+
+    def _try_counted(self, parser: Parser, raw: bytes, kind: str) -> bool:
+        """Add the template of ``raw``, a line of ``kind`` that the parser only counts, if the lane then counts it as
+        that kind's line and writes nothing."""
+        assert self.shape is not None
+        t = template_from_line(self.grammars, self.shape, raw.decode("utf-8", "replace"))
+        if t is None:
+            return self.yearless.learn_counted(parser, raw, kind)
+        if t.kind != kind or native.steps(t, False) is None or any(x.key == t.key for x in self.templates):
+            return False
+        self.templates.append(t)
+        self._compile()
+        if self.native is not None:
+            quick = self._quick(parser, b"\n" + raw + b"\n", 0, len(raw) + 1, 0)
+            if quick and quick[0][0] == 0 and quick[1][len(self.templates) - 1] == 1 and sum(quick[1]) == 1:
+                self.from_log.append(t)
+                return True
+        self.templates.pop()
+        self._compile()
+        return False
 
     def _try_template(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
         """Add the template of ``raw`` if the lane then writes ``row`` for it exactly as the parser does."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
@@ -119,8 +120,8 @@ class Yearless:
     def _compiled(self, k: int, t: Template, context: tuple[Any, ...]) -> Any:
         """Template ``k``'s plan for a parser ``context`` as the compiled matcher takes it, or False (its rows are
         the parser's)."""
-        if t.kind not in context[3]:  # a line the parser only counts is not dated: the year state is its
-            return False
+        if t.kind not in context[3]:  # a line the parser only counts: counted here too, not dated (nor by the parser)
+            return None
         columns = typed.columns_of(t.kind) if self.typed else self.columns
         try:
             plan = Plan(t, self.fmt, columns, context[:3], every=True, typed=self.typed, tuples=t.kind in self.tuples)
@@ -196,20 +197,25 @@ class Yearless:
     def _feed(self, parser: Parser, buf: bytes, s: int, e: int, out: tuple[list[Part], Chunk]) -> int:
         """The line ``buf[s:e]`` read by the general parser (and learned from); where the next line starts."""
         parts, chunk = out
+        before = dict(parser.tally.kinds)
         records = parser.feed(buf[s:e])
         if records:
             parts.append(chunk(records))
-            self._learn_from(parser, buf[s : e - 1].rstrip(b"\r"), records, chunk)
+        raw = buf[s : e - 1].rstrip(b"\r")
+        if len(records) == 1 and KINDS[records[0].kind].table:
+            self._learn_from(parser, raw, partial(self.learn, parser, raw, records[0], chunk))
+        elif not records:  # a line the parser counted without building it: what kind
+            kind = next((k for k, n in parser.tally.kinds.items() if n != before.get(k)), None)
+            if kind in KINDS and kind not in parser.wanted:
+                self._learn_from(parser, raw, partial(self.learn_counted, parser, raw, kind))
         return e
 
-    def _learn_from(self, parser: Parser, raw: bytes, records: list[Record], chunk: Chunk) -> None:
+    def _learn_from(self, parser: Parser, raw: bytes, learn: Callable[[], bool]) -> None:
         """Learn the template of a line the matcher stopped at (a few lines of each shape are tried)."""
         shape = _MASK.sub(b"0", raw)
-        if len(records) != 1 or not KINDS[records[0].kind].table or self.tried[shape] >= SHAPE_TRIES:
-            return
-        if self.tried.total() < LEARN_TRIES:
+        if self.tried[shape] < SHAPE_TRIES and self.tried.total() < LEARN_TRIES:
             self.tried[shape] += 1
-            if self.learn(parser, raw, records[0], chunk):
+            if learn():
                 self.tried[shape] = SHAPE_TRIES
 
     def _account(self, parser: Parser, got: Scan, base: int, parts: list[Part]) -> None:
@@ -224,25 +230,49 @@ class Yearless:
         """Add the template of ``raw`` if the compiled matcher then writes the parser's row for it (the row of
         ``row`` as ``chunk`` gives it; typed, ``row`` itself)."""
         stamp = getattr(row, "timestamp", None)
-        if self.full or native.load() is None:
-            return False
-        text = raw.decode("utf-8", "replace")
-        t = template_of(self.grammars, ANSI.sub("", text) if "\x1b" in text else text)
-        if t is None or (stamp is None) != t.bare or any(x.key == t.key and x.ops == t.ops for x in self.templates):
+        t = self._template(raw)
+        if t is None or (stamp is None) != t.bare:
             return False
         year, month = (stamp.year, stamp.month) if stamp is not None else (parser.year or 0, parser.month or 0)
+        got = self._tried(parser, raw, t, (row.line - 1, year, month))
+        if got is not None and got[0] == 1 and got[2][-1] == 1 and typed.proven(self.typed, parser, got[1], row, chunk):
+            return True
+        self._drop()
+        return False
+
+    def learn_counted(self, parser: Parser, raw: bytes, kind: str) -> bool:
+        """Add the template of ``raw``, a line of ``kind`` that the parser counts without building (nor dating)
+        it, if the compiled matcher then counts it as that kind's line, writing nothing."""
+        t = self._template(raw)
+        if t is None or t.kind != kind:
+            return False
+        got = self._tried(parser, raw, t, (0, parser.year or 0, parser.month or 0))
+        if got is not None and got[0] == 0 and got[2][-1] == 1 and self.plans[-1] is None:
+            return True
+        self._drop()
+        return False
+
+    def _template(self, raw: bytes) -> Template | None:
+        """The template of a line, if there is room for one and it is not known yet."""
+        if self.full or native.load() is None:
+            return None
+        text = raw.decode("utf-8", "replace")
+        t = template_of(self.grammars, ANSI.sub("", text) if "\x1b" in text else text)
+        return None if t is None or any(x.key == t.key and x.ops == t.ops for x in self.templates) else t
+
+    def _tried(self, parser: Parser, raw: bytes, t: Template, at: tuple[int, int, int]) -> Any:
+        """The scan of the line ``raw`` (line ``at[0] + 1``, in year and month ``at[1:]``) with ``t`` added to
+        the templates (None if the matcher refuses it); :meth:`_drop` takes ``t`` back."""
         self.templates.append(t)
         self._compile()
-        got = None
-        if self.program is not None:
-            plans = self.plans_for(parser)
-            try:
-                got = self.program.scan(b"\n" + raw + b"\n", 1, len(raw) + 2, row.line - 1, plans, year, month)
-            except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
-                got = None
-        if got is not None and got[0] == 1 and got[2][-1] == 1:
-            if typed.proven(self.typed, parser, got[1], row, chunk):
-                return True
+        if self.program is None:
+            return None
+        try:
+            return self.program.scan(b"\n" + raw + b"\n", 1, len(raw) + 2, at[0], self.plans_for(parser), *at[1:])
+        except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
+            return None
+
+    def _drop(self) -> None:
+        """The template :meth:`_tried` added, taken back."""
         self.templates.pop()
         self._compile()
-        return False
