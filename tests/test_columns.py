@@ -14,8 +14,9 @@ from operator import itemgetter
 import pytest
 
 from acceptmon.diagnose.engine import Doctor
-from acceptmon.diagnose.read import DoctorJob, Shipped
+from acceptmon.diagnose.read import DoctorJob
 from acceptmon.diagnose.rules import load_rules
+from acceptmon.errors import InputError
 from acceptmon.measure.bootstrap import block_length, bootstrap_means, draw_starts
 from acceptmon.measure.columns import NONE_INT, Batches, Floats, pack, unpack
 from acceptmon.measure.compare import Batch, Sample, compare
@@ -23,7 +24,9 @@ from acceptmon.measure.normalize import READS, Fact, Load, Normalizer
 from acceptmon.measure.normalize import Batch as NormBatch
 from acceptmon.parse.parser import Parser
 from acceptmon.parse.records import DecodeStats, prepare
+from acceptmon.pipeline import batch, sides
 from acceptmon.pipeline.sides import read_side
+from acceptmon.pipeline.workers import Shipped
 from tests.conftest import SAMPLES
 
 LOGS = sorted(SAMPLES.glob("*.log"))
@@ -104,6 +107,41 @@ def test_compares_columns_hold_every_batch_of_every_sample_log_as_before(grammar
         assert got == old_bootstrap_means([lists[n] for n in names], random.Random(4), 60)
         checked += 1
     assert checked
+
+
+COLUMN_SIDES = {"dp_attention_0.5.7": 400, "newest_0.5.23": 90, "vllm_v0_0.6": 300, "vllm_v1_0.10.2_dp": 500}
+"""Sample logs whose sides take the lane's rows as columns, with the stats lines folded so at the least (the lane
+learns a shape from its first lines, and lines around a prefill line are normalized one by one)."""
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])
+def test_a_side_read_from_the_lanes_columns_is_the_side_read_record_by_record(grammars, path, monkeypatch):
+    """``compare``'s side takes the lane's plain rows as columns (:meth:`Sample.fold`, in a worker too, on ranges
+    small enough to cut runs): the same side, figures, loads and what its reading counted as every record's fact
+    gives, for the whole file and each of its first runs."""
+    monkeypatch.setattr(batch, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(batch, "RANGE_BYTES", 8 << 10)
+    monkeypatch.delenv("ACCEPTMON_PURE_PYTHON", raising=False)
+    folded = []
+    fold = Sample.fold
+    monkeypatch.setattr(Sample, "fold", lambda self, facts: folded.append(len(facts)) or fold(self, facts))
+    runs = sorted({r.run for r in records_of(grammars, path) if r.kind == "launch"})
+    for run_no in [None, *runs[:3]]:
+        for jobs in (1, 2):
+            try:
+                got = read_side(str(path), run_no, grammars, jobs)
+            except InputError as e:
+                got = str(e)
+            with monkeypatch.context() as m:
+                m.setattr(sides._SideJob, "takes_unmade", frozenset())  # every record made, and normalized alone
+                try:
+                    want = read_side(str(path), run_no, grammars, jobs)
+                except InputError as e:
+                    want = str(e)
+            assert got == want
+    if path.stem in COLUMN_SIDES:
+        assert sum(folded) >= COLUMN_SIDES[path.stem]
 
 
 def test_bootstrap_over_columns_with_gaps_equals_the_list_bootstrap():

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from acceptmon.diagnose import read
 from acceptmon.diagnose.depth import DepthInputs
 from acceptmon.diagnose.engine import Doctor
-from acceptmon.diagnose.read import DoctorJob, Shipped
+from acceptmon.diagnose.read import DoctorJob
 from acceptmon.diagnose.rules import load_rules
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.measure.facts import Facts, plain_facts
 from acceptmon.measure.normalize import Normalizer
 from acceptmon.parse.records import DecodeStats, LaunchConfig, ServerLaunch, Unmade, WarningRecord
+from acceptmon.pipeline.workers import Shipped
 from tests.test_plain_fold import decode_records, records, vllm_interval_records, vllm_records
 from tests.unmade import cut, part
 

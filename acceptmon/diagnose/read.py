@@ -18,16 +18,14 @@ from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.model import Finding, Rule
 from acceptmon.diagnose.state import RunState
 from acceptmon.inputs.refs import parse_ref
-from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.facts import plain_facts
 from acceptmon.measure.normalize import Fact, plain_kinds
-from acceptmon.measure.plain import plain_columns
 from acceptmon.measure.speedup import baseline_runs
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.records import Record, Unmade
 from acceptmon.pipeline.batch import run
-from acceptmon.pipeline.workers import in_worker
+from acceptmon.pipeline.workers import Shipped, in_worker, landed, ship
 
 
 class DoctorJob:
@@ -62,26 +60,12 @@ class DoctorJob:
     def chunk(self, records: Sequence[Record | Unmade]) -> Sequence[Record | Unmade] | Shipped:
         """The records as they are in this process; from a worker, records packed and the rows that
         :func:`plain_facts` takes as their values alone (:meth:`~acceptmon.parse.records.Unmade.shipped`)."""
-        if not in_worker():
-            return records
-        out = Shipped()
-        held: list[Record] = []
-        for r in records:
-            if type(r) is not Unmade:
-                held.append(r)
-            elif plain_columns(r, {}) is None:  # (what the engines named before the rows changes no verdict)
-                held.extend(r.made())
-            else:
-                out += [pack(held), r.shipped()] if held else [r.shipped()]
-                held = []
-        if held:
-            out.append(pack(held))
-        return out
+        return ship(records) if in_worker() else records
 
     def collect(self, part: Sequence[Record | Unmade] | Shipped) -> None:
         if type(part) is Shipped:
-            for each in part:
-                self.collect([each] if isinstance(each, Unmade) else list(unpack(each)))
+            for each in landed(part):
+                self.collect([each] if isinstance(each, Unmade) else each)
             return
         held: list[Record] = []
         for item in cast("Sequence[Record | Unmade]", part):
@@ -119,10 +103,6 @@ class DoctorJob:
                 continue
             depth.take((fact,))
             yield fact
-
-
-class Shipped(list[Packed | Unmade]):
-    """What a worker's :meth:`DoctorJob.chunk` hands on, in order: records packed, rows as their values."""
 
 
 def diagnose(

@@ -300,16 +300,7 @@ class RunState:
         values = facts.values
         every = all(batch)
         self.stats_lines += n
-        figures = self.figures
-        figures.invalid_values += facts.invalid
-        figures.batches += n if every else sum(batch)
-        summed(figures.accept_len, present(length))  # None where the line is no batch
-        tputs = (
-            facts.gen_throughput
-            if all(facts.load)
-            else [t if ld else None for t, ld in zip(facts.gen_throughput, facts.load, strict=True)]
-        )
-        figures.loads(facts.unit, tputs)
+        tputs = self.figures.fold(facts)
         if self.first_line is None:
             self.first_line = lines[0]
         self.last_line = lines[-1]

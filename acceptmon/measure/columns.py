@@ -72,6 +72,14 @@ class Floats(Sequence[float]):
         if self.keep is not None and len(self._values) >= 2 * self.keep:
             del self._values[: len(self._values) - self.keep]
 
+    def extend(self, values: Iterable[float]) -> None:
+        """:meth:`append` of each value, in order."""
+        if self.keep is not None:
+            for value in values:
+                self.append(value)
+        else:
+            self._values.extend(values)
+
     def array(self) -> array[float]:
         """The kept values as an array of their own (a copy)."""
         v = self._values
@@ -143,6 +151,29 @@ class Batches(Sequence[Batch]):
             cut = len(self.steady) - self.keep
             for column in self._columns():
                 del column[:cut]
+
+    def extend(
+        self,
+        accept_len: Sequence[float | None],
+        accept_rate: Sequence[float | None],
+        gen_throughput: Sequence[float | None],
+        running_req: Sequence[int | None],
+        steady: Sequence[bool],
+    ) -> None:
+        """:meth:`add` of each batch of these columns, in order."""
+        if self.keep is not None:
+            for batch in zip(accept_len, accept_rate, gen_throughput, running_req, steady, strict=True):
+                self.add(*batch)
+            return
+        for column, values in zip(self._columns()[:3], (accept_len, accept_rate, gen_throughput), strict=True):
+            column.extend(values if None not in values else map(_f, values))  # type: ignore[arg-type]  # None: none
+        counts = [NONE_INT if r is None else r for r in running_req]
+        try:
+            more: array[int] | list[int] = array("q", counts)
+        except OverflowError:  # a count no server logs, kept exactly all the same
+            more = counts
+        self.running_req = _extended(self.running_req, more)
+        self.steady.extend(map(bool, steady))
 
     def _columns(self) -> tuple[array[float], array[float], array[float], array[int] | list[int], bytearray]:
         return self.accept_len, self.accept_rate, self.gen_throughput, self.running_req, self.steady

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,8 +23,12 @@ from acceptmon.measure.bootstrap import RESAMPLES, block_length, bootstrap_means
 from acceptmon.measure.columns import Batch, Batches, Floats, missing, present
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.plain import present as logged
 from acceptmon.measure.speedup import bucket_label, bucket_of, shared, steady_buckets, weighted_speedup
 from acceptmon.parse.kinds import KINDS
+
+if TYPE_CHECKING:
+    from acceptmon.measure.facts import Facts
 
 __all__ = [
     "RESAMPLES",
@@ -125,6 +129,41 @@ class Sample:
                 self._loads.append(tput)
             if b is None:
                 self.load_batches.add(None, None, tput, load.running_req, load.steady)
+
+    def fold(self, facts: Facts) -> None:
+        """What :meth:`add` does with each stats line of ``facts`` (their facts as columns), in order."""
+        tputs = self.figures.fold(facts)
+        batch, load, n = facts.batch, facts.load, len(facts)
+        cut = n  # (a load line without a batch: from it on, load lines are kept as they come)
+        if self._marks is not None and not all(batch):
+            cut = next((i for i, (b, ld) in enumerate(zip(batch, load, strict=True)) if ld and not b), n)
+        self._lines(facts, tputs, 0, cut)
+        if cut < n:
+            self._loads, self._marks = self.loads, None
+            self._lines(facts, tputs, cut, n)
+
+    def _lines(self, facts: Facts, tputs: Sequence[float | None], lo: int, hi: int) -> None:
+        """:meth:`fold` of the lines ``lo`` to ``hi``, where load lines are kept one way throughout."""
+        if lo >= hi:
+            return
+        batch, load, rates = facts.batch[lo:hi], facts.load[lo:hi], tputs[lo:hi]
+        if any(batch):
+            picks = [facts.accept_len, facts.values["draft_accept_rate"], facts.gen_throughput, facts.running_req]
+            cols = [c[lo:hi] if all(batch) else list(compress(c[lo:hi], batch)) for c in [*picks, facts.steady]]
+            self.batches.extend(*cols)
+            if self._marks is not None:
+                self._marks.extend(ld and t is not None for b, ld, t in zip(batch, load, rates, strict=True) if b)
+        if not any(load):
+            return
+        self.own_loads = self.own_loads and all(b for b, ld in zip(batch, load, strict=True) if ld)
+        if self._marks is None:
+            self._loads.extend(logged(rates))  # (None where the line is no load line)
+        alone = [ld and not b for b, ld in zip(batch, load, strict=True)]
+        if any(alone):
+            k = sum(alone)
+            running = list(compress(facts.running_req[lo:hi], alone))
+            steady = list(compress(facts.steady[lo:hi], alone))
+            self.load_batches.extend([None] * k, [None] * k, list(compress(rates, alone)), running, steady)
 
     def __len__(self) -> int:
         """Batches to compare: the batches, else the finished requests, else the load lines."""

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.plain import present, summed
+
+if TYPE_CHECKING:
+    from acceptmon.measure.facts import Facts
 
 
 def per_unit(units: Iterable[Mean]) -> float | None:
@@ -61,6 +64,21 @@ class RunFigures:
         load = fact.load
         if load is not None:
             self.logged(load.unit, load.gen_throughput)
+
+    def fold(self, facts: Facts) -> Sequence[float | None]:
+        """What :meth:`add` does with each stats line of ``facts`` (their facts as columns), in order; returns each
+        line's load rate (None where the line is no load line)."""
+        batch = facts.batch
+        self.invalid_values += facts.invalid
+        self.batches += len(batch) if all(batch) else sum(batch)
+        summed(self.accept_len, present(facts.accept_len))  # None where the line is no batch
+        tputs = (
+            facts.gen_throughput
+            if all(facts.load)
+            else [t if ld else None for t, ld in zip(facts.gen_throughput, facts.load, strict=True)]
+        )
+        self.loads(facts.unit, tputs)
+        return tputs
 
     def batch(self, accept_len: float | None, unit: str, gen_throughput: float | None) -> None:
         """A fact with a batch and its unit's load (``gen_throughput`` None: none, or not logged): what :meth:`add`

@@ -3,27 +3,31 @@
 ``acceptmon compare`` and the library's :func:`acceptmon.compare` read their sides here: the
 records (parsed in workers too, sent back packed) normalized in file order
 (:mod:`acceptmon.measure.normalize`) into a :class:`~acceptmon.measure.compare.Sample`, with the runs
-seen, the side's source, and what the normalize step left out; the caller says it.
+seen, the side's source, and what the normalize step left out; the caller says it. The lane's plain stats
+rows reach it unmade (from a worker as their values: :func:`~acceptmon.pipeline.workers.ship`) and are added as
+columns (:func:`~acceptmon.measure.facts.plain_facts`, :meth:`~acceptmon.measure.compare.Sample.fold`), as the
+doctor takes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acceptmon.display import number_ranges, requests_only
 from acceptmon.errors import InputError
-from acceptmon.measure.columns import Packed, pack, unpack
 from acceptmon.measure.compare import Sample, Side
-from acceptmon.measure.normalize import READS, Normalizer
+from acceptmon.measure.facts import plain_facts
+from acceptmon.measure.normalize import READS, Normalizer, plain_kinds
 from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.parser import Tally
-from acceptmon.parse.records import LaunchConfig, Record
+from acceptmon.parse.records import LaunchConfig, Record, Unmade
 from acceptmon.pipeline.batch import run
+from acceptmon.pipeline.workers import Shipped, in_worker, landed, ship
 
 __all__ = ["SideRead", "read_side"]
 
@@ -68,19 +72,75 @@ class _SideJob:
         self.invalid_values = self.refused_configs = 0
         """Impossible values and refused launch configs the normalize step left out."""
 
-    def chunk(self, records: list[Record]) -> tuple[Packed, set[int]]:
-        """The side's records as what the normalizer reads (packed: :func:`~acceptmon.measure.columns.pack`),
-        and the numbers of the other runs with stats lines."""
-        if self.run_no is None:
-            return pack(records, READS), set()
-        mine = [r for r in records if r.run == self.run_no or KINDS[r.kind].starts_run]
-        return pack(mine, READS), {r.run for r in records if r.run != self.run_no}
+    @property
+    def takes_unmade(self) -> frozenset[str]:
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        plain stats lines are normalized and added as columns (:func:`~acceptmon.measure.facts.plain_facts`)."""
+        return plain_kinds()
 
-    def collect(self, part: tuple[Packed, set[int]]) -> None:
-        mine, others = part
+    def chunk(self, records: Sequence[Record | Unmade]) -> tuple[Sequence[Record | Unmade] | Shipped, set[int]]:
+        """The side's records and rows (from a worker: :func:`~acceptmon.pipeline.workers.ship`, the records packed
+        as what the normalizer reads), and the numbers of the other runs with stats lines."""
+        mine, others = self._mine(records)
+        return (ship(mine, READS) if in_worker() else mine), others
+
+    def _mine(self, records: Sequence[Record | Unmade]) -> tuple[Sequence[Record | Unmade], set[int]]:
+        """The records and rows of the side's run (and every launch), and the numbers of the other runs."""
+        if self.run_no is None:
+            return records, set()
+        mine: list[Record | Unmade] = []
+        others: set[int] = set()
+        for r in records:
+            if type(r) is Unmade:
+                runs = set(r.column("run"))
+                if self.run_no in runs and len(runs) > 1:  # rows of several runs: as records
+                    made = r.made()
+                    mine += [m for m in made if m.run == self.run_no]
+                    others |= {m.run for m in made if m.run != self.run_no}
+                elif self.run_no in runs:
+                    mine.append(r)
+                else:
+                    others |= runs
+                continue
+            if r.run == self.run_no or KINDS[r.kind].starts_run:
+                mine.append(r)
+            if r.run != self.run_no:
+                others.add(r.run)
+        return mine, others
+
+    def collect(self, part: tuple[Sequence[Record | Unmade] | Shipped, set[int]]) -> None:
+        got, others = part
         for number in others:
             self.runs.setdefault(number, None)
-        for fact in map(self.normalizer.fact, unpack(mine, READS)):
+        held: list[Record] = []
+        items: Iterable[list[Record] | Record | Unmade] = (
+            landed(got, READS) if type(got) is Shipped else cast("Sequence[Record | Unmade]", got)
+        )
+        for item in items:
+            if isinstance(item, list):
+                held += item
+            elif isinstance(item, Unmade):
+                self._records(held)
+                held = []
+                self._rows(item)
+            else:
+                held.append(item)
+        self._records(held)
+
+    def _rows(self, rows: Unmade) -> None:
+        """Rows of the side's run, as columns where :func:`plain_facts` takes them, else as their records."""
+        facts = plain_facts(self.normalizer, rows)
+        if facts is None:
+            self._records(rows.made())
+            return
+        _, source, number = facts.key
+        self.runs.setdefault(number, None)
+        self.invalid_values += facts.invalid
+        self.sample.fold(facts)
+        self.sources.setdefault(source, (facts.values["pod"][0], facts.values["container"][0]))
+
+    def _records(self, records: list[Record]) -> None:
+        for fact in map(self.normalizer.fact, records):
             r = fact.record
             if KINDS[r.kind].request:
                 if self.run_no is None or r.run == self.run_no:

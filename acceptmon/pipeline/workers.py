@@ -22,10 +22,11 @@ from typing import Any, TypeVar, cast
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
 from acceptmon.measure.columns import Packed, pack, unpack
+from acceptmon.measure.plain import plain_columns
 from acceptmon.parse import prescan
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
-from acceptmon.parse.records import Record
+from acceptmon.parse.records import Record, Unmade
 from acceptmon.pipeline import inplace
 
 T = TypeVar("T")
@@ -60,6 +61,37 @@ def taken(part: Sequence[T] | Packed) -> Iterator[T | Record]:
     if part and isinstance(part[0], tuple):
         return unpack(cast("Packed", part))
     return iter(cast("Sequence[T]", part))
+
+
+class Shipped(list[Packed | Unmade]):
+    """A worker's chunk of a job that takes the lane's rows unmade (:func:`ship`): in order, records packed, and rows
+    as their values."""
+
+
+def ship(records: Sequence[Record | Unmade], only: frozenset[str] | None = None) -> Shipped:
+    """A worker's records for the main process: the rows :func:`~acceptmon.measure.plain.plain_columns` takes as
+    their values alone (:meth:`~acceptmon.parse.records.Unmade.shipped`), the rest as records packed (``only``: these
+    fields of them; what the names the engines had before the rows change is no verdict of theirs)."""
+    out, held = Shipped(), list[Record]()
+    for r in records:
+        if type(r) is not Unmade:
+            held.append(r)
+        elif plain_columns(r, {}) is None:
+            held.extend(r.made())
+        else:
+            if held:
+                out.append(pack(held, only))
+                held = []
+            out.append(r.shipped())
+    if held:
+        out.append(pack(held, only))
+    return out
+
+
+def landed(part: Shipped, only: frozenset[str] | None = None) -> Iterator[list[Record] | Unmade]:
+    """The pieces of a :func:`ship` part, in order: records (``only`` as :func:`ship` was given it), or rows."""
+    for each in part:
+        yield each if isinstance(each, Unmade) else list(unpack(each, only))
 
 
 def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, Any], collect: Collect) -> None:
