@@ -240,6 +240,9 @@ def main() -> None:
     ap.add_argument("--format", choices=("csv", "jsonl"), default="csv", help="acceptmon's output format")
     ap.add_argument("--shape", choices=("all", *SHAPES), help="time line shapes (see parse_shapes.py) instead")
     ap.add_argument("--mib", type=float, default=8, help="with --shape: each log's size")
+    ap.add_argument(
+        "--kind", action="store_true", help="with --shape: acceptmon writes the awk's kind alone (parse --kind KIND)"
+    )
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="acceptmon-bench-"))
     try:
@@ -266,6 +269,7 @@ def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
         out = tmp / "out.csv"
         acceptmon = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out)]
         acceptmon += ["-j", str(a.jobs)] if a.jobs else []
+        acceptmon += ["--kind", shape.kind] if a.kind else []
         commands: dict[str, tuple[str | list[str], bool]] = {"acceptmon": (acceptmon, False)}
         commands |= {f"grep+{w}": (shape_awk(shape, log, tmp / "awk.txt", w), True) for w in awks}
         results: dict[str, list[tuple[float, int]]] = {n: [] for n in commands}
@@ -276,7 +280,8 @@ def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
         rows.append((name, log.stat().st_size, results, (n_awk, n_am, equal)))
         log.unlink()
     print(f"{a.mib:g} MiB per log, {a.repeat} runs each, best wall time; memory: peak RSS summed over processes")
-    print(f"lane: {lane(a.pure)}; acceptmon parse LOG -o out.csv{f' -j {a.jobs}' if a.jobs else ''}")
+    kind = " --kind KIND (the awk's: decode or spec)" if a.kind else ""
+    print(f"lane: {lane(a.pure)}; acceptmon parse LOG -o out.csv{f' -j {a.jobs}' if a.jobs else ''}{kind}")
     head = f"{'shape':14} {'MiB':>5} {'acceptmon':>10} {'MiB':>5}"
     for w in awks:
         head += f" {'grep+' + w:>10} {'MiB':>5} {'ratio':>6}"
