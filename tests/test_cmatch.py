@@ -13,6 +13,7 @@ import re
 import struct
 from array import array
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -620,3 +621,56 @@ def test_block_totals_refuses_what_it_cannot_read():
             CMATCH.block_totals(*bad)
     with pytest.raises(TypeError):
         CMATCH.block_totals(draws, 2, 3, None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64) | st.just(-0.0), min_size=1, max_size=300),
+    st.integers(0, 1 << 20),
+    st.integers(1, 40),
+)
+def test_prefix_and_block_sums_are_what_the_bootstrap_adds_in_python(values, at, length):
+    """The compiled prefix sums (twice round the column, NaN as 0.0 and not counted) and block sums give
+    bootstrap.py's own, bit for bit: the same additions in the same order."""
+    assert CMATCH is not None
+    column, n = array("d", values), len(values)
+    upto, width = at % (2 * n + 1), min(length, n)
+    got = [bootstrap._prefixes(column, upto), bootstrap._block_sums(column, width)]
+    with mock.patch.object(native, "load", lambda: None):  # bootstrap.py's own additions
+        want = [bootstrap._prefixes(column, upto), bootstrap._block_sums(column, width)]
+    assert [[None if a is None else a.tobytes() for a in pair] for pair in got] == [
+        [None if a is None else a.tobytes() for a in pair] for pair in want
+    ]
+
+
+def test_prefix_sums_and_spans_refuse_what_they_cannot_read_or_write():
+    """A column of no value, upto past twice the column, a wrong array type, a too short or read-only output: a
+    ValueError or TypeError, never a write past the end."""
+    assert CMATCH is not None
+    column, prefix, counts = array("d", [1.0, math.nan]), array("d", bytes(40)), array("q", bytes(40))
+    CMATCH.prefix_sums(column, 4, prefix, counts)
+    assert list(prefix) == [0.0, 1.0, 1.0, 2.0, 2.0] and list(counts) == [0, 1, 1, 2, 2]
+    out = array("d", bytes(16))
+    CMATCH.spans(prefix, 2, 2, out)
+    assert list(out) == [1.0, 1.0]
+    for bad in (
+        (array("d"), 0, prefix, None),
+        (column, 5, prefix, None),
+        (column, -1, prefix, None),
+        (column, 4, array("d", bytes(32)), None),
+        (column, 2, prefix, array("i", bytes(12))),
+        (array("f", [1.0]), 1, prefix, None),
+    ):
+        with pytest.raises(ValueError):
+            CMATCH.prefix_sums(*bad)
+    with pytest.raises(BufferError):
+        CMATCH.prefix_sums(column, 2, bytes(24), None)  # read-only
+    for bad_spans in (
+        (prefix, 4, 2, array("d", bytes(32))),
+        (prefix, 2, 2, array("d", bytes(8))),
+        (prefix, -1, 0, out),
+    ):
+        with pytest.raises(ValueError):
+            CMATCH.spans(*bad_spans)
+    with pytest.raises(ValueError):
+        CMATCH.spans(counts, 2, 2, array("d", bytes(16)))  # counts' sums into floats

@@ -7,7 +7,7 @@ replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups pe
 
 The look-ups of a replicate are the compiled module's ``block_totals`` where it is built (a 1 M-batch side draws
 20 M of them), else :func:`block_totals` here: the same additions in the same order, so the same replicates to
-the last bit either way.
+the last bit either way; so are the prefix and block sums (``prefix_sums``, ``spans``).
 """
 
 from __future__ import annotations
@@ -116,8 +116,15 @@ def _floats(column: Sequence[float | None]) -> array[float]:
 
 def _prefixes(column: array[float], upto: int) -> tuple[array[float], array[int] | None]:
     """Prefix sums of the column wrapped around (a block may run past its end), to index ``upto``; and of
-    its count of logged values, where some are missing (None where none is)."""
+    its count of logged values, where some are missing (None where none is). The compiled module's ``prefix_sums``
+    where it is built: the same additions in the same order."""
     gaps = missing(column)
+    module = native.load()
+    if module is not None and column:
+        prefix = array("d", bytes(8 * (upto + 1)))
+        counts = array("q", bytes(8 * (upto + 1))) if gaps else None
+        module.prefix_sums(column, upto, prefix, counts)
+        return prefix, counts
     values = array("d", (0.0 if v != v else v for v in column)) if gaps else column
     prefix = array("d", accumulate(islice(chain(values, values), upto), initial=0.0))
     if not gaps:
@@ -145,7 +152,12 @@ def _block_sums(column: array[float], length: int) -> tuple[array[float], array[
 
 
 def _spans(prefix: array[Any], n: int, width: int) -> array[Any]:
-    """``prefix[i + width] - prefix[i]`` for each start ``i`` in ``range(n)``."""
+    """``prefix[i + width] - prefix[i]`` for each start ``i`` in ``range(n)`` (in the compiled module where built)."""
+    module = native.load()
+    if module is not None:
+        out = array(prefix.typecode, bytes(8 * n))
+        module.spans(prefix, n, width, out)
+        return out
     view = memoryview(prefix)
     return array(prefix.typecode, map(sub, view[width : width + n], view[:n]))
 

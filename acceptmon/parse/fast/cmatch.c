@@ -349,6 +349,9 @@ static PyMethodDef module_functions[] = {
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
     {"block_totals", cm_block_totals, METH_VARARGS,
      "block_totals(draws, n, sums, counts) -> (total, count): a bootstrap replicate's full blocks (bootstrap.py)"},
+    {"prefix_sums", cm_prefix_sums, METH_VARARGS,
+     "prefix_sums(column, upto, prefix, counts): the column's prefix sums, twice round, into prefix (bootstrap.py)"},
+    {"spans", cm_spans, METH_VARARGS, "spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] (bootstrap.py)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,8 @@
  *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
- *   cmatch_resample.c the block bootstrap's sums of one replicate (block_totals, acceptmon/measure/bootstrap.py)
+ *   cmatch_resample.c the block bootstrap's sums of one replicate, prefix sums and block sums (block_totals,
+ *                     prefix_sums, spans: acceptmon/measure/bootstrap.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -19,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 14
+#define CMATCH_VERSION 15
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -239,5 +240,7 @@ const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
 PyObject *cm_block_totals(PyObject *mod, PyObject *args);
+PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
+PyObject *cm_spans(PyObject *mod, PyObject *args);
 
 #endif

@@ -72,3 +72,81 @@ done:
     if (counts.obj != NULL) PyBuffer_Release(&counts);
     return out;
 }
+
+/* prefix_sums(column, upto, prefix, counts): prefix[0] = 0.0 and prefix[i + 1] = prefix[i] + the column's value at
+ * i mod n (0.0 where it is NaN: not logged), for i < upto <= 2n; counts (None: not wanted) likewise adds 1 where the
+ * value is logged. The additions of bootstrap.py's _prefixes (accumulate over the column twice), in its order. */
+PyObject *cm_prefix_sums(PyObject *mod, PyObject *args) {
+    Py_buffer column = {0}, prefix = {0}, counts = {0};
+    Py_ssize_t upto;
+    PyObject *column_obj, *prefix_obj, *counts_obj, *out = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OnOO", &column_obj, &upto, &prefix_obj, &counts_obj)) return NULL;
+    int have_counts = counts_obj != Py_None;
+    if (PyObject_GetBuffer(column_obj, &column, PyBUF_FORMAT) < 0) goto done;
+    if (PyObject_GetBuffer(prefix_obj, &prefix, PyBUF_FORMAT | PyBUF_WRITABLE) < 0) goto done;
+    if (have_counts && PyObject_GetBuffer(counts_obj, &counts, PyBUF_FORMAT | PyBUF_WRITABLE) < 0) goto done;
+    Py_ssize_t n = column.len / 8;
+    if (n <= 0 || upto < 0 || upto > 2 * n) {
+        PyErr_SetString(PyExc_ValueError, "the column must hold a value and upto be within twice its length");
+        goto done;
+    }
+    if (items_of(&column, "d", n, "column") < 0 || items_of(&prefix, "d", upto + 1, "prefix") < 0 ||
+        (have_counts && items_of(&counts, "q", upto + 1, "counts") < 0))
+        goto done;
+    const double *v = (const double *)column.buf;
+    double *p = (double *)prefix.buf;
+    int64_t *c = have_counts ? (int64_t *)counts.buf : NULL;
+    double sum = 0.0;
+    int64_t count = 0;
+    p[0] = 0.0;
+    if (c != NULL) c[0] = 0;
+    for (Py_ssize_t i = 0; i < upto; i++) {
+        double x = v[i < n ? i : i - n];
+        int logged = x == x;
+        sum += logged ? x : 0.0;
+        p[i + 1] = sum;
+        if (c != NULL) {
+            count += logged;
+            c[i + 1] = count;
+        }
+    }
+    out = Py_NewRef(Py_None);
+done:
+    if (column.obj != NULL) PyBuffer_Release(&column);
+    if (prefix.obj != NULL) PyBuffer_Release(&prefix);
+    if (counts.obj != NULL) PyBuffer_Release(&counts);
+    return out;
+}
+
+/* spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] for i < n, of 'd' or 'q' items alike (out of
+ * prefix's); bootstrap.py's _spans. */
+PyObject *cm_spans(PyObject *mod, PyObject *args) {
+    Py_buffer prefix = {0}, spans = {0};
+    Py_ssize_t n, width;
+    PyObject *prefix_obj, *spans_obj, *out = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OnnO", &prefix_obj, &n, &width, &spans_obj)) return NULL;
+    if (PyObject_GetBuffer(prefix_obj, &prefix, PyBUF_FORMAT) < 0) goto done;
+    if (PyObject_GetBuffer(spans_obj, &spans, PyBUF_FORMAT | PyBUF_WRITABLE) < 0) goto done;
+    const char *format = prefix.format != NULL && strchr(prefix.format, 'q') != NULL ? "q" : "d";
+    if (n < 0 || width < 0 || n > PY_SSIZE_T_MAX - width - 1) {
+        PyErr_SetString(PyExc_ValueError, "n and width must be within the prefix");
+        goto done;
+    }
+    if (items_of(&prefix, format, n + width, "prefix") < 0 || items_of(&spans, format, n, "out") < 0) goto done;
+    if (format[0] == 'd') {
+        const double *p = (const double *)prefix.buf;
+        double *s = (double *)spans.buf;
+        for (Py_ssize_t i = 0; i < n; i++) s[i] = p[i + width] - p[i];
+    } else {
+        const int64_t *p = (const int64_t *)prefix.buf;
+        int64_t *s = (int64_t *)spans.buf;
+        for (Py_ssize_t i = 0; i < n; i++) s[i] = p[i + width] - p[i];
+    }
+    out = Py_NewRef(Py_None);
+done:
+    if (prefix.obj != NULL) PyBuffer_Release(&prefix);
+    if (spans.obj != NULL) PyBuffer_Release(&spans);
+    return out;
+}
