@@ -149,7 +149,8 @@ class Sample:
         batch, load, rates = facts.batch[lo:hi], facts.load[lo:hi], tputs[lo:hi]
         if any(batch):
             picks = [facts.accept_len, facts.values["draft_accept_rate"], facts.gen_throughput, facts.running_req]
-            cols = [c[lo:hi] if all(batch) else list(compress(c[lo:hi], batch)) for c in [*picks, facts.steady]]
+            every = all(batch)
+            cols = [c[lo:hi] if every else list(compress(c[lo:hi], batch)) for c in [*picks, facts.steady]]
             self.batches.extend(*cols)
             if self._marks is not None:
                 self._marks.extend(ld and t is not None for b, ld, t in zip(batch, load, rates, strict=True) if b)

@@ -400,16 +400,14 @@ class FastLane:
             return self.yearless.learn_counted(parser, raw, kind)
         if t.kind != kind or native.steps(t, False) is None or any(x.key == t.key for x in self.templates):
             return False
-        self.templates.append(t)
-        self._compile()
-        if self.native is not None:
+
+        def counted() -> bool:  # the line counted once, by the new template (the last), and no row written
             quick = self._quick(parser, b"\n" + raw + b"\n", 0, len(raw) + 1, 0)
-            if quick and quick[0][0] == 0 and quick[1][len(self.templates) - 1] == 1 and sum(quick[1]) == 1:
-                self.from_log.append(t)
-                return True
-        self.templates.pop()
-        self._compile()
-        return False
+            if not quick:
+                return False
+            return quick[0][0] == 0 and quick[1][-1] == 1 and sum(quick[1]) == 1
+
+        return self._kept_if(t, counted)
 
     def _try_template(self, parser: Parser, raw: bytes, row: Record, chunk: Chunk) -> bool:
         """Add the template of ``raw`` if the lane then writes ``row`` for it exactly as the parser does."""
@@ -419,9 +417,14 @@ class FastLane:
             return self.yearless.learn(parser, raw, row, chunk)
         if native.steps(t, t.kind in self.written) is None or any(x.key == t.key for x in self.templates):
             return False
+        return self._kept_if(t, lambda: self._proven(parser, self._row_of(parser, raw, row.line - 1), row, chunk))
+
+    def _kept_if(self, t: Template, proven: Callable[[], bool]) -> bool:
+        """Add ``t`` to the templates, and keep it as learned from the log if ``proven()`` holds with it compiled in;
+        else take it back."""
         self.templates.append(t)
         self._compile()
-        if self.native is not None and self._proven(parser, self._row_of(parser, raw, row.line - 1), row, chunk):
+        if self.native is not None and proven():
             self.from_log.append(t)
             return True
         self.templates.pop()
