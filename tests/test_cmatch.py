@@ -424,6 +424,26 @@ def test_a_typed_plan_without_a_shape_gives_each_row_its_varying_values_alone():
     assert [type(v) for v in row] == [type(v) for v in want]
 
 
+def test_a_row_of_values_alone_is_left_to_reference_counting_and_one_holding_a_list_is_not():
+    """A plan of tuples' row whose values are atomic (numbers, bools, strings, None) is untracked by the cyclic
+    collector, as the interpreter untracks such a tuple at its first collection: a block's rows, alive until their
+    turn, are not walked by each young collection. A row holding a list (per-position rates) stays tracked."""
+    import gc
+
+    program = _program(TYPED_STEPS)
+    line = b"[2026-02-26 10:00:00.125 TP0] n: 7, x: 2.50, ok: True, s: a b"
+    buf = b"\n" + line + b"\n"
+    plan = _typed()
+    [(_, row)] = program.scan(buf, 1, len(buf), 40, [(*plan[:3], None, *plan[4:])])[1]
+    assert type(row) is tuple and not gc.is_tracked(row)
+    listed = _program([("LIT", -1, (b"n: ",)), ("INT", 0, ())])
+    memo = {b"7": ([1.5, 2.0],)}
+    of_list = (((SLOT,), (-1,)), (0,), memo, None, ("n", "l"), None)
+    buf = b"\n" + STAMP + b"n: 7\n"
+    [(_, row)] = listed.scan(buf, 1, len(buf), 0, [of_list])[1]
+    assert row == (7, [1.5, 2.0]) and gc.is_tracked(row)
+
+
 def test_a_typed_plan_with_a_shape_that_is_not_a_dict_is_refused():
     program = _program(TYPED_STEPS)
     plan = _typed()

@@ -188,13 +188,21 @@ def _run_sequential(
     with inplace.collected_per_block() as collect:
         for nbytes, parts in inplace.blocks(parser, path, (0, size), parts_of, how, as_read=as_read):
             Interrupt.check()
-            for part in parts:
-                job.collect(part)
+            _take(job, parts)
             progress.done += nbytes
             if on_progress:
                 on_progress(progress)
             collect()
     return parser.tally
+
+
+def _take(job: Job[T], parts: list[T]) -> None:
+    """The job collects a block's parts, in order, and the list is emptied: their rows are freed before the block's
+    collection (:func:`~acceptmon.pipeline.inplace.collected_per_block`), which would otherwise walk every one of
+    them (1.2 s of ``runs -j 1``'s 6.5 s on 256 MiB of vLLM v0)."""
+    for part in parts:
+        job.collect(part)
+    parts.clear()
 
 
 def records(path: str, grammars: GrammarSet, wanted: frozenset[str] | None = None) -> Iterator[Record]:

@@ -424,14 +424,27 @@ static PyObject *field(Out *scratch, const Field *f, long long line, const Cap *
     }
 }
 
-/* The varying fields' values, a tuple in the order of the plan's names (a plan whose shape is None). */
+/* Whether v holds no reference to another object: it can be in no reference cycle. */
+static int atomic(PyObject *v) {
+    return v == Py_None || PyFloat_CheckExact(v) || PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v);
+}
+
+/* The varying fields' values, a tuple in the order of the plan's names (a plan whose shape is None). A tuple of
+ * atomic values alone is untracked by the cyclic collector, as the interpreter untracks such a tuple at its first
+ * collection: a block's rows, alive until their turn, are not walked by each young collection. */
 static PyObject *values(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
     PyObject *t = PyTuple_New(pl->nfields);
+    int untrack = 1;
     for (Py_ssize_t j = 0; t != NULL && j < pl->nfields; j++) {
         PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
-        if (v == NULL) Py_CLEAR(t);
-        else PyTuple_SET_ITEM(t, j, v);
+        if (v == NULL) {
+            Py_CLEAR(t);
+        } else {
+            untrack &= atomic(v);
+            PyTuple_SET_ITEM(t, j, v);
+        }
     }
+    if (t != NULL && untrack) PyObject_GC_UnTrack(t);
     return t;
 }
 
