@@ -18,14 +18,22 @@ stream columns are empty and their run is the plain source's.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
 from acceptmon.parse.fast.careful import Entry, careful_segment
-from acceptmon.parse.fast.model import ACCEPT, Template
+from acceptmon.parse.fast.model import (
+    ACCEPT,
+    LEARN_TEMPLATES,
+    LEARN_TRIES,
+    SHAPE_TRIES,
+    Chunk,
+    Part,
+    Template,
+    shape_of,
+)
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import (
@@ -40,27 +48,15 @@ from acceptmon.parse.fast.yearless import Yearless
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, RecordKind, table_columns, table_kinds
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
 
-Part = tuple[int, bytes] | list[Record] | list[Unmade]
-"""What the table job collects: (rows, their bytes); with a typed lane, records."""
-_MASK = re.compile(rb"[0-9]+")
-"""A line's shape: its numbers masked."""
-Chunk = Callable[[list[Record]], Part]
 Quick = tuple[tuple[int, bytes], list[int], int, int]
 """A segment every count of which the fast matches explain: rows, matches per template, lines, 'accept' lines."""
 NOISE_EXEMPT = "decode"
 """The kind whose lines may say 'accept' without being noise (as :meth:`Parser.feed` counts)."""
 
 
-LEARN_TEMPLATES = 32
-"""Templates a lane learns from the log at most (each one is tried on the lines the ones before it do not match)."""
-LEARN_TRIES = 64
-"""Lines a lane tries to learn a template from at most."""
-SHAPE_TRIES = 3
-"""Lines of one shape (numbers masked) tried at most: a line with a value the lane writes no cell for (a time
-at .000 milliseconds, a float of 7 decimals) fails the proof, and the next line of its shape may not."""
 CANDIDATES = 4
 """Rows of the general parser per segment whose lines the lane tries to learn from."""
 
@@ -351,7 +347,7 @@ class FastLane:
             if end < 0:
                 break
             raw = buf[pos:end].rstrip(b"\r")
-            shape = _MASK.sub(b"0", raw)
+            shape = shape_of(raw)
             if self.tried[shape] < SHAPE_TRIES:  # a line whose values the lane refuses proves nothing of the next
                 self.tried[shape] += 1
                 ok = self._try_template(parser, raw, r, chunk)
@@ -372,7 +368,7 @@ class FastLane:
                 continue
             looks += 1
             raw = raw.rstrip(b"\r")
-            shape = _MASK.sub(b"0", raw)
+            shape = shape_of(raw)
             if self.tried[shape] >= SHAPE_TRIES:
                 continue
             kind = self._sorter(parser).classify(raw.decode("utf-8", "replace"))[0]

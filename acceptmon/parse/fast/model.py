@@ -7,15 +7,37 @@ matcher read them.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from acceptmon.parse.grammar import Grammar
+from acceptmon.parse.records import Record, Unmade
 
 ACCEPT = b"accept"
 """The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""
 Op = tuple[str, Any]
 """One step of a template: see :attr:`Template.ops`."""
+
+Part = tuple[int, bytes] | list[Record] | list[Unmade]
+"""What a lane hands its job per piece: (rows, their bytes) for the table job; with a typed lane, records."""
+Chunk = Callable[[list[Record]], Part]
+"""The job's chunk of the general parser's records."""
+
+LEARN_TEMPLATES = 32
+"""Templates a lane learns from the log at most (each one is tried on the lines the ones before it do not match)."""
+LEARN_TRIES = 64
+"""Lines a lane tries to learn a template from at most."""
+SHAPE_TRIES = 3
+"""Lines of one shape (:func:`shape_of`) tried at most: a line with a value the lane writes no cell for (a time
+at .000 milliseconds, a float of 7 decimals) fails the proof, and the next line of its shape may not."""
+_NUMBERS = re.compile(rb"[0-9]+")
+
+
+def shape_of(line: bytes) -> bytes:
+    """A line's shape: its numbers masked (what :data:`SHAPE_TRIES` counts)."""
+    return _NUMBERS.sub(b"0", line)
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,22 @@ unproven stays with the parser. Pure: no I/O.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Literal
 
 from acceptmon.parse.fast import native, typed
-from acceptmon.parse.fast.model import ACCEPT, Template
+from acceptmon.parse.fast.model import (
+    ACCEPT,
+    LEARN_TEMPLATES,
+    LEARN_TRIES,
+    SHAPE_TRIES,
+    Chunk,
+    Part,
+    Template,
+    shape_of,
+)
 from acceptmon.parse.fast.pieces import Format
 from acceptmon.parse.fast.rows import Plan, Unsupported
 from acceptmon.parse.fast.templates import account, anchors_held, explained
@@ -29,20 +37,11 @@ from acceptmon.parse.fast.yearless_templates import template_of
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import ANSI, Parser
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
 
-LEARN_TEMPLATES = 32
-"""Templates learned at most (each is tried on every line the envelope matches)."""
-
-Part = tuple[int, bytes] | list[Record] | list[Unmade]
-Chunk = Callable[[list[Record]], Part]
 Scan = tuple[tuple[int, bytes], list[int], int, int, int, int, int, int]
 """rows, matches per template, lines, 'accept' lines, year, month, where the scan stopped, whether that line has
 the envelope."""
-LEARN_TRIES = 64
-"""Lines the lane tries to learn a template from at most (of each shape, numbers masked, SHAPE_TRIES)."""
-SHAPE_TRIES = 3
-_MASK = re.compile(rb"[0-9]+")
 
 
 def _fed(parser: Parser, lines: bytes, chunk: Chunk) -> list[Part]:
@@ -212,7 +211,7 @@ class Yearless:
 
     def _learn_from(self, parser: Parser, raw: bytes, learn: Callable[[], bool]) -> None:
         """Learn the template of a line the matcher stopped at (a few lines of each shape are tried)."""
-        shape = _MASK.sub(b"0", raw)
+        shape = shape_of(raw)
         if self.tried[shape] < SHAPE_TRIES and self.tried.total() < LEARN_TRIES:
             self.tried[shape] += 1
             if learn():
