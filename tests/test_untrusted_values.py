@@ -159,6 +159,10 @@ def test_negative_counts_and_rates_outside_0_1_are_invalid(grammars):
     decode = decode.model_copy(update={"running_req": -4})  # the grammar refuses a sign; another kind may not
     fact = Normalizer().feed([launch, decode])[1]
     assert fact.invalid == 2 and fact.record.accept_rate is None and fact.record.running_req is None
+    assert fact.record.num_tokens == 4521
+    decode = decode.model_copy(update={"num_tokens": -500})  # '#token: -500' is read as logged
+    fact = Normalizer().feed([launch, decode])[1]
+    assert fact.invalid == 3 and fact.record.num_tokens is None
     assert fact.batch is not None and fact.batch.running_req is None and fact.batch.accept_len == 2.85
 
 

@@ -228,7 +228,6 @@ class QueueAtCap(Detector[CapParams]):
         self.total = 0
         self.max_running = 0
         self.at_cap = Lines()
-        self.queued: list[tuple[int, int, int]] = []  # (running, queue, line) of lines with a queue
 
     def warning(self, r: WarningRecord, run: RunState) -> None:
         if r.code in self.p.codes and r.value is not None:

@@ -58,6 +58,7 @@ VALID: dict[str, tuple[float, float]] = {
     "gen_throughput": (0.0, math.inf),
     "running_req": (0, math.inf),
     "queue_req": (0, math.inf),
+    "num_tokens": (0, math.inf),
     "accepted_tokens": (0, math.inf),
     "drafted_tokens": (0, math.inf),
     "emitted_tokens": (0, math.inf),
