@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acceptmon.measure import bootstrap
+from acceptmon.measure import bootstrap, plain, tokens
 from acceptmon.parse import prescan
 from acceptmon.parse.fast import native
 from acceptmon.parse.fast.model import Shape
@@ -694,3 +694,101 @@ def test_prefix_sums_and_spans_refuse_what_they_cannot_read_or_write():
             CMATCH.spans(*bad_spans)
     with pytest.raises(ValueError):
         CMATCH.spans(counts, 2, 2, array("d", bytes(16)))  # counts' sums into floats
+
+
+BOUNDS = [(1.0, 1000.0), (0.0, 1.0), (0, math.inf), (0.0, math.inf)]
+"""VALID's kinds of bounds: an accept length's, a rate's, a count's, a throughput's."""
+ODD = [None, True, False, "1", 1.5, 2**53, 2**53 + 1, -(2**70), 2**70, 2**1100, -0.0, math.inf, -math.inf, math.nan]
+
+
+class _Float(float):
+    pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.none()
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.integers(-(2**80), 2**80)
+        | st.sampled_from(ODD)
+        | st.builds(_Float, st.floats(0, 2)),
+        max_size=40,
+    ),
+    st.sampled_from(BOUNDS),
+    st.booleans(),
+)
+def test_bounded_answers_what_the_python_check_of_a_column_does(values, bounds, as_tuple):
+    """The compiled check of a column against a field's bounds (plain.py's ``_bounded``): the same count of values
+    logged, or the same refusal, for ints past 2**53 and past any float, bools, subclasses, text, NaN, infinities."""
+    assert CMATCH is not None
+    column = tuple(values) if as_tuple else values
+    assert CMATCH.bounded(column, *bounds) == plain._bounded(column, *bounds)
+
+
+def test_bounded_compares_ints_exactly_and_refuses_what_is_no_column():
+    assert CMATCH is not None
+    assert CMATCH.bounded([2**1100, 3], 0, math.inf) == 2  # an int is below infinity however large
+    assert CMATCH.bounded([2**53 + 1], 0, 2.0**53) == -1  # not rounded to 2**53 on the way
+    assert CMATCH.bounded([1000, 1.0, None], 1.0, 1000.0) == 2
+    assert CMATCH.bounded([], 0, 1) == 0
+    for bounds in BOUNDS:
+        assert CMATCH.bounded([1.0, math.nan], *bounds) == -1 == plain._bounded([1.0, math.nan], *bounds)
+    with pytest.raises(TypeError):
+        CMATCH.bounded(3, 0, 1)
+
+
+_COUNTER = st.integers(0, 2**20) | st.integers(-(2**55), 2**55) | st.sampled_from([0, 1, 2**53, -(2**53)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_COUNTER, _COUNTER, st.none() | _COUNTER, st.none() | st.integers(-3, 9) | st.sampled_from([2**40])),
+        max_size=30,
+    ),
+    st.none() | st.tuples(_COUNTER, _COUNTER, st.none() | _COUNTER),
+    st.booleans(),
+    st.booleans(),
+)
+def test_intervals_closes_each_line_as_the_python_loop_does(lines, before, launched, rising):
+    """The compiled loop of counters since server start (tokens.py's ``Intervals.close_each``): each line's interval
+    length and rate, rounded, bit for bit, or None where Python's exact ints must take over (a number past 2**53),
+    with and without the counters before and the run's launch, counters that go back, no emitted count, no width."""
+    assert CMATCH is not None
+    if rising:  # counters as a server logs them: rising from line to line
+        total = [0, 0, 0]
+        rows = []
+        for a, d, e, k in lines:
+            total = [total[0] + abs(a) % 5000, total[1] + abs(d) % 9000, total[2] + abs(e or 0) % 9000]
+            rows.append((total[0], total[1], None if e is None else total[2], k))
+        lines = rows
+    key = ("f.log", "", 1, "")
+    columns = tuple(list(c) for c in zip(*lines, strict=True)) if lines else ([], [], [], [])
+    want = tokens.Intervals()
+    got = tokens.Intervals()
+    for state in (want, got):
+        if before is not None:
+            state._last[key] = before
+        if launched:
+            state.launch(key[:3])
+    expected = want.close_each(key, iter(lines))
+    compiled = CMATCH.intervals(*columns, got._last.get(key), before is not None or launched) if lines else []
+    if compiled is None:  # a count, a difference or a product with the width past 2**53
+        rows = [*lines, (*before, 1)] if before is not None else lines
+        widest = max(abs(row[3] or 1) for row in lines)
+        assert any(abs(v) * 2 * widest > 2**53 for row in rows for v in row[:3] if v is not None)
+        assert got.close_columns(key, columns) == expected and got._last == want._last
+        return
+    assert [tuple(map(repr, pair)) for pair in compiled] == [tuple(map(repr, pair)) for pair in expected]
+    assert got.close_columns(key, columns) == expected and got._last == want._last
+
+
+def test_intervals_refuses_ragged_columns_and_a_bad_before():
+    assert CMATCH is not None
+    with pytest.raises(ValueError, match="one length"):
+        CMATCH.intervals([1], [1, 2], [None], [3], None, True)
+    with pytest.raises(ValueError, match="before"):
+        CMATCH.intervals([1], [1], [None], [3], (1, 2), True)
+    assert CMATCH.intervals([1.5], [2], [None], [3], None, True) is None  # not an int: Python's loop
+    assert CMATCH.intervals([10, 25], [20, 50], [40, 95], [2, 2], (0, 0, 0), True) == [(4.0, 0.5), (3.666667, 0.5)]

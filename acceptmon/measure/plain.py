@@ -27,6 +27,7 @@ from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, plain_kinds, refuses_size, valid_bounds
 from acceptmon.measure.positions import weighed
 from acceptmon.measure.tokens import CounterKey, SpecTotals, width
+from acceptmon.parse.fast import native
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.records import Unmade
 
@@ -212,22 +213,45 @@ def _valid_columns(rows: Unmade, model: type) -> Columns | None:
     """The column of every :data:`~acceptmon.measure.normalize.VALID` field with a value logged, if each value in it
     is None or a plain number within its bounds (as the record path's test: finite, no bool), else None."""
     columns: Columns = {}
+    module = native.load()
+    bounded = _bounded if module is None else module.bounded
     for name, low, high in valid_bounds(model):
         if name not in rows.columns and rows.fixed.get(name) is None:
             continue  # none logged: the plan's shape has None
         column = rows.column(name)
-        logged = present(column)
-        if not logged:
-            continue
-        types = set(map(type, logged))
-        if not types <= _NUMBERS:
+        logged = bounded(column, low, high)
+        if logged < 0:
             return None
-        if float in types and not math.isfinite(sum(logged)) and any(map(math.isnan, logged)):
-            return None  # (a finite sum has no NaN in it: one pass in C, not a call per value)
-        if not (low <= min(logged) and (max(logged) < math.inf if high == math.inf else max(logged) <= high)):
-            return None
-        columns[name] = column
+        if logged:
+            columns[name] = column
     return columns
+
+
+def _bounded(column: Sequence[Any], low: float, high: float) -> int:
+    """The number of values logged in ``column`` (not None), or -1 where one is not an int or a float (a bool, a
+    subclass, text), is NaN, or is outside ``low <= v <= high`` (``v < high`` where ``high`` is infinite): the
+    compiled module's ``bounded`` where it is built, the same answers."""
+    logged = present(column)
+    if not logged:
+        return 0
+    types = set(map(type, logged))
+    if not types <= _NUMBERS:
+        return -1
+    if float in types and _has_nan(logged):
+        return -1
+    if not (low <= min(logged) and (max(logged) < math.inf if high == math.inf else max(logged) <= high)):
+        return -1
+    return len(logged)
+
+
+def _has_nan(values: Sequence[float]) -> bool:
+    """Whether a NaN is among ints and floats: a finite sum has none (one pass in C, not a call per value)."""
+    try:
+        if math.isfinite(sum(values)):
+            return False
+    except OverflowError:  # an int past any float, among floats
+        pass
+    return any(v != v for v in values)
 
 
 def _derived_from_refused(rows: Unmade, fields: Any) -> bool:
@@ -259,9 +283,9 @@ def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | Non
         return None
     counting = next(p.rows for p in rows.pieces if p.kind.acceptance)
     accepted, drafted = ([v or 0 for v in counting.column(name)] for name in ("accepted_tokens", "drafted_tokens"))
-    widths = map(width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps")))
-    now = zip(accepted, drafted, counting.column("emitted_tokens"), widths, strict=True)
-    return normalizer.intervals.close_each(rows.counts, now)
+    widths = list(map(width, *map(counting.column, ("num_spec_tokens", "position_accept_rates", "spec_num_steps"))))
+    emitted = counting.column("emitted_tokens")
+    return normalizer.intervals.close_columns(rows.counts, (accepted, drafted, emitted, widths))
 
 
 def logged_rates(rows: Piece) -> list[tuple[str, Sequence[Any]]]:

@@ -10,11 +10,12 @@ per-position rates are weighted by each line's drafts. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from acceptmon.measure.amend import amended
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, SpecStats
 
 Counters = tuple[int, int, int | None, int | None]
@@ -162,6 +163,24 @@ class Intervals:
         if now is not None:
             self._last[key] = now
         return out
+
+    def close_columns(
+        self, key: CounterKey, columns: tuple[Sequence[int], Sequence[int], Sequence[int | None], Sequence[int | None]]
+    ) -> list[tuple[float | None, float | None]]:
+        """:meth:`close_each` of the lines of ``columns`` (accepted, drafted, emitted, widths): in the compiled module
+        where it is built, the same numbers (ints that doubles hold exactly; any other, this loop)."""
+        accepted, drafted, emitted, widths = columns
+        module = native.load()
+        if module is not None and accepted:
+            before = self._last.get(key)
+            known = before is not None or key[:3] in self._launched
+            got: list[tuple[float | None, float | None]] | None = module.intervals(
+                accepted, drafted, emitted, widths, before, known
+            )
+            if got is not None:
+                self._last[key] = (accepted[-1], drafted[-1], emitted[-1])
+                return got
+        return self.close_each(key, zip(accepted, drafted, emitted, widths, strict=True))
 
     def record(self, r: Record) -> Record:
         """A cumulative spec line with its interval's accept_len and rates; any other record as it is."""

@@ -352,6 +352,10 @@ static PyMethodDef module_functions[] = {
     {"prefix_sums", cm_prefix_sums, METH_VARARGS,
      "prefix_sums(column, upto, prefix, counts): the column's prefix sums, twice round, into prefix (bootstrap.py)"},
     {"spans", cm_spans, METH_VARARGS, "spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] (bootstrap.py)"},
+    {"bounded", cm_bounded, METH_VARARGS,
+     "bounded(column, low, high) -> values logged, or -1 where one is not a number within the bounds (plain.py)"},
+    {"intervals", cm_intervals, METH_VARARGS,
+     "intervals(accepted, drafted, emitted, widths, before, known) -> each line's interval, or None (tokens.py)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,6 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is eight translation units, built together into one extension (hatch_build.py):
+ * The module is nine translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
@@ -10,6 +10,8 @@
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
  *   cmatch_resample.c the block bootstrap's sums of one replicate, prefix sums and block sums (block_totals,
  *                     prefix_sums, spans: acceptmon/measure/bootstrap.py)
+ *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
+ *                     intervals: measure/tokens.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -20,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 15
+#define CMATCH_VERSION 16
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -242,5 +244,9 @@ PyObject *cm_newlines(PyObject *mod, PyObject *args);
 PyObject *cm_block_totals(PyObject *mod, PyObject *args);
 PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
 PyObject *cm_spans(PyObject *mod, PyObject *args);
+
+/* cmatch_columns.c */
+PyObject *cm_bounded(PyObject *mod, PyObject *args);
+PyObject *cm_intervals(PyObject *mod, PyObject *args);
 
 #endif
