@@ -792,3 +792,26 @@ def test_intervals_refuses_ragged_columns_and_a_bad_before():
         CMATCH.intervals([1], [1], [None], [3], (1, 2), True)
     assert CMATCH.intervals([1.5], [2], [None], [3], None, True) is None  # not an int: Python's loop
     assert CMATCH.intervals([10, 25], [20, 50], [40, 95], [2, 2], (0, 0, 0), True) == [(4.0, 0.5), (3.666667, 0.5)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 2**24), st.integers(1, 2**24), st.integers(1, 16))
+def test_intervals_rounds_each_ratio_as_round_does(accepted, drafted, k):
+    """Each rate and length of one interval, rounded to 6 decimals as ``round`` does: from a product with 10^6 where
+    it is sure to be ``round``'s, else from the decimal string (cm_round)."""
+    assert CMATCH is not None
+    [pair] = CMATCH.intervals([accepted], [drafted], [None], [k], (0, 0, 0), True)
+    want = (round(1 + accepted * k / drafted, 6), round(accepted / drafted, 6))
+    assert tuple(map(repr, pair)) == tuple(map(repr, want))
+
+
+def test_intervals_rounds_ties_half_to_even_as_round_does():
+    """Ratios whose product with 10^6 is a tie, or within a few units in its last place of one (odd multiples of
+    2^-j: 1/128 is 7812.5 millionths), are read from the decimal string, as ``round`` reads them."""
+    assert CMATCH is not None
+    cases = [(odd, 2**j) for j in range(7, 30) for odd in (1, 3, 5, 7, 2**j - 1)]
+    cases += [(n, d) for d in (3, 7, 9, 11, 13, 999_999, 1_000_001) for n in range(0, 3 * d, max(1, d // 7))]
+    for accepted, drafted in cases:
+        [pair] = CMATCH.intervals([accepted], [drafted], [None], [1], (0, 0, 0), True)
+        want = (round(1 + accepted / drafted, 6), round(accepted / drafted, 6))
+        assert tuple(map(repr, pair)) == tuple(map(repr, want)), (accepted, drafted)

@@ -15,6 +15,7 @@
 #include "cmatch.h"
 
 #include <float.h>
+#include <math.h>
 
 /* A plain decimal's digits: [0-9]+ with an optional '.' and [0-9]+, as an integer and its number of decimals. */
 typedef struct {
@@ -120,8 +121,38 @@ static int put_digits(Out *o, Decimal d) {
     return n == 0 ? 0 : cm_out_put(o, start, (size_t)n) < 0 ? -1 : 1;
 }
 
+/* round(x, ndigits) without a decimal string, where that is sure to be Python's: x * 10^ndigits (one rounding, at
+ * most half a unit in the last place off the exact product) is more than a unit in the last place from the middle
+ * between two integers, so the exact product's nearest integer m is the computed one's; m / 10^ndigits (both exact
+ * doubles, one correctly rounded division) is then the float that reading m's decimal gives. 0 where not sure (a
+ * tie or nearly one, a negative x or -0.0, a product past 1e14, doubles not evaluated as doubles). */
+static int round_fast(double x, int ndigits, Decimal *d) {
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+    if (ndigits < 0 || ndigits > MAX_EXACT_SCALE || !(x >= 0.0) || signbit(x)) return 0;
+    double p = x * POW10[ndigits];
+    if (!(p < 1e14)) return 0;
+    double whole = floor(p), frac = p - whole; /* exact: p below 2^52 */
+    if (fabs(frac - 0.5) <= nextafter(p, INFINITY) - p) return 0;
+    d->m = (uint64_t)whole + (frac > 0.5);
+    d->scale = ndigits;
+    d->exact = 1;
+    return 1;
+#else
+    (void)x, (void)ndigits, (void)d;
+    return 0;
+#endif
+}
+
 int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n) {
     *n = 0;
+    Decimal fast;
+    if (round_fast(x, ndigits, &fast)) {
+        const char *start;
+        *v = (double)fast.m / POW10[fast.scale];
+        *n = digits_text(fast, repr, &start);
+        memmove(repr, start, (size_t)*n);
+        return 0;
+    }
     char *s = PyOS_double_to_string(x, 'f', ndigits, 0, NULL);
     if (s == NULL) return -1;
     Decimal d = decimal((const uint8_t *)s, (Py_ssize_t)strlen(s));
