@@ -286,3 +286,29 @@ def test_this_process_holds_at_most_its_jobs_ahead_results_while_a_worker_is_slo
     batch.run([str(SEED)], grammars, Job("csv", out), jobs=2, fast="csv")
     assert _HERE.index("collect") == (workers.AHEAD if ahead is None else ahead)
     assert out.getvalue() == _parse(grammars, SEED, 1)
+
+
+@pytest.mark.parametrize("name", ["vllm_v0_0.6.log", "seed_eagle3_moe.log"])
+def test_the_launch_grammars_are_compiled_before_the_workers_fork(name, monkeypatch):
+    """The grammars that read the head's launch lines (and the warnings whose words a launch line holds) are compiled
+    in this process before the pool forks, so that the worker reading the first range inherits them (each is tens
+    of milliseconds to compile); the stats lines' grammars are left to be compiled on first use."""
+    from acceptmon.parse.load import load_grammars
+
+    grammars = load_grammars()
+    compiled: list[list[str]] = []
+
+    def started(*args, **kwargs):
+        compiled.append(sorted(g.name for g in grammars.records if "regex" in g.__dict__))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(workers, "run", started)
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 1)
+    with pytest.raises(SystemExit):
+        batch.run([str(SAMPLES / name)], grammars, TableJob("csv", io.BytesIO()), jobs=2)
+    [names] = compiled
+    assert any("launch" in n for n in names) and not any(n.startswith(STATS) for n in names), names
+    assert len(names) < len(grammars.records) // 2
+
+
+STATS = ("sglang_decode", "sglang_prefill", "vllm_spec", "vllm_throughput")

@@ -27,6 +27,7 @@ from acceptmon.inputs.remote import size as url_size
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, Tally
 from acceptmon.parse.records import Record
+from acceptmon.parse.state import line_starts
 from acceptmon.pipeline import inplace
 
 if TYPE_CHECKING:  # imported where used: `parse` on a small file needs none of them (workers: process pools)
@@ -238,10 +239,11 @@ def _run_parallel(
     """Ranges of the file on ``jobs`` processes (:mod:`acceptmon.pipeline.workers`), in order."""
     size = _size(path, limit)
     ranges = split_ranges(path, max(jobs * 4, size // RANGE_BYTES), size=size, min_size=min(FAST_BLOCK, RANGE_BYTES))
+    with open(path, "rb") as f:
+        head = f.read(LEARN_BYTES)
     if lane is not None and not lane.learned:
-        with open(path, "rb") as f:
-            head = f.read(LEARN_BYTES)
         lane.learn(head[: head.rfind(b"\n") + 1])
+    _warm(grammars, path, head)
     from acceptmon.parse.fast.native import finder
     from acceptmon.pipeline import workers
 
@@ -249,6 +251,18 @@ def _run_parallel(
     setup = {"grammars": grammars, "job": job, "lane": lane, "finder": finder(), "parts": _parts, "block": FAST_BLOCK}
     workers.run(path, ranges, jobs, setup, partial(_collect, job=job, tally=tally, progress=(progress, on_progress)))
     return tally
+
+
+def _warm(grammars: GrammarSet, path: str, head: bytes) -> None:
+    """Read the launch lines of the file's head once here, before the workers fork: the patterns of the grammars
+    that read them are compiled on first use (tens of milliseconds each, and the launch model's validator is built),
+    and a forked worker inherits them instead of compiling them again for the first range."""
+    parser = Parser(grammars, path)
+    for word in parser.launch_words:
+        for start in sorted(line_starts(head, word)):
+            end = head.find(b"\n", start)
+            if end > 0:
+                parser.feed(head[start : end + 1])
 
 
 def _collect(
