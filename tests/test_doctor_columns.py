@@ -24,7 +24,8 @@ from acceptmon.diagnose.rules import load_rules
 from acceptmon.diagnose.state import RunState, Step
 from acceptmon.measure.facts import Facts, plain_facts
 from acceptmon.measure.normalize import Normalizer
-from acceptmon.parse.records import DecodeStats, LaunchConfig, ServerLaunch, Unmade, WarningRecord
+from acceptmon.parse.records import DecodeStats, LaunchConfig, ServerLaunch, WarningRecord
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline.workers import Shipped
 from tests.test_plain_fold import decode_records, records, vllm_interval_records, vllm_records
 from tests.unmade import cut, part

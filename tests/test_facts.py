@@ -22,7 +22,8 @@ from acceptmon.cli import main
 from acceptmon.measure.parts import judged, order_free
 from acceptmon.parse import kinds
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import BaseRecord, Unmade
+from acceptmon.parse.records import BaseRecord
+from acceptmon.parse.unmade import Unmade
 from acceptmon.sinks import runs_table
 from acceptmon.sinks.runs_table import StatsJob
 from tests.conftest import SAMPLES

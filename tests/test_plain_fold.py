@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats, Unmade
+from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats
+from acceptmon.parse.unmade import Unmade
 from tests.unmade import cut, part, unmade
 
 FLOAT = st.one_of(

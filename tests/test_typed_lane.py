@@ -26,7 +26,8 @@ from acceptmon.parse.fast import lane as fastlane
 from acceptmon.parse.fast import native, rows, typed
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import DecodeStats, Record, Unmade
+from acceptmon.parse.records import DecodeStats, Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline import batch, lanes
 from tests.conftest import SAMPLES
 from tests.test_fastlane import GRAMMARS, LINE, LOGS, _run

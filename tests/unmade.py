@@ -1,4 +1,4 @@
-"""Records as the fast lane hands them on unmade (:class:`~acceptmon.parse.records.Unmade`), for tests of the folds
+"""Records as the fast lane hands them on unmade (:class:`~acceptmon.parse.unmade.Unmade`), for tests of the folds
 that take them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from acceptmon.measure.normalize import plain_kinds
-from acceptmon.parse.records import Unmade, joined
+from acceptmon.parse.unmade import Unmade, joined
 
 
 def unmade(records: list[Any], fix: bool = True) -> Unmade:

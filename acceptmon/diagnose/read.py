@@ -23,7 +23,8 @@ from acceptmon.measure.normalize import Fact, plain_kinds
 from acceptmon.measure.speedup import baseline_runs
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline.batch import run
 from acceptmon.pipeline.workers import Shipped, in_worker, landed, ship
 
@@ -53,13 +54,13 @@ class DoctorJob:
 
     @property
     def takes_unmade(self) -> frozenset[str]:
-        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.unmade.Unmade`):
         in this process, plain stats lines are normalized and folded as columns (:func:`plain_facts`)."""
         return plain_kinds()
 
     def chunk(self, records: Sequence[Record | Unmade]) -> Sequence[Record | Unmade] | Shipped:
         """The records as they are in this process; from a worker, records packed and the rows that
-        :func:`plain_facts` takes as their values alone (:meth:`~acceptmon.parse.records.Unmade.shipped`)."""
+        :func:`plain_facts` takes as their values alone (:meth:`~acceptmon.parse.unmade.Unmade.shipped`)."""
         return ship(records) if in_worker() else records
 
     def collect(self, part: Sequence[Record | Unmade] | Shipped) -> None:

@@ -35,7 +35,8 @@ from acceptmon.measure.positions import Positions
 from acceptmon.measure.summary import RunSummary
 from acceptmon.measure.tokens import SpecTotals
 from acceptmon.parse.kinds import KINDS, RecordKind
-from acceptmon.parse.records import LaunchConfig, Record, Unmade
+from acceptmon.parse.records import LaunchConfig, Record
+from acceptmon.parse.unmade import Unmade
 
 __all__ = ["BASELINE_SECONDS", "Baseline", "Mean", "RunStats", "RunSummary", "Series", "Stats"]
 

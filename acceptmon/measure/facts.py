@@ -17,7 +17,7 @@ from typing import Any
 
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.plain import Piece, moves_on, plain_columns
-from acceptmon.parse.records import Unmade
+from acceptmon.parse.unmade import Unmade
 
 _LOAD = ("gen_throughput", "running_req", "queue_req")
 

@@ -5,7 +5,7 @@ file last named; a line that counts since server start closes an interval on the
 per-position line belongs to the request line before it. :func:`order_free` says where a part's records start to
 give the same figures whatever came before them; what comes before is fed in file order
 (:meth:`~acceptmon.measure.aggregate.Stats.part`). Records not made yet (the fast lane's,
-:class:`~acceptmon.parse.records.Unmade`) are judged as columns once :func:`judged` has cut them where a line
+:class:`~acceptmon.parse.unmade.Unmade`) are judged as columns once :func:`judged` has cut them where a line
 needs one before it.
 """
 
@@ -17,7 +17,8 @@ from typing import NamedTuple
 from acceptmon.measure.plain import naming
 from acceptmon.measure.tokens import CounterKey, Intervals
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 
 Where = tuple[str, str]
 """A file and source: whose lines name engines for each other."""

@@ -1,6 +1,6 @@
 """The runs' fold of plain stats lines, column by column, from their values (records not made). Pure.
 
-The fast lane hands ``runs`` its stats rows as values (:class:`~acceptmon.parse.records.Unmade`: SGLang's decode
+The fast lane hands ``runs`` its stats rows as values (:class:`~acceptmon.parse.unmade.Unmade`: SGLang's decode
 lines; vLLM's spec and throughput lines, interleaved, as one plan's piece each); made into records, normalized and
 folded one by one, they cost several microseconds each. :meth:`~acceptmon.measure.aggregate.Stats.fold_values` folds
 a part of them as columns instead, with the interpreter's C loops (``map``, ``min``, ``max``, ``functools.reduce``,
@@ -29,7 +29,7 @@ from acceptmon.measure.positions import weighed
 from acceptmon.measure.tokens import CounterKey, SpecTotals, width
 from acceptmon.parse.fast import native
 from acceptmon.parse.kinds import KINDS, RecordKind
-from acceptmon.parse.records import Unmade
+from acceptmon.parse.unmade import Unmade
 
 Columns = dict[str, Sequence[Any]]
 """By field: each row's value, in order."""

@@ -64,7 +64,7 @@ class Job(Protocol[T]):
     grammar knows): a large input's stats lines then reach it from the fast lane as records
     (:mod:`acceptmon.pipeline.lanes`), a few microseconds each, with ``extra`` left empty; one that also sets
     ``takes_unmade`` (kinds) gets the lane's rows of those kinds as records not made yet
-    (:class:`~acceptmon.parse.records.Unmade`) among the general parser's records, and its ``chunk`` takes both. One
+    (:class:`~acceptmon.parse.unmade.Unmade`) among the general parser's records, and its ``chunk`` takes both. One
     that sets ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
     :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
     defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:

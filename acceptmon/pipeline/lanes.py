@@ -76,7 +76,7 @@ class JobLane:
 
 def job_lane(grammars: GrammarSet, kinds: frozenset[str], *, unmade: frozenset[str] = frozenset()) -> JobLane | None:
     """A lane that hands a job records of ``kinds``, or None without the compiled matcher; ``unmade``: its own
-    rows as records not made yet (:class:`~acceptmon.parse.records.Unmade`), among the general parser's."""
+    rows as records not made yet (:class:`~acceptmon.parse.unmade.Unmade`), among the general parser's."""
     lane = FastLane(grammars, "jsonl", typed=kinds)
     if unmade and lane.enabled:
         lane.hand_unmade(unmade)

@@ -25,7 +25,8 @@ from acceptmon.measure.summary import config_text
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.kinds import KINDS, with_role
 from acceptmon.parse.parser import Tally
-from acceptmon.parse.records import LaunchConfig, Record, Unmade
+from acceptmon.parse.records import LaunchConfig, Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline.batch import run
 from acceptmon.pipeline.workers import Shipped, in_worker, landed, ship
 
@@ -74,7 +75,7 @@ class _SideJob:
 
     @property
     def takes_unmade(self) -> frozenset[str]:
-        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.unmade.Unmade`):
         plain stats lines are normalized and added as columns (:func:`~acceptmon.measure.facts.plain_facts`)."""
         return plain_kinds()
 

@@ -26,7 +26,8 @@ from acceptmon.measure.plain import plain_columns
 from acceptmon.parse import prescan
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline import inplace
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ class Shipped(list[Packed | Unmade]):
 
 def ship(records: Sequence[Record | Unmade], only: frozenset[str] | None = None) -> Shipped:
     """A worker's records for the main process: the rows :func:`~acceptmon.measure.plain.plain_columns` takes as
-    their values alone (:meth:`~acceptmon.parse.records.Unmade.shipped`), the rest as records packed (``only``: these
+    their values alone (:meth:`~acceptmon.parse.unmade.Unmade.shipped`), the rest as records packed (``only``: these
     fields of them; what the names the engines had before the rows change is no verdict of theirs)."""
     out, held = Shipped(), list[Record]()
     for r in records:

@@ -19,7 +19,8 @@ from acceptmon.measure.speedup import UNMATCHED
 from acceptmon.measure.summary import config_text
 from acceptmon.measure.verdicts import SweepRun
 from acceptmon.parse.kinds import with_role
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.pipeline.workers import handed_on, in_worker, taken
 
 
@@ -35,7 +36,7 @@ class StatsJob:
 
     @property
     def takes_unmade(self) -> frozenset[str]:
-        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.records.Unmade`):
+        """Takes the lane's rows of these kinds as records not made yet (:class:`~acceptmon.parse.unmade.Unmade`):
         plain decode lines are folded as columns (:meth:`Stats.update`)."""
         return plain_kinds()
 

@@ -17,8 +17,9 @@ from typing import Any, Protocol
 
 from acceptmon.parse.fast.model import ACCEPT, Template
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
 from acceptmon.parse.state import line_starts
+from acceptmon.parse.unmade import Unmade
 
 Part = tuple[int, bytes] | list[Record] | list[Unmade]
 Entry = tuple[int, int, Any]

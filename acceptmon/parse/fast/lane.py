@@ -168,7 +168,7 @@ class FastLane:
         self.native_order = native.order(self.templates)
 
     def hand_unmade(self, kinds: frozenset[str]) -> None:
-        """Hand a typed lane's own rows on as records not made yet (:class:`~acceptmon.parse.records.Unmade`), those
+        """Hand a typed lane's own rows on as records not made yet (:class:`~acceptmon.parse.unmade.Unmade`), those
         of ``kinds`` as tuples of their varying values (a part of one such plan's rows becomes columns at once)."""
         assert self.typed, "only a typed lane's rows are records"
         self.hands = self.yearless.hands = "unmade"

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from acceptmon.parse.grammar import Grammar
-from acceptmon.parse.records import Record, Unmade
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 
 ACCEPT = b"accept"
 """The parser's grep-bait word: lines holding it that are not decode lines are counted as noise."""

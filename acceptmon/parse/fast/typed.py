@@ -27,7 +27,8 @@ from typing import Any, Literal
 from acceptmon.parse.fast.rows import Plan
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
-from acceptmon.parse.records import Record, Unmade, joined
+from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade, joined
 
 _from_iso = datetime.fromisoformat
 Rows = list[tuple[Plan, dict[str, Any] | tuple[Any, ...]]]
@@ -97,7 +98,7 @@ As = bool | Literal["unmade"]
 
 
 def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade] | list[Record]:
-    """A part of lane rows as one :class:`~acceptmon.parse.records.Unmade` (none for a scan without a typed plan),
+    """A part of lane rows as one :class:`~acceptmon.parse.unmade.Unmade` (none for a scan without a typed plan),
     whose records take ``names``: each plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once, rows
     of several plans (a vLLM log's spec and throughput lines) as pieces in order. A part with a row of a plan of
     dicts is made into its records here."""

@@ -1,0 +1,124 @@
+"""Records not made yet: the fast lane's rows of one or more plans as columns, made into records only where a
+consumer asks (:meth:`Unmade.made`).
+
+A consumer that reads values alone (the runs' and the doctor's folds, a ``compare`` side) takes them as columns and
+spares the records; a worker ships their values alone to the process that collects them (:meth:`Unmade.shipped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, final
+
+from acceptmon.parse.records import BaseRecord
+
+
+@final
+class Unmade:
+    """Records not made yet, in file order, as columns: :attr:`fixed`, the fields every one of them has the same
+    value of; :attr:`columns`, each one's value of every other field, in order (a timestamp as ISO text, which
+    ``datetime.fromisoformat`` reads). A consumer that reads values alone (the runs' fold of plain decode lines)
+    spares the records; :meth:`made` makes them. Rows of several plans (a vLLM log's spec and throughput lines) are
+    :attr:`pieces`, one plan's each, and :attr:`order` says whose each row is (:func:`joined`)."""
+
+    __slots__ = ("_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
+
+    def __init__(
+        self,
+        size: int,
+        kinds: frozenset[str],
+        fixed: dict[str, Any],
+        columns: Mapping[str, Sequence[Any]],
+        make: Callable[[int, int], list[BaseRecord]],
+        span: tuple[int, int] | None = None,
+    ) -> None:
+        self.size = size
+        self.kinds = kinds
+        """The kinds of the records."""
+        self.fixed = fixed
+        self.columns = columns
+        self._make = make
+        """``make(start, stop)``: the records of those rows of what :attr:`_span` is a part of."""
+        self._span = span or (0, size)
+        self.pieces: tuple[Unmade, ...] = ()
+        """Rows of several plans: each plan's rows, of one kind, in order (:attr:`fixed` and :attr:`columns` are then
+        empty)."""
+        self.order = b""
+        """With :attr:`pieces`: each row's piece, by its index."""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def parts(self) -> tuple[Unmade, ...]:
+        """The pieces, or this one: rows of one plan each."""
+        return self.pieces or (self,)
+
+    def column(self, name: str) -> Sequence[Any]:
+        """Every record's value of a field, in order (None where its kind has no such field)."""
+        if self.pieces:
+            if all(name not in p.columns for p in self.pieces):  # each piece's is fixed: the same one?
+                first, *rest = (p.fixed.get(name) for p in self.pieces)
+                if all(type(v) is type(first) and v == first for v in rest):
+                    return (first,) * self.size
+            taken = [iter(p.column(name)).__next__ for p in self.pieces]
+            return [taken[i]() for i in self.order]
+        got = self.columns.get(name)
+        return got if got is not None else (self.fixed.get(name),) * self.size
+
+    def place(self, piece: int, row: int) -> int:
+        """Where the ``row`` th row of the ``piece`` th piece is among all the rows."""
+        at = -1
+        for _ in range(row + 1):
+            at = self.order.index(piece, at + 1)
+        return at
+
+    def made(self) -> list[BaseRecord]:
+        """The records (made once: ask only once)."""
+        return self._make(*self._span)
+
+    def shipped(self) -> Unmade:
+        """The rows' values alone, to send to another process (a worker's part, for its collect): they cannot be made
+        into records there (:meth:`made` raises)."""
+        out = Unmade(self.size, self.kinds, self.fixed, dict(self.columns), _unmakeable, self._span)
+        out.pieces, out.order = tuple(p.shipped() for p in self.pieces), self.order
+        return out
+
+    def split(self, at: int) -> tuple[Unmade, Unmade]:
+        """The rows before ``at`` and the rest."""
+        start, stop = self._span
+        if not self.pieces:
+            sides = []
+            for a, b in ((0, at), (at, self.size)):
+                columns = {name: c[a:b] for name, c in self.columns.items()}
+                sides.append(Unmade(b - a, self.kinds, self.fixed, columns, self._make, (start + a, start + b)))
+            return sides[0], sides[1]
+        head, tail = self.order[:at], self.order[at:]
+        cut = [p.split(head.count(i)) for i, p in enumerate(self.pieces)]
+        made = self._make
+        return (
+            joined([h for h, _ in cut], head, made, (start, start + at)),
+            joined([t for _, t in cut], tail, made, (start + at, stop)),
+        )
+
+
+def _unmakeable(start: int, stop: int) -> list[BaseRecord]:
+    raise RuntimeError("records not made in the process that read them cannot be made from their values")
+
+
+def joined(
+    pieces: Sequence[Unmade], order: bytes, make: Callable[[int, int], list[BaseRecord]], span: tuple[int, int]
+) -> Unmade:
+    """Rows of several plans as one :class:`Unmade`: ``pieces``, each plan's rows, and ``order``, each row's piece by
+    its index; ``make(*span)``, their records. A piece without rows is left out; a part of one piece is that piece."""
+    kept = [i for i, p in enumerate(pieces) if p.size]
+    if len(kept) == 1:
+        return pieces[kept[0]]
+    if len(kept) != len(pieces):
+        table = bytearray(range(256))
+        for new, old in enumerate(kept):
+            table[old] = new
+        order = order.translate(table)
+        pieces = [pieces[i] for i in kept]
+    whole = Unmade(len(order), frozenset(k for p in pieces for k in p.kinds), {}, {}, make, span)
+    whole.pieces, whole.order = tuple(pieces), order
+    return whole
