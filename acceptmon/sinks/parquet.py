@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from acceptmon.errors import InputError
 from acceptmon.parse.kinds import RecordKind, table_kinds
 from acceptmon.parse.records import Record
+from acceptmon.parse.unmade import Unmade
 from acceptmon.sinks.atomic import atomic_output
 from acceptmon.sinks.table import Writer, columns
 
@@ -112,17 +113,44 @@ class ArrowJob:
         self.records = 0
         self.tables: list[pyarrow.Table] = []
 
-    def chunk(self, records: list[Record]) -> list[tuple[Any, ...]]:
-        cols = self.columns
-        return [tuple(getattr(r, c, None) for c in cols) for r in records if r.kind in self.records_wanted]
+    @property
+    def takes_unmade(self) -> frozenset[str]:
+        """Takes the lane's rows of the kinds it writes as records not made yet
+        (:class:`~acceptmon.parse.unmade.Unmade`): their columns are the table's, no record made."""
+        return self.records_wanted
 
-    def collect(self, part: list[tuple[Any, ...]]) -> None:
-        if not part:
-            return
+    def chunk(self, records: Sequence[Record | Unmade]) -> pyarrow.Table | None:
+        """The chunk's rows of the kinds written, in order, as a table (made where the chunk is read, a worker's
+        sent as Arrow buffers): the lane's rows not made yet from their columns (a timestamp read from its ISO
+        text, as a record reads it), the records from their fields; None for no row."""
+        cols, wanted = self.columns, self.records_wanted
+        out: list[list[Any]] = [[] for _ in cols]
+        held: list[Record] = []
+        for item in records:
+            if type(item) is not Unmade:
+                if item.kind in wanted:
+                    held.append(item)
+                continue
+            _records_into(out, cols, held)
+            held = []
+            if not item.kinds <= wanted:
+                _records_into(out, cols, [r for r in item.made() if r.kind in wanted])
+                continue
+            for column, name in zip(out, cols, strict=True):
+                values = item.column(name)
+                column += _stamps(values) if name == "timestamp" else values
+        _records_into(out, cols, held)
+        if not out[0]:
+            return None
         pa = pyarrow_module()
-        self.records += len(part)
-        arrays = [pa.array(list(col), type=f.type) for col, f in zip(zip(*part, strict=True), self.schema, strict=True)]
-        self.write(pa.Table.from_arrays(arrays, schema=self.schema))
+        arrays = [pa.array(col, type=f.type) for col, f in zip(out, self.schema, strict=True)]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def collect(self, part: pyarrow.Table | None) -> None:
+        if part is None:
+            return
+        self.records += part.num_rows
+        self.write(part)
 
     def write(self, table: pyarrow.Table) -> None:
         self.tables.append(table)
@@ -131,6 +159,21 @@ class ArrowJob:
         """Every row collected, one table (the schema's, empty if there were none)."""
         pa = pyarrow_module()
         return pa.concat_tables(self.tables) if self.tables else self.schema.empty_table()
+
+
+def _records_into(out: list[list[Any]], cols: Sequence[str], records: Sequence[Record]) -> None:
+    """Each record's value of each column added to the columns: None where its kind has no such field (asked of
+    its fields, not of the model: a missing attribute of a pydantic model raises inside, a few microseconds)."""
+    fields = [r.__dict__ for r in records]
+    for column, name in zip(out, cols, strict=True):
+        column += [f.get(name) for f in fields]
+
+
+def _stamps(values: Sequence[str | None]) -> list[datetime | None]:
+    return [None if v is None else _from_iso(v) for v in values]
+
+
+_from_iso = datetime.fromisoformat
 
 
 class ParquetJob(ArrowJob):
