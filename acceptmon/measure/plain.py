@@ -247,11 +247,10 @@ def _bounded(column: Sequence[Any], low: float, high: float) -> int:
 def _has_nan(values: Sequence[float]) -> bool:
     """Whether a NaN is among ints and floats: a finite sum has none (one pass in C, not a call per value)."""
     try:
-        if math.isfinite(sum(values)):
-            return False
-    except OverflowError:  # an int past any float, among floats
-        pass
-    return any(v != v for v in values)
+        finite = math.isfinite(sum(values))
+    except OverflowError:  # an int past any float, among floats: each value is looked at
+        finite = False
+    return not finite and any(v != v for v in values)
 
 
 def _derived_from_refused(rows: Unmade, fields: Any) -> bool:
