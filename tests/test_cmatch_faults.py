@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from acceptmon.parse.fast import native
-from acceptmon.parse.fast.rows import SLOT
+from acceptmon.parse.fast.rows import JSON_EXTRA, SLOT
 
 CMATCH = native.load()
 pytestmark = pytest.mark.skipif(CMATCH is None, reason="needs the compiled matcher (test_cmatch.py fails without)")
@@ -168,16 +168,36 @@ def _program(steps):
 BUF = b"\n[2026-02-26 10:00:00 TP0] k: 7\n"
 
 
-@pytest.mark.parametrize("name", ["LIT", "ALT", "EXTRA"])
+@pytest.mark.parametrize("name", ["LIT", "ALT"])
 def test_a_step_that_does_not_capture_takes_no_slot(name):
     """A slot there would let a recipe print a capture no step made (bytes of the stack)."""
-    texts = {"LIT": (b"k: ",), "ALT": (b"k: ",), "EXTRA": (b"k",)}[name]
     with pytest.raises(ValueError, match="a step that does not capture takes no slot"):
-        _program([(name, 0, texts), ("INT", 1, ())])
+        _program([(name, 0, (b"k: ",)), ("INT", 1, ())])
     with pytest.raises(ValueError, match="a literal is one text"):
         _program([("LIT", -1, (b"k: ", b"x"))])
     with pytest.raises(ValueError, match="slot out of range"):
         _program([("LIT", -1, (b"k: ",)), ("INT", 256, ())])
+
+
+def test_an_unknown_keys_two_slots_and_a_named_keys_end_are_checked():
+    """An unknown key fills its slot and the next (so the last slot is refused it); a named key's value ends at the
+    step that captures the next slot, before another key: a value never reads a capture no step set."""
+    with pytest.raises(ValueError, match="slot out of range"):
+        _program([("EXTRA", 255, (b"x",))])
+    with pytest.raises(ValueError, match="slot out of range"):
+        _program([("LKEY", 255, (b"k: ",)), ("VEND", 256, ())])
+    with pytest.raises(ValueError, match="is one text, 'key: '"):
+        _program([("LKEY", 0, (b"k:",)), ("VEND", 1, ())])
+    for steps in (
+        [("LKEY", 0, (b"k: ",)), ("INT", -1, ())],  # no end
+        [("INT", -1, ()), ("VEND", 1, ())],  # an end of no key
+        [("LKEY", 0, (b"k: ",)), ("INT", -1, ()), ("VEND", 2, ())],  # another slot's end
+        [("LKEY", 0, (b"k: ",)), ("EXTRA", 2, (b"x",)), ("VEND", 1, ())],  # another key before the end
+    ):
+        with pytest.raises(ValueError, match="a named key's value"):
+            _program(steps)
+    program = _program([("LKEY", 0, (b"k: ",)), ("INT", -1, ()), ("VEND", 1, ())])
+    assert program.scan(BUF, 1, len(BUF), 0, [((b"{", JSON_EXTRA, b"}\n"), (), {})])[:2] == (1, b'{{"k":"7"}}\n')
 
 
 def test_a_base_whose_line_numbers_would_overflow_is_refused():

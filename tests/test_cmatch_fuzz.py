@@ -1,9 +1,10 @@
 """A bounded fuzz of the compiled lane: the same bytes and tallies as the general parser, whatever the bytes.
 
 Logs made from the sample logs' own lines, mutated (bytes flipped, inserted, dropped and repeated, numbers
-respelled, NULs, invalid UTF-8, stray CRs, commas and tabs, anchors), with random lines between them, cut
-into blocks at random line ends (so that every kind of line meets a block's edge), and a line of 10 MB. Each
-goes through the fast lane with the compiled matcher and through the general parser alone. Seeded, so a
+respelled, NULs, invalid UTF-8, stray CRs, commas and tabs, anchors, unknown keys), with random lines between them,
+cut into blocks at random line ends (so that every kind of line meets a block's edge), and a line of 10 MB. Each
+goes through the fast lane with the compiled matcher and through the general parser alone, as CSV and as JSONL
+(whose rows hold the unknown keys' ``extra`` object, which C writes as ``json.dumps`` does). Seeded, so a
 failure names the case that shows it. ``scripts/sanitize_cmatch.py`` runs this under ASan and UBSan.
 """
 
@@ -27,6 +28,12 @@ LOGS = sorted(p for p in SAMPLES.glob("*.log") if not p.name.startswith("vllm_")
 CASES_PER_LOG = 10
 ODD = [b"\x00", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\r", b"\t", b",", b", ", b" ", b"\x1b[0m", b":"]
 WORDS = [b"accept", b"accept len: ", b"Decode batch", b"TP0", b"[2026-02-26 10:00:00] ", b"server_args=", b"True"]
+WORDS += [
+    b", fwd occupancy: 91.2%",
+    b', k"\\\xc3\xa9\x7f: v\t"\xff',
+    b", x: 1, x: 2",
+    b", Preemptions: 0",
+]  # unknown keys
 
 
 @pytest.fixture(autouse=True)
@@ -96,9 +103,7 @@ def _blocks(data: bytes, rng: random.Random) -> list[bytes]:
 
 
 def _lane_and_parser(data: bytes, blocks: list[bytes], fmt: str) -> tuple[tuple[bytes, tuple], tuple[bytes, tuple]]:
-    """(rows, tally) through the fast lane (compiled matcher) and through the general parser alone.
-
-    CSV: the lane's JSONL rows with unknown keys are written in Python, so JSONL would not reach C."""
+    """(rows, tally) through the fast lane (compiled matcher) and through the general parser alone."""
     lane = FastLane(GRAMMARS, fmt)  # type: ignore[arg-type]
     assert lane.native is not None
     lane.learn(data[: 1 << 20])
@@ -121,7 +126,7 @@ def test_mutated_sample_logs_give_the_general_parsers_bytes(log):
     for case in range(CASES_PER_LOG):
         rng = random.Random(f"{log.name}:{case}")
         data = _log(source, rng)
-        fast, general = _lane_and_parser(data, _blocks(data, rng), "csv")
+        fast, general = _lane_and_parser(data, _blocks(data, rng), ("csv", "jsonl")[case % 2])
         assert fast == general, f"{log.name} case {case}"
 
 
@@ -133,8 +138,9 @@ def test_a_10_mb_line_and_lines_at_the_edges_of_blocks():
     for big in huge:
         data = b"".join(x + b"\n" for x in [line, line, big, line])
         cuts = [data[: len(line) + 1], data[len(line) + 1 :]]  # the long line in a block of its own lines
-        fast, general = _lane_and_parser(data, cuts, "csv")
-        assert fast == general
+        for fmt in ("csv", "jsonl"):
+            fast, general = _lane_and_parser(data, cuts, fmt)
+            assert fast == general, fmt
         assert fast[1][3] == 4 and fast[0].count(b"\n") >= 3
 
 
@@ -152,7 +158,7 @@ def test_mutated_vllm_sample_logs_give_the_general_parsers_bytes(log, monkeypatc
     for case in range(CASES_PER_LOG // 2):  # three logs: the job's time stays the SGLang fuzz's
         rng = random.Random(f"{log.name}:{case}")
         data = _log(source, rng)
-        fast, general = _lane_and_parser(data, _blocks(data, rng), "csv")
+        fast, general = _lane_and_parser(data, _blocks(data, rng), ("csv", "jsonl")[case % 2])
         assert fast == general, f"{log.name} case {case}"
 
 
@@ -173,6 +179,7 @@ def test_a_10_mb_vllm_line_between_lines_that_match(monkeypatch):
         data = b"".join(x + b"\n" for x in [line] * 40 + [big, line])
         cuts = [data[: len(line) * 40], data[len(line) * 40 :]]
         cuts = [cuts[0][: cuts[0].rfind(b"\n") + 1], data[cuts[0].rfind(b"\n") + 1 :]]
-        fast, general = _lane_and_parser(data, cuts, "csv")
-        assert fast == general
+        for fmt in ("csv", "jsonl"):
+            fast, general = _lane_and_parser(data, cuts, fmt)
+            assert fast == general, fmt
         assert fast[1][3] == 42 and fast[0].count(b"\n") >= 41

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from acceptmon.parse.fast import lane as fastlane
-from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.parser import Parser
 from acceptmon.pipeline import batch
 from tests.test_fastlane import FLOATS, GRAMMARS, INTS, _fast_lane_on_small_inputs, _run, _same  # noqa: F401
@@ -79,13 +78,7 @@ def test_which_lane_each_sglang_reference_line_takes(tmp_path, monkeypatch):
             last, out = _fed(monkeypatch, path, fmt)
             assert out == _run(path, fmt, fast=False), (label, fmt)  # byte for byte, tallies too
             lane = "fast" if last < FIRST else "parser"
-            assert (label, fmt, lane) == (label, fmt, json_lane(line, LANES[label]) if fmt == "jsonl" else LANES[label])
-
-
-def json_lane(line: str, lane: str) -> str:
-    """A JSONL row with unknown keys is the parser's (it writes their ``extra`` object); any other takes ``lane``."""
-    records = Parser(GRAMMARS, "x").feed((line + "\n").encode())
-    return "parser" if any(KINDS[r.kind].table and getattr(r, "extra", None) for r in records) else lane
+            assert (label, fmt, lane) == (label, fmt, LANES[label])
 
 
 def test_every_reference_line_at_once_on_small_parallel_ranges(tmp_path, monkeypatch):
@@ -238,3 +231,52 @@ def test_a_counted_kinds_sample_bodies_take_each_head_its_samples_show(tmp_path,
     bracketed = {i for i, line in enumerate(lines) if "[7]" in line}
     assert {(n - 1) // REPEAT for n in fed} >= bracketed  # the head no sample has is the parser's
     assert max(n for n in fed if (n - 1) // REPEAT not in bracketed) < FIRST  # the others the lane's, past the first
+
+
+# ---- unknown keys: the JSONL row's extra object, written by C ---------------------------------------------------
+
+KEYS = [b"fwd occupancy", b'k"q', b"b\\s", b"t\tab", b"caf\xc3\xa9", b"bad\xff\xfe", b"bad\xfe", b"\xf0\x9f\x98\x80x"]
+KEYS += [b"del\x7f", b"ctl\x01", b"ed\xed\xa0\x80", b" sp", b"x"]
+VALUES = [
+    b"91.20%",
+    b'a"b',
+    b"c\\d",
+    b"\xc3\xa9t\xc3\xa9",
+    b"\xff",
+    b"\x7f\x02",
+    b"v: w",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98\x80",
+]
+
+
+def test_unknown_keys_reach_jsonl_as_the_parser_writes_them(tmp_path, monkeypatch):
+    """A line's unknown keys in every spelling JSON escapes (quotes, backslashes, control bytes, DEL, UTF-8 of one
+    to four bytes, invalid UTF-8, a surrogate's bytes) and a key said twice (the dict keeps its first place and last
+    value): the lane's JSONL rows are the general parser's, byte for byte, and the lane writes most of them (a
+    block's lines of a shape learned in it are the parser's: small blocks here)."""
+    monkeypatch.setattr(batch, "FAST_BLOCK", 4 << 10)
+    r = random.Random(3)
+    head = b"[2026-09-01 12:00:%02d TP0] Decode batch, #running-req: 8, #token: 4000, token usage: 0.02, accept len: "
+    lines = []
+    for i in range(600):
+        pairs = [r.choice(KEYS) + b": " + r.choice(VALUES) for _ in range(r.choice([1, 2, 2, 3]))]
+        lines.append(head % (i % 60) + b"3.05, cuda graph: True, gen throughput (token/s): 7.1, " + b", ".join(pairs))
+    path = tmp_path / "keys.log"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    built = [0]
+    feed = Parser.feed
+
+    def spy(self, block):
+        records = feed(self, block)
+        built[0] += sum(1 for x in records if x.kind == "decode")
+        return records
+
+    monkeypatch.setattr(Parser, "feed", spy)
+    out = _run(path, "jsonl", fast=True)
+    monkeypatch.setattr(Parser, "feed", feed)
+    assert out == _run(path, "jsonl", fast=False)
+    assert built[0] < 60  # of 600
+    extras = [json.loads(row)["extra"] for row in out[0].splitlines()]
+    assert len(extras) == 600 and sum(len(e) == 3 for e in extras) > 50  # one of each key said three times
+    assert {"caf\u00e9", "bad\ufffd\ufffd", "\U0001f600x", "del\x7f", 'k"q'} <= {k for e in extras for k in e}

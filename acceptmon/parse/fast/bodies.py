@@ -60,12 +60,12 @@ def read_body(g: Grammar, t: Template, pieces: list[str]) -> bool:
                 return False
             if careful:  # the careful reader takes it for a key because it looks like one: this key, literally
                 patterns.append(re.escape(key.encode() + b": ") + LOOSE[STR])
-                ops += [("lit", key.encode() + b": "), ("lstr", -1)]
+                ops += [("lkey", (key.encode() + b": ", len(t.groups))), ("lstr", -1), ("vend", len(t.groups) + 1)]
                 literal.append(key.encode())
             else:
                 known = b"|".join(re.escape(k.encode()) for k in sorted(g.keys, key=len, reverse=True))
                 patterns.append(rb"(?!(?:" + known + rb"): )" + EXTRA_KEY + rb": " + EXTRA_VALUE)
-                ops.append(("extra", tuple(k.encode() for k in g.keys)))
+                ops.append(("extra", (tuple(k.encode() for k in g.keys), len(t.groups))))
             t.extras.append((len(t.groups), len(t.groups) + 1))
             t.groups += [(None, "str"), (None, "str")]
             continue

@@ -22,11 +22,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 16
+#define CMATCH_VERSION 17
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
 #define JSON_RANK 5 /* recipe code: the rank as a JSON string, or null */
+#define JSON_EXTRA 6 /* recipe code: the JSON object of the template's unknown keys (OP_EXTRA, OP_LKEY steps) */
 #define CONV_SLOT (BOOL_SLOT + MAX_SLOTS) /* CONV_SLOT + MAX_SLOTS * c + i prints group i converted by CONV_* c */
 #define PERCENT_DIGITS 8 /* a percentage's fraction is rounded to this many decimal digits (values.to_percent) */
 #define MAX_NEEDLES 64 /* anchors a program counts (launch anchors and 'accept' included) */
@@ -38,7 +39,13 @@
 
 /* OP_BARE, a template's first step only: the template starts its line, behind no envelope (a line whose envelope
  * the program reads is never one of its lines); its rows have no timestamp and no rank. */
-enum { OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_BARE, OP_COUNT };
+/* OP_EXTRA: an unknown key and its value (a capturing one puts them in its slot and the next); OP_LKEY: an unknown key
+ * the template names ("key: ", captured without ": " in its slot), its value the text from there to the OP_VEND step
+ * that captures the next slot (the steps between match it). */
+enum {
+    OP_LIT, OP_ALT, OP_INT, OP_FLOAT, OP_BOOL, OP_STR, OP_LINT, OP_LFLOAT, OP_LSTR, OP_EXTRA, OP_LIST, OP_BARE, OP_LKEY,
+    OP_VEND, OP_COUNT
+};
 
 /* Envelopes a program reads: SGLang's (literal prefix, timestamp, rank, literal suffix) or vLLM's logging prefix
  * (process prefixes, level, year-less MM-DD HH:MM:SS, source), whose year is the scan's year state. */
@@ -66,8 +73,9 @@ typedef struct {
 
 typedef struct {
     int code;
-    int slot; /* group index to capture into, or -1; -1 on every step that does not capture */
-    Text *texts; /* OP_LIT: one; OP_ALT: alternatives; OP_EXTRA: known keys */
+    int slot; /* group index to capture into, or -1; -1 on every step that does not capture; OP_EXTRA: its key's
+                 group, its value's the next */
+    Text *texts; /* OP_LIT, OP_LKEY: one; OP_ALT: alternatives; OP_EXTRA: known keys */
     int ntexts;
 } Step;
 
@@ -123,13 +131,14 @@ typedef struct {
     size_t len, cap;
 } Out;
 
-enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_CONV, CELL_DERIVED };
+enum { CELL_TEXT, CELL_LINE, CELL_ENV, CELL_JSON_RANK, CELL_SLOT, CELL_BOOL, CELL_CONV, CELL_DERIVED, CELL_EXTRA };
 
 typedef struct {
     int kind; /* CELL_* */
     int i; /* CELL_ENV: env index; CELL_SLOT, CELL_BOOL, CELL_CONV: group; CELL_DERIVED: index in the derived cells */
     int conv; /* CELL_CONV: CONV_* */
     PyObject *text; /* CELL_TEXT: a bytes object of the recipe (the plan holds the recipe) */
+    const Tmpl *tmpl; /* CELL_EXTRA: the template whose unknown keys it writes (no __init__ while a scan runs) */
 } Cell;
 
 /* A typed plan's varying field, as the value json.loads would give of its JSON cell: the line number; the rank (None

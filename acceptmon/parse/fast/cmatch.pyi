@@ -7,6 +7,7 @@ VERSION: int
 SLOT: int
 BOOL_SLOT: int
 JSON_RANK: int
+JSON_EXTRA: int
 CONV_SLOT: int
 CONV_PERCENT: int
 CONV_FLOATS_CSV: int
@@ -30,6 +31,8 @@ OP_LINT: int
 OP_LFLOAT: int
 OP_LSTR: int
 OP_EXTRA: int
+OP_LKEY: int
+OP_VEND: int
 OP_LIST: int
 OP_BARE: int
 ENV_DATED: int

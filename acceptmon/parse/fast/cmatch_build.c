@@ -7,10 +7,12 @@
 
 #include <limits.h>
 
-/* True for the steps that capture a group (the others take no slot). */
+/* True for the steps that capture a group (the others take no slot); OP_EXTRA captures two, its key's and its
+ * value's; OP_LKEY its key's, and starts its value's, which OP_VEND ends. */
 int cm_captures(int code) {
     return code == OP_INT || code == OP_LINT || code == OP_FLOAT || code == OP_BOOL || code == OP_STR ||
-           code == OP_LSTR || code == OP_LFLOAT || code == OP_LIST;
+           code == OP_LSTR || code == OP_LFLOAT || code == OP_LIST || code == OP_EXTRA || code == OP_LKEY ||
+           code == OP_VEND;
 }
 
 static int text_copy(PyObject *obj, Text *out) {
@@ -68,13 +70,31 @@ static int step_of(PyObject *obj, Step *st, Tmpl *t) {
     if (!PyTuple_Check(obj)) return PyErr_SetString(PyExc_TypeError, "a step is a tuple (code, slot, texts)"), -1;
     if (!PyArg_ParseTuple(obj, "iiO", &st->code, &st->slot, &texts)) return -1;
     if (st->code < 0 || st->code >= OP_COUNT) return bad_step("no such code");
-    if (cm_captures(st->code) ? st->slot < -1 || st->slot >= MAX_SLOTS : st->slot != -1)
+    int width = st->code == OP_EXTRA || st->code == OP_LKEY ? 2 : 1; /* groups a capturing step fills */
+    if (cm_captures(st->code) ? st->slot < -1 || st->slot > MAX_SLOTS - width : st->slot != -1)
         return bad_step(cm_captures(st->code) ? "slot out of range" : "a step that does not capture takes no slot");
     if (st->code == OP_BARE && st != t->steps) return bad_step("a bare template says so in its first step only");
     int rc = texts_of(texts, &st->texts, &st->ntexts, INT_MAX);
     if (rc == 0 && st->code == OP_LIT && st->ntexts != 1) return bad_step("a literal is one text");
-    if (rc == 0 && st->slot >= t->nslots) t->nslots = st->slot + 1;
+    if (rc == 0 && st->code == OP_LKEY &&
+        (st->ntexts != 1 || st->texts[0].n < 3 || memcmp(st->texts[0].s + st->texts[0].n - 2, ": ", 2) != 0))
+        return bad_step("a named key is one text, 'key: '");
+    if (rc == 0 && st->slot + width > t->nslots) t->nslots = st->slot + width;
     return rc;
+}
+
+/* Each capturing OP_LKEY's value ended by one OP_VEND after it, before another key, and each OP_VEND ending one: a
+ * value's text is [key's end, OP_VEND), set in that order on every matched line. */
+static int named_keys(const Tmpl *t) {
+    int open = -1; /* the slot of the key whose value is being matched */
+    for (int i = 0; i < t->nsteps; i++) {
+        const Step *st = &t->steps[i];
+        if (st->slot < 0 || (st->code != OP_LKEY && st->code != OP_EXTRA && st->code != OP_VEND)) continue;
+        if (st->code == OP_VEND ? st->slot != open + 1 || open < 0 : open >= 0)
+            return bad_step("a named key's value ends at the OP_VEND of the next slot, before another key");
+        open = st->code == OP_LKEY ? st->slot : -1;
+    }
+    return open >= 0 ? bad_step("a named key's value has no end") : 0;
 }
 
 /* A template: a sequence of steps. */
@@ -89,7 +109,7 @@ static int steps_of(PyObject *seq, Tmpl *t) {
         rc = step_of(PySequence_Fast_GET_ITEM(fast, i), &t->steps[i], t);
     }
     Py_DECREF(fast);
-    return rc;
+    return rc == 0 ? named_keys(t) : rc;
 }
 
 static int probe_order(const void *a, const void *b) {

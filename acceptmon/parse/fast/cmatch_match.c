@@ -252,7 +252,8 @@ static const uint8_t *loose_float(const uint8_t *p, const uint8_t *end) {
     return d1;
 }
 
-static const uint8_t *extra(const Step *st, const uint8_t *p, const uint8_t *end) {
+/* An unknown key and its value; a capturing step puts the key in its slot, the value in the next. */
+static const uint8_t *extra(const Step *st, const uint8_t *p, const uint8_t *end, Cap *caps) {
     for (int i = 0; i < st->ntexts; i++) {
         const Text *k = &st->texts[i];
         if (starts(p, end, k) && end - p >= k->n + 2 && p[k->n] == ':' && p[k->n + 1] == ' ') return NULL;
@@ -263,6 +264,10 @@ static const uint8_t *extra(const Step *st, const uint8_t *p, const uint8_t *end
     const uint8_t *v = q + 2, *w = v;
     while (w < end && in_value(*w)) w++;
     if (w == v || w[-1] == ' ') return NULL;
+    if (st->slot >= 0) {
+        caps[st->slot].p = p, caps[st->slot].n = q - p;
+        caps[st->slot + 1].p = v, caps[st->slot + 1].n = w - v;
+    }
     return w;
 }
 
@@ -271,6 +276,14 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
     switch (st->code) {
     case OP_LIT:
         return starts(p, end, &st->texts[0]) ? p + st->texts[0].n : NULL;
+    case OP_LKEY:
+        if (!starts(p, end, &st->texts[0])) return NULL;
+        q = p + st->texts[0].n;
+        if (st->slot >= 0) caps[st->slot].p = p, caps[st->slot].n = q - 2 - p, caps[st->slot + 1].p = q;
+        return q;
+    case OP_VEND: /* its key's step set where the value starts (named_keys) */
+        if (st->slot >= 0) caps[st->slot].n = p - caps[st->slot].p;
+        return p;
     case OP_ALT:
         for (int i = 0; i < st->ntexts; i++)
             if (starts(p, end, &st->texts[i])) return p + st->texts[i].n;
@@ -310,7 +323,7 @@ static const uint8_t *step(const Step *st, const uint8_t *p, const uint8_t *end,
         while (q < end && in_lstr(*q)) q++;
         break;
     case OP_EXTRA:
-        return extra(st, p, end);
+        return extra(st, p, end, caps);
     case OP_BARE:
         return p;
     default:

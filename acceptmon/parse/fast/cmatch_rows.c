@@ -78,7 +78,25 @@ static int not_captured(void) {
     return -1;
 }
 
-/* One recipe item as a cell: bytes as they are; 0 the line; 1-4 date, time, fraction, rank; JSON_RANK;
+/* Whether step i is an unknown key: OP_EXTRA, or OP_LKEY (its value ended by an OP_VEND). */
+static int unknown_key(const Tmpl *t, int i) {
+    return t->steps[i].code == OP_EXTRA || t->steps[i].code == OP_LKEY;
+}
+
+/* JSON_EXTRA: the object of the template's unknown keys, each of which it captures with its value (a template has one
+ * at least). */
+static int extra_of(const Tmpl *t, Cell *c) {
+    int n = 0;
+    for (int i = 0; i < t->nsteps; i++) {
+        if (!unknown_key(t, i)) continue;
+        if (t->steps[i].slot < 0) return not_captured();
+        n++;
+    }
+    if (n == 0) return not_captured();
+    return c->kind = CELL_EXTRA, c->tmpl = t, 0;
+}
+
+/* One recipe item as a cell: bytes as they are; 0 the line; 1-4 date, time, fraction, rank; JSON_RANK; JSON_EXTRA;
  * SLOT + i and BOOL_SLOT + i a group the template captures; CONV_SLOT + MAX_SLOTS * c + i that group converted
  * (CONV_* c: a percentage of the LFLOAT step, a list of the LIST step); -1 - k derived cell k. */
 static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
@@ -91,6 +109,7 @@ static int cell_of(const Tmpl *t, PyObject *item, Cell *c) {
     if (code == 0) return c->kind = CELL_LINE, 0;
     if (code >= 1 && code <= 4) return c->kind = CELL_ENV, c->i = (int)code - 1, 0;
     if (code == JSON_RANK) return c->kind = CELL_JSON_RANK, 0;
+    if (code == JSON_EXTRA) return extra_of(t, c);
     if (code >= SLOT && code < BOOL_SLOT && captured(t, code - SLOT)) return c->kind = CELL_SLOT, c->i = (int)(code - SLOT), 0;
     if (code >= BOOL_SLOT && code < BOOL_SLOT + MAX_SLOTS && captured(t, code - BOOL_SLOT))
         return c->kind = CELL_BOOL, c->i = (int)(code - BOOL_SLOT), 0;
@@ -310,6 +329,85 @@ static PyObject *derived(const Plan *pl, const Cap *caps) {
     return cells;
 }
 
+/* ---- an unknown key's JSON ------------------------------------------------------------------ */
+
+/* A string as json.dumps writes it (ensure_ascii) of the text the parser decodes ("utf-8", "replace"). */
+static int json_string(Out *o, const uint8_t *p, Py_ssize_t n) {
+    static const char hex[] = "0123456789abcdef";
+    int wide = 0;
+    for (Py_ssize_t i = 0; i < n && !wide; i++) wide = p[i] >= 0x80;
+    PyObject *u = wide ? PyUnicode_DecodeUTF8((const char *)p, n, "replace") : NULL;
+    if (wide && u == NULL) return -1;
+    Py_ssize_t len = wide ? PyUnicode_GET_LENGTH(u) : n;
+    int rc = cm_out_put(o, "\"", 1);
+    for (Py_ssize_t i = 0; rc == 0 && i < len; i++) {
+        Py_UCS4 ch = wide ? PyUnicode_READ_CHAR(u, i) : p[i];
+        char esc[12];
+        size_t k = 0;
+        if (ch == '"' || ch == '\\') {
+            esc[k++] = '\\', esc[k++] = (char)ch;
+        } else if (ch >= 0x20 && ch < 0x7f) {
+            esc[k++] = (char)ch;
+        } else if (ch == '\b' || ch == '\t' || ch == '\n' || ch == '\f' || ch == '\r') {
+            esc[k++] = '\\', esc[k++] = "btn?fr"[ch - '\b'];
+        } else {
+            Py_UCS4 units[2] = {ch, 0};
+            int nunits = 1;
+            if (ch > 0xffff) units[0] = 0xd800 + ((ch - 0x10000) >> 10), units[1] = 0xdc00 + ((ch - 0x10000) & 0x3ff), nunits = 2;
+            for (int j = 0; j < nunits; j++) {
+                esc[k++] = '\\', esc[k++] = 'u';
+                for (int shift = 12; shift >= 0; shift -= 4) esc[k++] = hex[(units[j] >> shift) & 0xf];
+            }
+        }
+        rc = cm_out_put(o, esc, k);
+    }
+    Py_XDECREF(u);
+    return rc < 0 ? -1 : cm_out_put(o, "\"", 1);
+}
+
+/* Whether two captured keys are one key of the parser's dict: the same bytes, or (both not ASCII) the same text once
+ * decoded (two invalid sequences are both U+FFFD). 1, 0, or -1 (an error set). */
+static int same_key(const Cap *a, const Cap *b) {
+    if (a->n == b->n && memcmp(a->p, b->p, (size_t)a->n) == 0) return 1;
+    int wide_a = 0, wide_b = 0;
+    for (Py_ssize_t i = 0; i < a->n; i++) wide_a |= a->p[i] >= 0x80;
+    for (Py_ssize_t i = 0; i < b->n; i++) wide_b |= b->p[i] >= 0x80;
+    if (!wide_a || !wide_b) return 0; /* an ASCII key is never equal to a key that decodes to more than ASCII */
+    PyObject *x = PyUnicode_DecodeUTF8((const char *)a->p, a->n, "replace");
+    PyObject *y = x ? PyUnicode_DecodeUTF8((const char *)b->p, b->n, "replace") : NULL;
+    int same = y ? PyUnicode_Compare(x, y) == 0 : -1;
+    if (same == 0 && PyErr_Occurred()) same = -1;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return same;
+}
+
+/* The template's unknown keys as the parser's dict holds them (extra[key] = value, in line order): a key said twice
+ * where it was first, with the value said last. */
+static int json_extra(Out *o, const Tmpl *t, const Cap *caps) {
+    int rc = cm_out_put(o, "{", 1), first = 1;
+    for (int i = 0; rc == 0 && i < t->nsteps; i++) {
+        const Step *st = &t->steps[i];
+        if (!unknown_key(t, i)) continue;
+        const Cap *key = &caps[st->slot], *value = &caps[st->slot + 1];
+        int seen = 0;
+        for (int j = 0; rc == 0 && !seen && j < t->nsteps; j++) {
+            const Step *other = &t->steps[j];
+            if (!unknown_key(t, j) || j == i) continue;
+            int same = same_key(key, &caps[other->slot]);
+            if (same < 0) rc = -1;
+            else if (same && j < i) seen = 1;
+            else if (same) value = &caps[other->slot + 1];
+        }
+        if (rc < 0 || seen) continue;
+        if ((!first && cm_out_put(o, ",", 1) < 0) || json_string(o, key->p, key->n) < 0 || cm_out_put(o, ":", 1) < 0 ||
+            json_string(o, value->p, value->n) < 0)
+            rc = -1;
+        first = 0;
+    }
+    return rc < 0 ? -1 : cm_out_put(o, "}", 1);
+}
+
 static int line_number(Out *o, long long line) {
     char num[24], *q = num + sizeof num;
     unsigned long long v = (unsigned long long)line; /* scan refuses a negative base */
@@ -334,6 +432,8 @@ static int cell(Out *o, const Cell *c, long long line, const Cap *env, const Cap
         return caps[c->i].n == 4 ? cm_out_put(o, "true", 4) : cm_out_put(o, "false", 5);
     case CELL_CONV:
         return cm_convert_cell(o, c->conv, &caps[c->i]);
+    case CELL_EXTRA:
+        return json_extra(o, c->tmpl, caps);
     default:
         break;
     }
@@ -351,7 +451,7 @@ int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *ca
     int rc = 0;
     for (Py_ssize_t i = 0; rc == 0 && i < pl->ncells; i++) rc = cell(o, &pl->cells[i], line, env, caps, cells);
     Py_XDECREF(cells);
-    return rc;
+    return rc == 0 ? 0 : -1; /* a cell of several puts says 1 (a || b) when one fails */
 }
 
 /* ---- typed records --------------------------------------------------------------------------- */

@@ -81,7 +81,9 @@ class Template:
     """How many of ``groups`` belong to the head."""
     ops: list[Op] = field(default_factory=list)
     """The head and body as steps, for the compiled matcher (:mod:`acceptmon.parse.fast.native`):
-    ``("lit", text)``, ``("alt", texts)``, ``(value kind, group index)``, ``("extra", known keys)``."""
+    ``("lit", text)``, ``("alt", texts)``, ``(value kind, group index)``; an unknown key, its name in a group and its
+    value in the next: ``("extra", (known keys, group index))`` (any key but those), or ``("lkey", (b"key: ", group
+    index))`` (one the template names), its value the text the steps up to ``("vend", that group + 1)`` match."""
 
     @property
     def key(self) -> tuple[str, bytes, bytes]:

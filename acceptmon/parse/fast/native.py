@@ -31,6 +31,7 @@ from acceptmon.parse.fast.rows import (
     CONV_FLOATS_JSON,
     CONV_PERCENT,
     CONV_SLOT,
+    JSON_EXTRA,
     JSON_RANK,
     SLOT,
     Plan,
@@ -38,7 +39,7 @@ from acceptmon.parse.fast.rows import (
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.values import PERCENT_DIGITS
 
-VERSION = 16
+VERSION = 17
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
@@ -69,6 +70,7 @@ RECIPE_CODES = {
     "SLOT": SLOT,
     "BOOL_SLOT": BOOL_SLOT,
     "JSON_RANK": JSON_RANK,
+    "JSON_EXTRA": JSON_EXTRA,
     "CONV_SLOT": CONV_SLOT,
     "CONV_PERCENT": CONV_PERCENT,
     "CONV_FLOATS_CSV": CONV_FLOATS_CSV,
@@ -238,12 +240,13 @@ def steps(t: Template, written: bool | None = None) -> list[Step] | None:
             return None
         if step[0] != "LIT" or step[2][0]:
             steps.append(step)
-    for at, (here, after) in enumerate(zip(steps, [*steps[1:], None], strict=True)):
+    read = [step for step in steps if step[0] != "VEND"]  # a value's end reads nothing
+    for at, (here, after) in enumerate(zip(read, [*read[1:], None], strict=True)):
         if here[0] in CLASSES and _starts(after) & CLASSES[here[0]]:
             return None
         if here[0] == "ALT" and any(a != b and b.startswith(a) for a in here[2] for b in here[2]):
             return None
-        if here[0] == "LIST" and after is not None and _goes_on_list(steps[at + 1 : at + 3]):
+        if here[0] == "LIST" and after is not None and _goes_on_list(read[at + 1 : at + 3]):
             return None
     return steps
 
@@ -253,7 +256,7 @@ def _goes_on_list(after: list[Step]) -> bool:
     ', ' only before a digit, so the literal after it must not have one there."""
     texts = [b""]
     for code, _, options in after:
-        if code not in ("LIT", "ALT"):
+        if code not in ("LIT", "ALT", "LKEY"):
             return True
         texts = [t + o for t in texts for o in options]
         if all(len(t) >= 3 for t in texts):
@@ -266,8 +269,14 @@ def _step(op: str, arg: Any, table: bool) -> Step | None:
         return ("LIT", -1, (arg,))
     if op == "alt":
         return ("ALT", -1, tuple(arg))
-    if op == "extra":
-        return ("EXTRA", -1, tuple(arg))
+    if op == "extra":  # captures the key in its group, the value in the next
+        keys, group = arg
+        return ("EXTRA", group if table else -1, tuple(keys))
+    if op == "lkey":  # "key: ", the key captured in its group, its value in the next up to "vend"
+        key, group = arg
+        return ("LKEY", group if table else -1, (key,))
+    if op == "vend":
+        return ("VEND", arg if table else -1, ())
     if op == "bare":
         return ("BARE", -1, ())
     code = (STRICT if table else LOOSE).get(op)
@@ -281,6 +290,6 @@ def _starts(step: Step | None) -> frozenset[int]:
     if step is None:
         return END
     code, _, texts = step
-    if code in ("LIT", "ALT"):
+    if code in ("LIT", "ALT", "LKEY"):
         return frozenset(t[0] for t in texts if t) | (END if any(not t for t in texts) else frozenset())
     return _ANY

@@ -45,6 +45,8 @@ BOOL_SLOT = SLOT + 256
 """In a JSONL recipe, the code of the template's first group written as JSON's ``true``/``false``."""
 JSON_RANK = 5
 """In a JSONL recipe, the rank as a JSON string, or ``null`` for none."""
+JSON_EXTRA = 6
+"""In a JSONL recipe, the JSON object of the template's unknown keys (``extra``), as the parser's dict holds them."""
 CONV_SLOT = BOOL_SLOT + 256
 """In a recipe, ``CONV_SLOT + 256 * c + i``: the template's group ``i`` as the compiled matcher converts it by
 conversion ``c`` (``cmatch_convert.c``: the converter's value of a :data:`~acceptmon.parse.fast.pieces.CONVERTED`
@@ -230,9 +232,7 @@ class Plan:
         if self.typed:
             self._typed(steps, columns, "extra" in model)
             return None
-        if t.extras:
-            return None
-        return _json_recipe(steps, columns)
+        return _json_recipe(steps, columns, [JSON_EXTRA] if t.extras else [b"{}"])
 
     def _typed(self, steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool) -> None:
         """A typed lane's row: the record's values, the same in every row of the plan in :attr:`shape`, and the
@@ -326,14 +326,13 @@ def _recipe(steps: list[list[bytes | int]], end: bytes = b"\r\n") -> tuple[bytes
 
 
 def _json_recipe(
-    steps: list[list[bytes | int]], columns: tuple[str, ...], extra: bool = True
+    steps: list[list[bytes | int]], columns: tuple[str, ...], extra: list[bytes | int]
 ) -> tuple[bytes | int, ...]:
-    """A JSONL row (``{"column":cell,...,"extra":{}}``; without ``extra``, ``{"column":cell,...}``) as literal
-    bytes and argument codes (see :func:`_recipe`; a table template with unknown keys has none: their object is
-    built in Python)."""
+    """A JSONL row (``{"column":cell,...,"extra":{...}}``) as literal bytes and argument codes (see :func:`_recipe`;
+    ``extra``: the steps of the unknown keys' object, ``{}`` or :data:`JSON_EXTRA`)."""
     named = [[json.dumps(c).encode() + b":", *column] for c, column in zip(columns, steps, strict=True)]
     named[0] = [b"{", *named[0]]
-    named[-1] = [*named[-1], b',"extra":{}}' if extra else b"}"]
+    named[-1] = [*named[-1], b',"extra":', *extra, b"}"]
     return _recipe(named, b"\n")
 
 

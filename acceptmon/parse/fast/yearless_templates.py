@@ -176,11 +176,13 @@ def _body(g: Grammar, t: Template, pieces: list[str], anchors: list[bytes]) -> b
         key, _, value = piece.partition(": ")
         t.ops += [("lit", b", ")] if i else []
         conv = g.keys.get(key)
-        if conv is None:
+        if conv is None:  # the key named, its value's shape matched and its text captured (the row's extra)
             steps = shaped(value)
             if not (keylike(key) and re.fullmatch(EXTRA_KEY, key.encode())) or steps is None:
                 return False
-            t.ops += [("lit", key.encode() + b": "), *steps]
+            t.ops += [("lkey", (key.encode() + b": ", len(t.groups))), *steps, ("vend", len(t.groups) + 1)]
+            t.extras.append((len(t.groups), len(t.groups) + 1))
+            t.groups += [(None, "str"), (None, "str")]
             patterns.append(re.escape(key.encode() + b": ") + NUMBER.sub("0", value).encode())
             continue
         spec = g.spec.keys[key]
@@ -222,5 +224,5 @@ def _literal(t: Template) -> bytes:
     """Every fixed byte of the template, in line order, a NUL where a value is."""
     out = []
     for op, arg in t.ops:
-        out.append(arg if op == "lit" else arg[0] if op == "alt" else b"\0")
+        out.append(arg if op == "lit" else arg[0] if op in ("alt", "lkey") else b"\0")
     return b"".join(out)
