@@ -266,7 +266,7 @@ def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
         shape, log = SHAPES[name], tmp / f"{name}.log"
         generate_shape(shape, log, a.mib)
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)  # the page cache warm for all
-        out = tmp / "out.csv"
+        out = tmp / f"out.{a.format}"
         acceptmon = [sys.executable, "-m", "acceptmon", "parse", str(log), "-o", str(out)]
         acceptmon += ["-j", str(a.jobs)] if a.jobs else []
         acceptmon += ["--kind", shape.kind] if a.kind else []
@@ -281,7 +281,8 @@ def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
         log.unlink()
     print(f"{a.mib:g} MiB per log, {a.repeat} runs each, best wall time; memory: peak RSS summed over processes")
     kind = " --kind KIND (the awk's: decode or spec)" if a.kind else ""
-    print(f"lane: {lane(a.pure)}; acceptmon parse LOG -o out.csv{f' -j {a.jobs}' if a.jobs else ''}{kind}")
+    jobs = f" -j {a.jobs}" if a.jobs else ""
+    print(f"lane: {lane(a.pure)}; acceptmon parse LOG -o out.{a.format}{jobs}{kind}")
     head = f"{'shape':14} {'MiB':>5} {'acceptmon':>10} {'MiB':>5}"
     for w in awks:
         head += f" {'grep+' + w:>10} {'MiB':>5} {'ratio':>6}"
@@ -296,11 +297,12 @@ def run_shapes(a: argparse.Namespace, tmp: Path) -> None:
         print(line + f" {n_am:9,}  {'SAME' if equal else f'DIFFERENT ({n_awk:,} awk rows)'}")
 
 
-def same_shape_rows(shape: Shape, awk_out: Path, csv_out: Path) -> tuple[int, int, bool]:
-    """Row counts, and whether every field grep+awk pulls equals acceptmon's (as numbers; a per-position
-    list by its first rate, which is what awk's split on ', ' leaves it)."""
-    with awk_out.open() as a, csv_out.open(newline="") as c:
-        ours = (row for row in csv.DictReader(c) if row["kind"] == shape.kind)
+def same_shape_rows(shape: Shape, awk_out: Path, out: Path) -> tuple[int, int, bool]:
+    """Row counts, and whether every field grep+awk pulls equals acceptmon's (its CSV or JSON Lines, as numbers; a
+    per-position list by its first rate, which is what awk's split on ', ' leaves it)."""
+    with awk_out.open() as a, out.open(newline="") as c:
+        rows = map(_json_row, c) if out.suffix == ".jsonl" else csv.DictReader(c)
+        ours = (row for row in rows if row["kind"] == shape.kind)
         n_awk = n_am = 0
         equal = True
         for theirs, row in zip(a, ours, strict=False):
@@ -312,6 +314,12 @@ def same_shape_rows(shape: Shape, awk_out: Path, csv_out: Path) -> tuple[int, in
         n_awk += sum(1 for _ in a)
         n_am += sum(1 for _ in ours)
     return n_awk, n_am, equal and n_awk == n_am
+
+
+def _json_row(line: str) -> dict[str, str]:
+    """A JSON Lines row with its values as a CSV row writes them (a list ';'-joined, null empty)."""
+    row = json.loads(line)
+    return {k: ";".join(map(str, v)) if isinstance(v, list) else "" if v is None else str(v) for k, v in row.items()}
 
 
 def run(a: argparse.Namespace, tmp: Path) -> None:
