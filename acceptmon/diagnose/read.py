@@ -42,6 +42,11 @@ class DoctorJob:
     ahead = 2
     """Ranges' results ``-j`` holds ahead (:data:`acceptmon.pipeline.workers.AHEAD` is for CSV bytes): a range's
     packed facts weigh more. 256 MiB of SGLang's newest line: 184–191 → 172 MiB summed peak RSS."""
+    queued = 8
+    """Ranges each worker has queued (:data:`acceptmon.pipeline.workers.QUEUED`): collecting a range (the detectors)
+    takes about as long as reading one, and with 2 a worker was idle half the time. 256 MiB, ``-j 2``, alternating
+    pairs: SGLang 0.5.23 5.10–5.54 → 4.72–4.93 s, vLLM 0.10 DP 5.96–6.45 → 5.46–5.75 s; summed peak RSS 142–147 →
+    143–148 MiB. ``parse`` and ``runs`` keep 2 (8 was slower there: 1.23 → 1.41 s, 1.75 → 2.10 s)."""
 
     def __init__(self, doctor: Doctor, depth: DepthInputs | None = None) -> None:
         self.doctor, self.depth = doctor, depth

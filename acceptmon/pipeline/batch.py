@@ -66,7 +66,8 @@ class Job(Protocol[T]):
     ``takes_unmade`` (kinds) gets the lane's rows of those kinds as records not made yet
     (:class:`~acceptmon.parse.unmade.Unmade`) among the general parser's records, and its ``chunk`` takes both. One
     that sets ``ahead = N`` has ``-j`` hold at most N ranges' results ahead of the one it collects next (default
-    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer. One that
+    :data:`acceptmon.pipeline.workers.AHEAD`): a job whose results weigh more than CSV bytes holds fewer; one that
+    sets ``queued = N`` gives each worker N ranges ahead (default :data:`acceptmon.pipeline.workers.QUEUED`). One that
     defines ``ready(parts) -> bool`` is asked it of each range's parts from a worker before it collects any of them:
     False has the range read again in the main process (:func:`ready`)."""
 

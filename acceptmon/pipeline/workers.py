@@ -38,6 +38,10 @@ AHEAD = 4
 """Results this process holds while the one it must collect next is not ready: it waits for that one
 rather than parse further ahead (a faster main process piled up a whole file's rows). A job may hold fewer
 (its ``ahead``: :class:`acceptmon.pipeline.batch.Job`)."""
+QUEUED = 2
+"""Ranges given to each worker ahead of its results being collected. A job whose collecting takes as long as reading
+(the doctor's detectors) queues more (its ``queued``): this process, busy collecting, gives out ranges only between
+two collects, and a worker that finished its queue meanwhile waits."""
 Collect = Callable[[int, tuple[list[Any], Tally]], bool]
 """Takes a range's results in order; False (nothing taken) if the job needs the range read again in this process
 (:meth:`acceptmon.pipeline.batch.Job.ready`)."""
@@ -140,9 +144,10 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
     done: dict[int, Result] = {}
     given = 0  # tasks given out so far (to a worker or taken here)
     ahead = getattr(_WORKER["job"], "ahead", AHEAD)
+    queued = getattr(_WORKER["job"], "queued", QUEUED) * (jobs - 1)
     for k, task in enumerate(tasks):
         while k not in done:
-            while given < len(tasks) and len(pending) < 2 * (jobs - 1):
+            while given < len(tasks) and len(pending) < queued:
                 pending[given] = pool.submit(_parse_range, tasks[given])
                 given += 1
             if k in pending and (pending[k].done() or given == len(tasks) or len(done) >= ahead):
