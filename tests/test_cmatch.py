@@ -738,6 +738,42 @@ def test_bounded_compares_ints_exactly_and_refuses_what_is_no_column():
         CMATCH.bounded(3, 0, 1)
 
 
+_ENTRY = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=True) | st.sampled_from([2**70, "", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 30).flatmap(lambda n: st.lists(st.lists(_ENTRY, min_size=n, max_size=n), min_size=2, max_size=4)),
+       st.lists(st.sampled_from(["list", "tuple", "bytes", "map"]), min_size=4, max_size=4))  # fmt: skip
+def test_every_ands_the_masks_as_the_python_does(columns, forms):
+    """The doctor's masks and-ed (detector.py's ``every`` of several columns): the same bytes from C as from
+    :func:`~acceptmon.diagnose.detector.marks`, whatever each column is (a list, a tuple, a mask ``every`` gave, an
+    iterator read once) and whatever its values' truth (None, 0, NaN, an empty string, a big int)."""
+    from acceptmon.diagnose.detector import marks
+
+    assert CMATCH is not None
+
+    def made(column, form):
+        if form == "bytes":
+            return bytes(map(bool, column))
+        return tuple(column) if form == "tuple" else iter(column) if form == "map" else column
+
+    want = marks([made(c, f) for c, f in zip(columns, forms, strict=False)])
+    got = CMATCH.every([made(c, f) for c, f in zip(columns, forms, strict=False)])
+    assert got == want and len(got) == len(columns[0])
+    assert set(got) <= {0, 1}
+
+
+def test_every_refuses_columns_of_two_lengths_and_no_column():
+    assert CMATCH is not None
+    assert CMATCH.every([[1, 0, 2.5], b"\x01\x01\x00", (True, True, True)]) == b"\x01\x00\x00"
+    with pytest.raises(ValueError, match="one length"):
+        CMATCH.every([[1, 1], [1]])
+    with pytest.raises(ValueError, match="needs a column"):
+        CMATCH.every([])
+    with pytest.raises(TypeError):
+        CMATCH.every([3, [1]])
+
+
 _COUNTER = st.integers(0, 2**20) | st.integers(-(2**55), 2**55) | st.sampled_from([0, 1, 2**53, -(2**53)])
 
 

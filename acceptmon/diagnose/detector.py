@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from acceptmon.diagnose.breakeven import BreakEven
 from acceptmon.diagnose.model import Evidence, Hit, Severity, Value
 from acceptmon.diagnose.state import RunState, Step, Steps
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, WarningRecord
 
 MAX_LINES = 8
@@ -171,13 +172,20 @@ def logged(values: Sequence[T | None]) -> Sequence[T]:
 
 def every(*masks: Iterable[Any] | Literal[True]) -> Sequence[Any]:
     """Line by line, whether each mask's entry is true (as ``a and b and ...`` takes it); a mask True holds on
-    every line, and at least one must be a column. A single column is the answer as it is, not a copy."""
+    every line, and at least one must be a column, all of one length. A single column is the answer as it is, not a
+    copy; several, bytes (1 true, 0 false): the compiled module's ``every`` where it is built, else :func:`marks`."""
     columns = [mask for mask in masks if mask is not True]
     if len(columns) == 1:
         return columns[0] if isinstance(columns[0], Sequence) else list(columns[0])
-    marks = [bytes(map(truth, column)) for column in columns]  # 1 where true: the masks and-ed as one integer each
-    both = reduce(and_, (int.from_bytes(m, "little") for m in marks))
-    return both.to_bytes(len(marks[0]), "little")
+    module = native.load()
+    return marks(columns) if module is None else module.every(columns)
+
+
+def marks(columns: list[Iterable[Any]]) -> bytes:
+    """Columns and-ed line by line as bytes, 1 where every entry is true, else 0 (:func:`every` of several)."""
+    bits = [bytes(map(truth, column)) for column in columns]  # 1 where true: the masks and-ed as one integer each
+    both = reduce(and_, (int.from_bytes(b, "little") for b in bits))
+    return both.to_bytes(len(bits[0]), "little")
 
 
 class Stretch(tuple[int, ...]):

@@ -354,6 +354,8 @@ static PyMethodDef module_functions[] = {
     {"spans", cm_spans, METH_VARARGS, "spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] (bootstrap.py)"},
     {"bounded", cm_bounded, METH_VARARGS,
      "bounded(column, low, high) -> values logged, or -1 where one is not a number within the bounds (plain.py)"},
+    {"every", cm_every, METH_O,
+     "every(columns) -> bytes: 1 where each column's entry is true, else 0 (diagnose/detector.py)"},
     {"intervals", cm_intervals, METH_VARARGS,
      "intervals(accepted, drafted, emitted, widths, before, known) -> each line's interval, or None (tokens.py)"},
     {NULL, NULL, 0, NULL},

@@ -1,9 +1,10 @@
-/* cmatch_columns.c: two loops over the fast lane's columns that the runs' and the doctor's fold run on every row
+/* cmatch_columns.c: three loops over the fast lane's columns that the runs' and the doctor's fold run on every row
  * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py), the same answers as their Python, which stays where
  * the module is not built:
  *   bounded    whether each value logged in a column is a plain number within a field's bounds (plain._bounded)
  *   intervals  the accept length and rate of the interval each line counting since server start closes
  *              (tokens.Intervals.close_each)
+ *   every      the doctor's masks over a block's lines and-ed (diagnose/detector.py's every)
  */
 #include "cmatch.h"
 #include <math.h>
@@ -191,5 +192,50 @@ fallback:
 done:
     Py_XDECREF(list);
     for (int c = 0; c < 4; c++) Py_XDECREF(seqs[c]);
+    return out;
+}
+
+/* every(columns) -> bytes: line by line, 1 where the entry of each column is true (PyObject_IsTrue, as
+ * ``a and b and ...`` takes it), else 0: the doctor's masks and-ed (diagnose/detector.py's every). A column is a
+ * list or tuple, bytes (a mask every gave: a byte that is not 0 is true), or any other iterable, read once; all of
+ * one length (ValueError else); at least one. */
+PyObject *cm_every(PyObject *mod, PyObject *columns) {
+    (void)mod;
+    PyObject *list = PySequence_Fast(columns, "every takes a sequence of columns");
+    if (list == NULL) return NULL;
+    Py_ssize_t ncols = PySequence_Fast_GET_SIZE(list), n = -1;
+    PyObject *out = NULL;
+    if (ncols == 0) PyErr_SetString(PyExc_ValueError, "every needs a column");
+    for (Py_ssize_t c = 0; c < ncols && !PyErr_Occurred(); c++) {
+        PyObject *column = PySequence_Fast_GET_ITEM(list, c);
+        int is_bytes = PyBytes_Check(column);
+        PyObject *seq = is_bytes ? Py_NewRef(column) : PySequence_Fast(column, "a column must be iterable");
+        if (seq == NULL) break;
+        Py_ssize_t len = is_bytes ? PyBytes_GET_SIZE(seq) : PySequence_Fast_GET_SIZE(seq);
+        if (n < 0) {
+            n = len;
+            out = PyBytes_FromStringAndSize(NULL, n);
+            if (out != NULL) memset(PyBytes_AS_STRING(out), 1, (size_t)n);
+        } else if (len != n) {
+            PyErr_SetString(PyExc_ValueError, "every takes columns of one length");
+        }
+        char *mark = out != NULL && !PyErr_Occurred() ? PyBytes_AS_STRING(out) : NULL;
+        if (mark != NULL && is_bytes) {
+            const char *b = PyBytes_AS_STRING(seq);
+            for (Py_ssize_t i = 0; i < n; i++) mark[i] &= b[i] != 0;
+        } else if (mark != NULL) {
+            PyObject **items = PySequence_Fast_ITEMS(seq);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (!mark[i]) continue; /* `and` reads no further: a later entry's truth is never asked */
+                PyObject *v = items[i];
+                int truth = v == Py_True ? 1 : v == Py_False || v == Py_None ? 0 : PyObject_IsTrue(v);
+                if (truth < 0) break;
+                mark[i] = (char)truth;
+            }
+        }
+        Py_DECREF(seq);
+    }
+    Py_DECREF(list);
+    if (PyErr_Occurred()) Py_CLEAR(out);
     return out;
 }
