@@ -323,3 +323,40 @@ def test_fewer_than_ten_batches_a_side_get_no_verdict():
     assert result.reason.startswith("too few batches to judge (A has 2, B 20; a verdict needs 10 a side)")
     enough = compare(Side("a", slow * 5), Side("b", fast * 5), resamples=200)
     assert enough.verdict == "better"
+
+
+_MAYBE = st.none() | st.floats(0.5, 900, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(_MAYBE, _MAYBE, _MAYBE), min_size=1, max_size=60),
+    st.none() | st.lists(st.floats(1, 900, allow_nan=False), max_size=20),
+    st.lists(st.sampled_from(["accept_len", "accept_rate", "gen_throughput"]), min_size=1, max_size=3, unique=True),
+    st.integers(0, 3),
+)
+def test_intervals_of_some_columns_are_summarizes(rows, loads, names, seed):
+    """The intervals of some columns drawn alone (the doctor's depth: accept length and throughput) are those
+    :func:`summarize` gives of all of them, with or without load lines of their own, whichever columns are empty."""
+    from acceptmon.measure.compare import intervals, summarize
+
+    side = Side("x", [Batch(a, r, t, 4, True) for a, r, t in rows], loads=loads)
+    result = summarize(side, random.Random(seed), 200)[0]
+    want = [(e.ci_low, e.ci_high) for e in (getattr(result, n) for n in names)]
+    assert intervals(side, seed, 200, names) == want
+
+
+@pytest.mark.parametrize("names", [["gen_throughput"], ["accept_len", "gen_throughput"], ["accept_rate"]])
+@pytest.mark.parametrize("loads", [None, 30])
+def test_intervals_draw_the_batches_blocks_before_the_loads_as_summarize_does(names, loads):
+    """Load lines of their own are drawn after the batches' blocks: asked for their interval alone, the batches'
+    blocks are drawn all the same (else every replicate of the loads differs)."""
+    from acceptmon.measure.compare import intervals, summarize
+
+    r = random.Random(1)
+    rates = [r.uniform(100, 200) for _ in range(loads)] if loads else None
+    side = Side("x", [Batch(r.uniform(1, 3), 0.5, r.uniform(50, 60), 4, True) for _ in range(50)], loads=rates)
+    result = summarize(side, random.Random(0), 200)[0]
+    want = [(e.ci_low, e.ci_high) for e in (getattr(result, n) for n in names)]
+    assert intervals(side, 0, 200, names) == want
+    assert None not in want[0]

@@ -12,7 +12,6 @@ SGLang's per-request acceptance histograms. Step costs are the break-even's (``R
 from __future__ import annotations
 
 import math
-import random
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.state import RunState
 from acceptmon.measure.columns import NONE_INT, Batches
-from acceptmon.measure.compare import RESAMPLES, Side, summarize
+from acceptmon.measure.compare import RESAMPLES, Side, intervals
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.facts import Facts
 from acceptmon.measure.normalize import Fact
@@ -165,11 +164,8 @@ def _sweeps(doctor: Doctor) -> list[list[RunState]]:
 def _summary(inputs: _RunInputs | None) -> tuple[tuple[float | None, float | None], tuple[float | None, float | None]]:
     if inputs is None:
         return (None, None), (None, None)
-    result, _ = summarize(inputs.side(), random.Random(0), RESAMPLES)
-    return (result.accept_len.ci_low, result.accept_len.ci_high), (
-        result.gen_throughput.ci_low,
-        result.gen_throughput.ci_high,
-    )
+    accept, tok = intervals(inputs.side(), 0, RESAMPLES, ("accept_len", "gen_throughput"))  # summarize's, Random(0)
+    return accept, tok
 
 
 def recommend(doctor: Doctor, inputs: DepthInputs, reports: Sequence[RunReport]) -> list[RunReport]:

@@ -310,15 +310,32 @@ def summarize(side: Side, rng: random.Random, resamples: int) -> tuple[SideResul
 
 
 def throughput_interval(side: Side, seed: int, resamples: int) -> tuple[float | None, float | None]:
-    """The 95 % interval of the side's mean throughput that :func:`summarize` gives with ``Random(seed)``, drawn
-    alone where it can be: the blocks a replicate draws depend on the batch count only, not on the columns."""
-    if side.loads is not None:  # load lines of their own: drawn after the batches' columns, as summarize does
-        return summarize(side, random.Random(seed), resamples)[0].gen_throughput.ci_tuple
-    tput = side.columns.column("gen_throughput")
-    if missing(tput) == len(tput):
-        return None, None
-    lo, hi = interval(bootstrap_means([tput], random.Random(seed), resamples)[0])
-    return _r(lo), _r(hi)
+    """The 95 % interval of the side's mean throughput that :func:`summarize` gives with ``Random(seed)``."""
+    return intervals(side, seed, resamples, ("gen_throughput",))[0]
+
+
+def intervals(side: Side, seed: int, resamples: int, names: Sequence[str]) -> list[tuple[float | None, float | None]]:
+    """The 95 % intervals of the side's means of ``names`` (``accept_len``, ``accept_rate``, ``gen_throughput``)
+    that :func:`summarize` gives with ``Random(seed)``, those columns alone drawn: the blocks a replicate draws
+    depend on the batch count only, not on the columns, and the load lines' (drawn after the batches' columns) on
+    whether any batch column was drawn."""
+    columns: dict[str, Sequence[float] | None] = {name: side.columns.column(name) for name in _NAMES}
+    loads = side.loads is not None and "gen_throughput" in names
+    if side.loads is not None:
+        columns["gen_throughput"] = None  # the load lines' of their own instead
+    logged = [name for name, c in columns.items() if c is not None and missing(c) < len(c)]
+    drawn = [name for name in logged if name in names]
+    if loads and side.loads and logged and not drawn:
+        drawn = logged[:1]  # summarize drew the batches' blocks before the loads': so must this
+    rng = random.Random(seed)
+    got = dict(zip(drawn, bootstrap_means([columns[n] or () for n in drawn], rng, resamples), strict=True))
+    if loads and side.loads:
+        got["gen_throughput"] = bootstrap_means([side.loads], rng, resamples)[0]
+    return [tuple(map(_r, interval(got[n]))) if n in got else (None, None) for n in names]  # type: ignore[misc]
+
+
+_NAMES = ("accept_len", "accept_rate", "gen_throughput")
+"""The columns :func:`summarize` draws, in its order."""
 
 
 def _mean(column: Sequence[float] | None) -> float | None:
