@@ -46,7 +46,7 @@ class DoctorJob:
     """Ranges each worker has queued (:data:`acceptmon.pipeline.workers.QUEUED`): collecting a range (the detectors)
     takes about as long as reading one, and with 2 a worker was idle half the time. 256 MiB, ``-j 2``, alternating
     pairs: SGLang 0.5.23 5.10–5.54 → 4.72–4.93 s, vLLM 0.10 DP 5.96–6.45 → 5.46–5.75 s; summed peak RSS 142–147 →
-    143–148 MiB. ``parse`` and ``runs`` keep 2 (8 was slower there: 1.23 → 1.41 s, 1.75 → 2.10 s)."""
+    143–148 MiB. 8 was slower for ``parse`` (1.23 → 1.41 s) and ``runs`` (1.75 → 2.10 s; it takes 4)."""
 
     def __init__(self, doctor: Doctor, depth: DepthInputs | None = None) -> None:
         self.doctor, self.depth = doctor, depth
