@@ -618,7 +618,7 @@ def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, dra
     sums, counts = bootstrap._block_sums(column, min(length, n))  # a block is never longer than its column
     for table in (counts, None):
         want = bootstrap.block_totals(draws, n, sums, table)
-        got = CMATCH.block_totals(draws, n, sums, table)
+        got = CMATCH.block_totals_each([draws, draws], n, [(sums, table)])[1][0]
         assert got[1] == want[1]
         assert got[0] == want[0] or (math.isnan(got[0]) and math.isnan(want[0]))
         assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
@@ -628,19 +628,24 @@ def test_block_totals_refuses_what_it_cannot_read():
     """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
     assert CMATCH is not None
     sums, counts, draws = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0]), bytes(16)
-    assert CMATCH.block_totals(draws, 2, sums, counts) == (1.0, 1)  # the first of two draws: start 0
+    each = CMATCH.block_totals_each
+    assert each([draws], 2, [(sums, counts), (sums, None)]) == [[(1.0, 1), (1.0, None)]]  # the first of two: start 0
+    assert each([], 2, [(sums, None)]) == [] and each([draws], 2, []) == [[]]
     for bad in (
         (draws, 4, sums, counts),
         (draws, 2, array("f", [1.0, 2.0]), None),
         (draws, 2, sums, array("i", [1, 1])),
         (bytes(15), 2, sums, None),
+        (b"", 2, sums, None),
         (draws, 0, sums, None),
         (draws, 2, b"\0" * 24, None),
     ):
         with pytest.raises(ValueError):
-            CMATCH.block_totals(*bad)
+            each([bad[0]], bad[1], [(bad[2], bad[3])])
     with pytest.raises(TypeError):
-        CMATCH.block_totals(draws, 2, 3, None)
+        each([draws], 2, [(3, None)])
+    with pytest.raises(TypeError):
+        each([draws], 2, [(sums,)])
 
 
 @settings(max_examples=80, deadline=None)

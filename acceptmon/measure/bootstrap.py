@@ -5,9 +5,10 @@ of ``L = ceil(n^(1/3))`` consecutive batches (wrapping) start at uniform positio
 replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups per replicate, not
 ``n``). Stdlib ``random``, seeded by the caller. Intervals are the percentiles of the replicates.
 
-The look-ups of a replicate are the compiled module's ``block_totals`` where it is built (a 1 M-batch side draws
-20 M of them), else :func:`block_totals` here: the same additions in the same order, so the same replicates to
-the last bit either way; so are the prefix and block sums (``prefix_sums``, ``spans``).
+The look-ups of a replicate are the compiled module's ``block_totals_each`` where it is built (a 1 M-batch side
+draws 20 M of them), on a thread that lets go of the GIL while this one draws the next replicates; else
+:func:`block_totals` here: the same additions in the same order, so the same replicates to the last bit either way;
+so are the prefix and block sums (``prefix_sums``, ``spans``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import math
 import random
 import sys
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from itertools import accumulate, chain, islice
 from operator import add, itemgetter, sub
@@ -25,9 +27,9 @@ from typing import Any
 from acceptmon.measure.columns import missing
 from acceptmon.parse.fast import native
 
-Totals = Callable[[bytes, int, "array[float]", "array[int] | None"], tuple[float, int | None]]
-
 RESAMPLES = 2000
+DRAWN_AHEAD = 32
+"""Replicates drawn at a time: a thread adds one such chunk's block sums while the next is drawn."""
 CONFIDENCE = 0.95
 
 
@@ -59,14 +61,27 @@ def bootstrap_means(
     tables = [_block_sums(col, length) for col in floats]
     lasts: list[int] = []
     parts: list[list[tuple[float, int]]] = [[] for _ in columns]
-    totals = _totals()
-    for _ in range(resamples):
-        draws = rng.randbytes(8 * blocks)
-        lasts.append(int.from_bytes(draws[-8:], "little") % n)
-        for (sums, counts), part in zip(tables, parts, strict=True):
-            total, count = totals(draws, n, sums, counts)
-            part.append((total, n if count is None else count))
-    del tables
+
+    def drawn(k: int) -> list[bytes]:
+        """The next ``k`` replicates' draws, each one's last (cut-short) block's start noted."""
+        chunk = [rng.randbytes(8 * blocks) for _ in range(k)]
+        lasts.extend(int.from_bytes(draws[-8:], "little") % n for draws in chunk)
+        return chunk
+
+    def added(chunk: list[bytes]) -> list[list[tuple[float, int | None]]]:
+        return [[block_totals(draws, n, sums, counts) for sums, counts in tables] for draws in chunk]
+
+    sizes = [min(DRAWN_AHEAD, resamples - i) for i in range(0, resamples, DRAWN_AHEAD)]
+    module = native.load()
+    if module is None:
+        sums_of: Iterator[list[list[tuple[float, int | None]]]] = map(added, map(drawn, sizes))
+    else:
+        sums_of = _overlapped(sizes, drawn, lambda chunk: module.block_totals_each(chunk, n, tables))
+    for chunk_sums in sums_of:
+        for replicate in chunk_sums:
+            for (total, count), part in zip(replicate, parts, strict=True):
+                part.append((total, n if count is None else count))
+    tables.clear()  # (the block sums: no longer needed)
     out: list[list[float | None]] = []
     for col, part in zip(floats, parts, strict=True):
         prefix, cprefix = _prefixes(col, n - 1 + tail)
@@ -78,6 +93,22 @@ def bootstrap_means(
             means.append(total / count if count else None)
         out.append(means)
     return out
+
+
+def _overlapped(
+    sizes: list[int], drawn: Callable[[int], list[bytes]], added: Callable[[list[bytes]], Any]
+) -> Iterator[Any]:
+    """``added(drawn(k))`` for each of ``sizes`` in order, a thread adding one chunk's blocks while this one draws the
+    next (the compiled ``block_totals_each`` lets go of the GIL; the draws, and so the replicates, are the same)."""
+    with ThreadPoolExecutor(1) as pool:
+        pending = None
+        for k in sizes:
+            submitted = pool.submit(added, drawn(k))
+            if pending is not None:
+                yield pending.result()
+            pending = submitted
+        if pending is not None:
+            yield pending.result()
 
 
 def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:
@@ -99,12 +130,6 @@ def block_totals(draws: bytes, n: int, sums: array[float], counts: array[int] | 
     compensation since Python 3.12: not the compiled module's additions)."""
     full = itemgetter(n, n, *_starts(draws, n)[:-1])  # index n is a 0 pad: always >= 2 items, so a tuple comes back
     return reduce(add, full(sums), 0.0), None if counts is None else sum(full(counts))
-
-
-def _totals() -> Totals:
-    """The compiled ``block_totals`` where it is built, else :func:`block_totals`."""
-    module = native.load()
-    return block_totals if module is None else module.block_totals
 
 
 def _floats(column: Sequence[float | None]) -> array[float]:

@@ -8,7 +8,7 @@
  *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
- *   cmatch_resample.c the block bootstrap's sums of one replicate, prefix sums and block sums (block_totals,
+ *   cmatch_resample.c the block bootstrap's sums of one replicate, prefix sums and block sums (block_totals_each,
  *                     prefix_sums, spans: acceptmon/measure/bootstrap.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py)
@@ -250,7 +250,7 @@ const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 /* cmatch_prescan.c */
 PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
-PyObject *cm_block_totals(PyObject *mod, PyObject *args);
+PyObject *cm_block_totals_each(PyObject *mod, PyObject *args);
 PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
 PyObject *cm_spans(PyObject *mod, PyObject *args);
 

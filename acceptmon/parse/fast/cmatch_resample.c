@@ -26,30 +26,15 @@ static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const cha
     return 0;
 }
 
-/* block_totals(draws, n, sums, counts) -> (total, count): draws holds 8 * k bytes, k little-endian 64-bit draws, of
- * which the first k - 1 are block starts (draw mod n); total adds sums[start] over them, count counts[start] (None
- * without counts). */
-PyObject *cm_block_totals(PyObject *mod, PyObject *args) {
-    Py_buffer draws, sums = {0}, counts = {0};
-    Py_ssize_t n;
-    PyObject *sums_obj, *counts_obj, *out = NULL;
-    (void)mod;
-    if (!PyArg_ParseTuple(args, "y*nOO", &draws, &n, &sums_obj, &counts_obj)) return NULL;
-    int have_counts = counts_obj != Py_None;
-    if (PyObject_GetBuffer(sums_obj, &sums, PyBUF_FORMAT) < 0) goto done;
-    if (have_counts && PyObject_GetBuffer(counts_obj, &counts, PyBUF_FORMAT) < 0) goto done;
-    if (n <= 0 || draws.len % 8 != 0) {
-        PyErr_SetString(PyExc_ValueError, "n must be positive and draws a whole number of 8-byte draws");
-        goto done;
-    }
-    if (items_of(&sums, "d", n, "sums") < 0 || (have_counts && items_of(&counts, "q", n, "counts") < 0)) goto done;
-    const uint8_t *raw = (const uint8_t *)draws.buf;
-    const double *s = (const double *)sums.buf;
-    const int64_t *c = have_counts ? (const int64_t *)counts.buf : NULL;
+/* The full blocks of one replicate: the first k - 1 of the k little-endian 64-bit draws in raw[0, len) are block
+ * starts (draw mod n), added in the order drawn from 0.0 (sums), and counted (counts, where not NULL). Reads only
+ * the memory it is given: callers let go of the GIL around it. */
+static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, const double *s, const int64_t *c,
+                         double *total_out, int64_t *count_out) {
     double total = 0.0;
     int64_t count = 0;
-    Py_ssize_t full = draws.len / 8 - 1; /* the last draw is the cut-short block's, which Python adds */
-    size_t ring[AHEAD] = {0};            /* the starts of the next AHEAD blocks, their sums asked for ahead */
+    Py_ssize_t full = len / 8 - 1; /* the last draw is the cut-short block's, which Python adds */
+    size_t ring[AHEAD] = {0};      /* the starts of the next AHEAD blocks, their sums asked for ahead */
     for (Py_ssize_t k = 0; k < full + AHEAD; k++) {
         if (k >= AHEAD) { /* the block drawn AHEAD before, added in the order drawn, before its slot is reused */
             size_t start = ring[k % AHEAD];
@@ -65,11 +50,86 @@ PyObject *cm_block_totals(PyObject *mod, PyObject *args) {
             ring[k % AHEAD] = start;
         }
     }
-    out = have_counts ? Py_BuildValue("(dL)", total, (long long)count) : Py_BuildValue("(dO)", total, Py_None);
+    *total_out = total, *count_out = count;
+}
+
+/* A column's tables as buffers: sums ('d') and counts ('q', or none: counts_obj None), each at least n long. */
+static int tables_of(PyObject *sums_obj, PyObject *counts_obj, Py_ssize_t n, Py_buffer *sums, Py_buffer *counts) {
+    if (PyObject_GetBuffer(sums_obj, sums, PyBUF_FORMAT) < 0) return -1;
+    if (counts_obj != Py_None && PyObject_GetBuffer(counts_obj, counts, PyBUF_FORMAT) < 0) return -1;
+    if (items_of(sums, "d", n, "sums") < 0) return -1;
+    return counts_obj != Py_None ? items_of(counts, "q", n, "counts") : 0;
+}
+
+static PyObject *totals_value(double total, int64_t count, int have_counts) {
+    return have_counts ? Py_BuildValue("(dL)", total, (long long)count) : Py_BuildValue("(dO)", total, Py_None);
+}
+
+/* block_totals_each(draws, n, tables) -> [[(total, count) per table] per replicate]: each replicate's draws (a list
+ * of bytes, each 8 * k bytes: k little-endian 64-bit draws, of which the first k - 1 are block starts, draw mod n)
+ * over each (sums, counts) of tables: total adds sums[start] over them, count counts[start] (None without counts).
+ * The GIL is let go while it adds: another thread draws the next replicates meanwhile. */
+PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
+    PyObject *draws_list, *tables, *out = NULL, **held = NULL;
+    Py_ssize_t n, nrep = 0, ncol = 0, got = 0;
+    Py_buffer *sums = NULL, *counts = NULL;
+    double *totals = NULL;
+    int64_t *counted = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &draws_list, &n, &PyList_Type, &tables)) return NULL;
+    nrep = PyList_GET_SIZE(draws_list), ncol = PyList_GET_SIZE(tables);
+    if (ncol > 0 && nrep > PY_SSIZE_T_MAX / ncol / 8) return PyErr_NoMemory();
+    Py_ssize_t cells = nrep * ncol > 0 ? nrep * ncol : 1;
+    held = PyMem_Calloc((size_t)(nrep ? nrep : 1), sizeof(PyObject *));
+    sums = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
+    counts = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
+    totals = PyMem_Calloc((size_t)cells, sizeof(double));
+    counted = PyMem_Calloc((size_t)cells, sizeof(int64_t));
+    if (held == NULL || sums == NULL || counts == NULL || totals == NULL || counted == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n <= 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be positive");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < ncol; j++) {
+        PyObject *sums_obj, *counts_obj, *t = PyList_GET_ITEM(tables, j);
+        if (!PyArg_ParseTuple(t, "OO", &sums_obj, &counts_obj)) goto done;
+        if (tables_of(sums_obj, counts_obj, n, &sums[j], &counts[j]) < 0) goto done;
+    }
+    for (; got < nrep; got++) { /* the list may change once the GIL is let go: each draws object held here */
+        PyObject *d = PyList_GET_ITEM(draws_list, got);
+        if (!PyBytes_Check(d) || PyBytes_GET_SIZE(d) % 8 != 0 || PyBytes_GET_SIZE(d) == 0) {
+            PyErr_SetString(PyExc_ValueError, "each replicate's draws are bytes, a whole number of 8-byte draws");
+            goto done;
+        }
+        held[got] = Py_NewRef(d);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < nrep; r++)
+        for (Py_ssize_t j = 0; j < ncol; j++)
+            blocks_added((const uint8_t *)PyBytes_AS_STRING(held[r]), PyBytes_GET_SIZE(held[r]), n, sums[j].buf,
+                         counts[j].obj ? counts[j].buf : NULL, &totals[r * ncol + j], &counted[r * ncol + j]);
+    Py_END_ALLOW_THREADS
+    out = PyList_New(nrep);
+    for (Py_ssize_t r = 0; out != NULL && r < nrep; r++) {
+        PyObject *row = PyList_New(ncol);
+        for (Py_ssize_t j = 0; row != NULL && j < ncol; j++) {
+            PyObject *v = totals_value(totals[r * ncol + j], counted[r * ncol + j], counts[j].obj != NULL);
+            if (v == NULL) Py_CLEAR(row);
+            else PyList_SET_ITEM(row, j, v);
+        }
+        if (row == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, r, row);
+    }
 done:
-    PyBuffer_Release(&draws);
-    if (sums.obj != NULL) PyBuffer_Release(&sums);
-    if (counts.obj != NULL) PyBuffer_Release(&counts);
+    for (Py_ssize_t r = 0; held != NULL && r < got; r++) Py_DECREF(held[r]);
+    for (Py_ssize_t j = 0; j < ncol && sums != NULL && counts != NULL; j++) {
+        if (sums[j].obj != NULL) PyBuffer_Release(&sums[j]);
+        if (counts[j].obj != NULL) PyBuffer_Release(&counts[j]);
+    }
+    PyMem_Free(held), PyMem_Free(sums), PyMem_Free(counts), PyMem_Free(totals), PyMem_Free(counted);
     return out;
 }
 
