@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 18
+#define CMATCH_VERSION 19
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
