@@ -331,17 +331,23 @@ static PyObject *derived(const Plan *pl, const Cap *caps) {
 
 /* ---- an unknown key's JSON ------------------------------------------------------------------ */
 
+/* Whether a captured text has a byte beyond ASCII (it is then decoded as the parser decodes it). */
+static int wide(const uint8_t *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i] >= 0x80) return 1;
+    return 0;
+}
+
 /* A string as json.dumps writes it (ensure_ascii) of the text the parser decodes ("utf-8", "replace"). */
 static int json_string(Out *o, const uint8_t *p, Py_ssize_t n) {
     static const char hex[] = "0123456789abcdef";
-    int wide = 0;
-    for (Py_ssize_t i = 0; i < n && !wide; i++) wide = p[i] >= 0x80;
-    PyObject *u = wide ? PyUnicode_DecodeUTF8((const char *)p, n, "replace") : NULL;
-    if (wide && u == NULL) return -1;
-    Py_ssize_t len = wide ? PyUnicode_GET_LENGTH(u) : n;
+    int decoded = wide(p, n);
+    PyObject *u = decoded ? PyUnicode_DecodeUTF8((const char *)p, n, "replace") : NULL;
+    if (decoded && u == NULL) return -1;
+    Py_ssize_t len = decoded ? PyUnicode_GET_LENGTH(u) : n;
     int rc = cm_out_put(o, "\"", 1);
     for (Py_ssize_t i = 0; rc == 0 && i < len; i++) {
-        Py_UCS4 ch = wide ? PyUnicode_READ_CHAR(u, i) : p[i];
+        Py_UCS4 ch = decoded ? PyUnicode_READ_CHAR(u, i) : p[i];
         char esc[12];
         size_t k = 0;
         if (ch == '"' || ch == '\\') {
@@ -369,10 +375,7 @@ static int json_string(Out *o, const uint8_t *p, Py_ssize_t n) {
  * decoded (two invalid sequences are both U+FFFD). 1, 0, or -1 (an error set). */
 static int same_key(const Cap *a, const Cap *b) {
     if (a->n == b->n && memcmp(a->p, b->p, (size_t)a->n) == 0) return 1;
-    int wide_a = 0, wide_b = 0;
-    for (Py_ssize_t i = 0; i < a->n; i++) wide_a |= a->p[i] >= 0x80;
-    for (Py_ssize_t i = 0; i < b->n; i++) wide_b |= b->p[i] >= 0x80;
-    if (!wide_a || !wide_b) return 0; /* an ASCII key is never equal to a key that decodes to more than ASCII */
+    if (!wide(a->p, a->n) || !wide(b->p, b->n)) return 0; /* an ASCII key is never equal to a key that decodes to more than ASCII */
     PyObject *x = PyUnicode_DecodeUTF8((const char *)a->p, a->n, "replace");
     PyObject *y = x ? PyUnicode_DecodeUTF8((const char *)b->p, b->n, "replace") : NULL;
     int same = y ? PyUnicode_Compare(x, y) == 0 : -1;
