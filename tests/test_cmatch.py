@@ -899,3 +899,46 @@ def test_intervals_rounds_ties_half_to_even_as_round_does():
         [pair] = CMATCH.intervals([accepted], [drafted], [None], [1], (0, 0, 0), True)
         want = (round(1 + accepted / drafted, 6), round(accepted / drafted, 6))
         assert tuple(map(repr, pair)) == tuple(map(repr, want)), (accepted, drafted)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-1e6, 1e6) | st.floats(0, 2.0**70) | st.sampled_from([0.0, -0.0, 0.99, 1.0, 2.0**63, -(2.0**63)]),
+            st.floats(0, 10) | st.integers(0, 2**54),
+        ),
+        max_size=80,
+    ),
+    st.dictionaries(st.integers(0, 70), st.floats(0, 100) | st.integers(0, 5), max_size=4),
+)
+def test_log2_sums_are_the_python_sums_or_none(rows, totals):
+    """The compiled log2 buckets give LongContext's Python buckets exactly (keys, counts, sums added in order from
+    each bucket's total, first places); where a value is beyond what it reads as Python reads it (a sequence length
+    of 2**63 or more, a length beyond 2**53, a total not a float), it gives None and Python does it."""
+    from acceptmon.diagnose.detect_context import python_log2_sums
+
+    assert CMATCH is not None
+    seqs, lengths = [s for s, _ in rows], [x for _, x in rows]
+    got = CMATCH.log2_sums(seqs, lengths, totals)
+    readable = all(abs(s) < 2.0**63 for s in seqs) and all(type(x) is float or x <= 2**53 for x in lengths)
+    if got is None:
+        assert not readable or any(type(totals[k]) is not float for k in totals if k < 64)
+        return
+    want = python_log2_sums(seqs, lengths, totals)
+    assert readable and [(k, c, struct.pack("d", t), f) for k, c, t, f in got] == [
+        (k, c, struct.pack("d", t), f) for k, c, t, f in want
+    ]
+
+
+def test_log2_sums_refuses_what_it_cannot_read():
+    """Columns of two lengths, or totals that are not a dict: an error, not a read past the end."""
+    assert CMATCH is not None
+    assert CMATCH.log2_sums([], [], {}) == [] and CMATCH.log2_sums([3.5], [2.0], {2: 1.0}) == [(2, 1, 3.0, 0)]
+    assert CMATCH.log2_sums([3], [2.0], {}) is None and CMATCH.log2_sums([3.5], [None], {}) is None
+    with pytest.raises(ValueError):
+        CMATCH.log2_sums([1.0, 2.0], [1.0], {})
+    with pytest.raises(TypeError):
+        CMATCH.log2_sums([1.0], [1.0], [])
+    with pytest.raises(TypeError):
+        CMATCH.log2_sums(1.0, [1.0], {})

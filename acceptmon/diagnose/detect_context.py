@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import reduce
 from itertools import chain, compress, repeat
-from operator import add, eq, gt, le
+from operator import add, gt, le
 from typing import Any
 
 from pydantic import Field
@@ -25,22 +25,30 @@ from acceptmon.diagnose.detector import (
 )
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
+from acceptmon.measure.plain import where_each
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, WarningRecord
 
 
-def where_each(keys: list[int]) -> Iterator[tuple[int, Sequence[int]]]:
-    """Each distinct key, in the order first seen, with where it is: 1 at its places, 0 elsewhere. Keys that fit a
-    byte (every log2 bucket of a sequence length below 2**255) are marked by ``bytes.translate``, a pass in C far
-    cheaper than a comparison per entry."""
-    if max(keys) < 256:
-        packed = bytes(keys)
-        for key in dict.fromkeys(packed):
-            table = bytearray(256)
-            table[key] = 1
-            yield key, packed.translate(table)
-        return
-    for key in dict.fromkeys(keys):
-        yield key, list(map(eq, keys, repeat(key)))
+def log2_sums(
+    seqs: Sequence[float], lengths: Sequence[float], totals: dict[int, float]
+) -> list[tuple[int, int, float, int]]:
+    """Per log2 bucket of the sequence length (``int(seq).bit_length()``), in the order first seen: its key, its lines,
+    their lengths added in order to ``totals.get(key, 0.0)``, and the place of its first line. The compiled module's
+    ``log2_sums`` where it is built and takes the values, else :func:`python_log2_sums`: the same additions."""
+    module = native.load()
+    got = None if module is None else module.log2_sums(seqs, lengths, totals)
+    return got if got is not None else python_log2_sums(seqs, lengths, totals)
+
+
+def python_log2_sums(
+    seqs: Sequence[float], lengths: Sequence[float], totals: dict[int, float]
+) -> list[tuple[int, int, float, int]]:
+    """:func:`log2_sums` in Python: each bucket's lines marked at once (:func:`where_each`), then added."""
+    return [
+        (key, mine.count(1), reduce(add, compress(lengths, mine), totals.get(key, 0.0)), mine.index(1))
+        for key, mine in where_each(list(map(int.bit_length, map(int, seqs))))
+    ]
 
 
 class ExpectedParams(Params):
@@ -144,12 +152,12 @@ class LongContext(Detector[ContextParams]):
         self.longest = max(chain((self.longest,), seqs))
         if self.window is not None:
             self.over.extend(compress(lines, map(gt, seqs, repeat(self.window))))
-        for key, mine in where_each(list(map(int.bit_length, map(int, seqs)))):
+        for key, count, total, first in log2_sums(seqs, lengths, {k: b[1] for k, b in self.by_length.items()}):
             bucket = self.by_length.get(key)
             if bucket is None:
-                bucket = self.by_length[key] = [0, 0.0, lines[mine.index(1)]]
-            bucket[0] += mine.count(1)
-            bucket[1] = reduce(add, compress(lengths, mine), bucket[1])
+                bucket = self.by_length[key] = [0, 0.0, lines[first]]
+            bucket[0] += count
+            bucket[1] = total
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

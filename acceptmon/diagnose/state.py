@@ -12,18 +12,18 @@ length ``#token / #running-req``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from itertools import compress, groupby, repeat
-from operator import add, gt, is_not
+from itertools import compress, repeat
+from operator import add, and_, gt, is_not, or_, truediv, truth
 from typing import Any
 
 from acceptmon.measure.facts import Facts, Values
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import present, summed
+from acceptmon.measure.plain import present, summed, where_each
 from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -168,6 +168,11 @@ class Steps:
         )
 
 
+def _logged(column: Sequence[Any]) -> Iterator[bool]:
+    """Whether each value is logged (not None)."""
+    return map(is_not, column, repeat(None))
+
+
 UNREAD: Any = object()
 """Stands for a launch not read yet, where a launch-derived value is cached by the launch it came from
 (None means no launch line)."""
@@ -309,19 +314,24 @@ class RunState:
             if every
             else [r if b else None for r, b in zip(values["accept_rate"], batch, strict=True)]
         )
-        spec = [i for i, (a, b) in enumerate(zip(length, rate, strict=True)) if a is not None or b is not None]
-        spec_from = 0 if self.spec_lines else spec[0] if spec else n  # (no launch: from its first line with either)
-        self.spec_lines += len(spec)
+        spec = [True] * n if None not in length else list(map(or_, _logged(length), _logged(rate)))
+        spec_lines = spec.count(True)
+        spec_from = 0 if self.spec_lines else spec.index(True) if spec_lines else n  # (no launch: its first such line)
+        self.spec_lines += spec_lines
         warm = list(map(gt, batch, facts.warmup))  # a batch past the warm-up
-        judged = [i for i in compress(range(n), warm) if length[i] is not None]
-        if judged:
-            summed(self.accept_len, [length[i] for i in judged])
-            self.accept_lines = (self.accept_lines[0] if self.accept_lines else lines[judged[0]], lines[judged[-1]])
+        judged = warm if None not in length else list(map(and_, warm, _logged(length)))
+        if True in judged:
+            summed(self.accept_len, list(compress(length, judged)))
+            first, last = judged.index(True), n - 1 - judged[::-1].index(True)
+            self.accept_lines = (self.accept_lines[0] if self.accept_lines else lines[first], lines[last])
         summed(self.throughput, present(tputs))
         self._buckets(tputs, running, length, facts.steady)
-        self.running_logged = self.running_logged or any(map(is_not, running, repeat(None)))
+        self.running_logged = self.running_logged or any(_logged(running))
         tokens = values["num_tokens"]
-        seq = [t / r if t is not None and r else None for t, r in zip(tokens, running, strict=True)]
+        if None in tokens or None in running or 0 in running:
+            seq = [t / r if t is not None and r else None for t, r in zip(tokens, running, strict=True)]
+        else:
+            seq = list(map(truediv, tokens, running))
         speculative = spec_from if self.launch is None else 0 if self.launch.method else n
         return Steps(
             lines, warm, facts.steady, seq, length, rate, running, tokens, values["token_usage"], speculative, values
@@ -334,22 +344,23 @@ class RunState:
         length: Sequence[float | None],
         steady: Sequence[bool],
     ) -> None:
-        """Steady lines with a throughput and running requests, each added to its ``#running-req`` bucket in order."""
-        rows = [i for i, (t, r, s) in enumerate(zip(tputs, running, steady, strict=True)) if s and r and t is not None]
-        if not rows:
+        """Steady lines with a throughput and running requests, each added to its ``#running-req`` bucket in order
+        (the buckets in the order first seen, as each line in turn adds to its own)."""
+        keep = list(map(and_, map(and_, map(truth, steady), map(truth, running)), _logged(tputs)))
+        if True not in keep:
             return
-        at = [running[i] for i in rows]
-        buckets = {r: self._bucket(r) for r in dict.fromkeys(at)}  # type: ignore[arg-type]  # r is an int
-        keys = list(map(id, map(buckets.__getitem__, at)))
-        rank = {k: i for i, k in enumerate(dict.fromkeys(keys))}
-        order = sorted(range(len(rows)), key=[rank[k] for k in keys].__getitem__)
-        for _, group in groupby(order, key=keys.__getitem__):
-            picked = [rows[j] for j in group]
-            bucket = buckets[running[picked[0]]]
-            bucket.lines += len(picked)
-            bucket.throughput = reduce(add, [tputs[i] for i in picked], bucket.throughput)
-            bucket.running += sum(running[i] for i in picked)  # type: ignore[misc]
-            summed(bucket.accept_len, present([length[i] for i in picked]))
+        at = list(compress(running, keep))
+        found = {r: self._bucket(r) for r in dict.fromkeys(at)}  # type: ignore[arg-type]  # r is an int
+        numbers: dict[int, int] = {}  # a bucket's number, by its id, in the order first seen (values share buckets)
+        number = {r: numbers.setdefault(id(b), len(numbers)) for r, b in found.items()}
+        bucket_of_number = {numbers[id(b)]: b for b in found.values()}
+        kept_tputs, kept_lengths = list(compress(tputs, keep)), list(compress(length, keep))
+        for k, mine in where_each(list(map(number.__getitem__, at))):
+            bucket = bucket_of_number[k]
+            bucket.lines += mine.count(1)
+            bucket.throughput = reduce(add, compress(kept_tputs, mine), bucket.throughput)
+            bucket.running += sum(compress(at, mine))  # type: ignore[arg-type]  # ints, where kept
+            summed(bucket.accept_len, present(list(compress(kept_lengths, mine))))
 
     def _bucket(self, running: int) -> BucketStats:
         """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""

@@ -16,7 +16,7 @@ Tests hold the two ways equal on drawn rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from itertools import compress, repeat
@@ -352,3 +352,18 @@ def summed(mean: Mean, present: Sequence[Any]) -> None:
     """``mean.add`` of each value, in order."""
     mean.count += len(present)
     mean.total = reduce(add, present, mean.total)
+
+
+def where_each(keys: list[int]) -> Iterator[tuple[int, Sequence[int]]]:
+    """Each distinct key, in the order first seen, with where it is: 1 at its places, 0 elsewhere. Keys that fit a
+    byte (every log2 bucket of a sequence length below 2**255) are marked by ``bytes.translate``, a pass in C far
+    cheaper than a comparison per entry."""
+    if max(keys, default=0) < 256:
+        packed = bytes(keys)
+        for key in dict.fromkeys(packed):
+            table = bytearray(256)
+            table[key] = 1
+            yield key, packed.translate(table)
+        return
+    for key in dict.fromkeys(keys):
+        yield key, list(map(eq, keys, repeat(key)))

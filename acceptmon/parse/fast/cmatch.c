@@ -357,6 +357,9 @@ static PyMethodDef module_functions[] = {
      "bounded(column, low, high) -> values logged, or -1 where one is not a number within the bounds (plain.py)"},
     {"every", cm_every, METH_O,
      "every(columns) -> bytes: 1 where each column's entry is true, else 0 (diagnose/detector.py)"},
+    {"log2_sums", cm_log2_sums, METH_VARARGS,
+     "log2_sums(seqs, lengths, totals) -> [(key, count, total, first)] per log2 bucket of seq, or None "
+     "(detect_context.py)"},
     {"intervals", cm_intervals, METH_VARARGS,
      "intervals(accepted, drafted, emitted, widths, before, known) -> each line's interval, or None (tokens.py)"},
     {NULL, NULL, 0, NULL},

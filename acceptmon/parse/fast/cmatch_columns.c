@@ -1,10 +1,11 @@
-/* cmatch_columns.c: three loops over the fast lane's columns that the runs' and the doctor's fold run on every row
- * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py), the same answers as their Python, which stays where
- * the module is not built:
+/* cmatch_columns.c: four loops over the fast lane's columns that the runs' and the doctor's fold run on every row
+ * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py, acceptmon/diagnose), the same answers as their Python,
+ * which stays where the module is not built:
  *   bounded    whether each value logged in a column is a plain number within a field's bounds (plain._bounded)
  *   intervals  the accept length and rate of the interval each line counting since server start closes
  *              (tokens.Intervals.close_each)
  *   every      the doctor's masks over a block's lines and-ed (diagnose/detector.py's every)
+ *   log2_sums  accept lengths added per log2 bucket of the sequence length (diagnose/detect_context.py's LongContext)
  */
 #include "cmatch.h"
 #include <math.h>
@@ -237,5 +238,81 @@ PyObject *cm_every(PyObject *mod, PyObject *columns) {
     }
     Py_DECREF(list);
     if (PyErr_Occurred()) Py_CLEAR(out);
+    return out;
+}
+
+/* A length at i as a double: a float, or an int within EXACT (as Python adds it to a float); 0 where it is neither. */
+static int length_at(PyObject *v, double *x) {
+    if (PyFloat_CheckExact(v)) {
+        *x = PyFloat_AS_DOUBLE(v);
+        return 1;
+    }
+    if (!PyLong_CheckExact(v)) return 0;
+    int overflow = 0;
+    long long got = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (got == -1 && PyErr_Occurred()) PyErr_Clear();
+    else if (!overflow && got <= EXACT && got >= -EXACT) {
+        *x = (double)got;
+        return 1;
+    }
+    return 0;
+}
+
+/* log2_sums(seqs, lengths, totals) -> [(key, count, total, first)], keys in the order first seen, or None: each
+ * sequence length's key int(seq).bit_length(), with its lines counted, their lengths added in order to totals.get(key,
+ * 0.0), and the place of its first line (diagnose/detect_context.py's LongContext). None where a seq is not a float
+ * below 2**63 in magnitude, a length not a float or an int within EXACT, or a total not a float: Python does it. */
+PyObject *cm_log2_sums(PyObject *mod, PyObject *args) {
+    PyObject *seqs_obj, *lengths_obj, *totals, *seqs = NULL, *lengths = NULL, *out = NULL;
+    int64_t count[64] = {0};
+    double sum[64];
+    Py_ssize_t first[64];
+    int order[64], nkeys = 0;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO!", &seqs_obj, &lengths_obj, &PyDict_Type, &totals)) return NULL;
+    seqs = PySequence_Fast(seqs_obj, "seqs must be a sequence");
+    lengths = seqs == NULL ? NULL : PySequence_Fast(lengths_obj, "lengths must be a sequence");
+    if (lengths == NULL) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seqs);
+    if (PySequence_Fast_GET_SIZE(lengths) != n) {
+        PyErr_SetString(PyExc_ValueError, "seqs and lengths must be of one length");
+        goto done;
+    }
+    PyObject **s = PySequence_Fast_ITEMS(seqs), **l = PySequence_Fast_ITEMS(lengths);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double d, x;
+        if (!PyFloat_CheckExact(s[i]) || !length_at(l[i], &x)) goto python;
+        d = PyFloat_AS_DOUBLE(s[i]);
+        if (!(fabs(d) < 9223372036854775808.0)) goto python; /* (NaN too) */
+        long long whole = (long long)d;                      /* int(d): toward zero */
+        uint64_t mag = whole < 0 ? (uint64_t)0 - (uint64_t)whole : (uint64_t)whole;
+        int key = 0;
+        for (; mag; mag >>= 1) key++;
+        if (count[key] == 0) {
+            PyObject *k = PyLong_FromLong(key), *start;
+            if (k == NULL) goto done;
+            start = PyDict_GetItemWithError(totals, k);
+            Py_DECREF(k);
+            if (start == NULL && PyErr_Occurred()) goto done;
+            if (start != NULL && !PyFloat_CheckExact(start)) goto python;
+            sum[key] = start == NULL ? 0.0 : PyFloat_AS_DOUBLE(start);
+            first[key] = i, order[nkeys++] = key;
+        }
+        count[key]++;
+        sum[key] += x;
+    }
+    out = PyList_New(nkeys);
+    for (int j = 0; out != NULL && j < nkeys; j++) {
+        int key = order[j];
+        PyObject *t = Py_BuildValue("(iLdn)", key, (long long)count[key], sum[key], first[key]);
+        if (t == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, j, t);
+    }
+    goto done;
+python:
+    out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(seqs);
+    Py_XDECREF(lengths);
     return out;
 }
