@@ -7,8 +7,10 @@ captured bytes. The lane as a whole is held to the general parser in ``tests/tes
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import operator
 import random
 import re
 import struct
@@ -942,3 +944,22 @@ def test_log2_sums_refuses_what_it_cannot_read():
         CMATCH.log2_sums([1.0], [1.0], [])
     with pytest.raises(TypeError):
         CMATCH.log2_sums(1.0, [1.0], {})
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats() | st.integers(-(2**60), 2**60) | st.sampled_from([True, None, -0.0]), max_size=60),
+    st.floats(),
+)
+def test_added_adds_as_reduce_does_or_gives_none(values, start):
+    """The compiled ``added`` is ``reduce(add, values, start)`` to the bit (NaN, infinities, -0.0, ints within
+    2**53 alike), and None where a value is not a float or such an int (a bool, None, a larger int)."""
+    assert CMATCH is not None
+    got = CMATCH.added(values, start)
+    readable = all(type(v) is float or (type(v) is int and abs(v) <= 2**53) for v in values)
+    if not readable:
+        assert got is None
+        return
+    want = functools.reduce(operator.add, values, start)
+    assert got is not None and struct.pack("d", got) == struct.pack("d", want)
+    assert struct.pack("d", plain.added(iter(values), start)) == struct.pack("d", want)

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from functools import reduce
 from itertools import compress, repeat
-from operator import add, gt, is_, itemgetter, lt, not_, sub
+from operator import gt, is_, itemgetter, lt, not_, sub
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +31,7 @@ from acceptmon.diagnose.detector import (
 )
 from acceptmon.diagnose.model import Hit, Severity, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
+from acceptmon.measure.plain import added
 from acceptmon.parse.records import Record
 
 
@@ -159,7 +159,7 @@ class Low(Detector[LowParams]):
         rates = list(compress(steps.accept_rate, rated))
         if rates:
             self.rate_lines.extend(compress(steps.line, rated))
-            self.rate_sum = reduce(add, rates, self.rate_sum)
+            self.rate_sum = added(rates, self.rate_sum)
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         algo = run.algorithm or ""

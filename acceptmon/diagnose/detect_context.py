@@ -25,7 +25,7 @@ from acceptmon.diagnose.detector import (
 )
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
-from acceptmon.measure.plain import where_each
+from acceptmon.measure.plain import added, where_each
 from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -80,7 +80,7 @@ class Expected(Detector[ExpectedParams]):
         small = every(steps.warm, known(steps.accept_len), compared(steps.running_req, le, self.max_running))
         lengths = list(compress(steps.accept_len, small))
         if lengths:
-            self.small = reduce(add, lengths, self.small)
+            self.small = added(lengths, self.small)
             self.small_lines.extend(compress(steps.line, small))
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 from itertools import compress, repeat
-from operator import add, and_, gt, is_not, or_, truediv, truth
+from operator import and_, gt, is_not, or_, truediv, truth
 from typing import Any
 
 from acceptmon.measure.facts import Facts, Values
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import present, summed, where_each
+from acceptmon.measure.plain import added, present, summed, where_each
 from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.records import LaunchConfig, Record
 
@@ -358,7 +357,7 @@ class RunState:
         for k, mine in where_each(list(map(number.__getitem__, at))):
             bucket = bucket_of_number[k]
             bucket.lines += mine.count(1)
-            bucket.throughput = reduce(add, compress(kept_tputs, mine), bucket.throughput)
+            bucket.throughput = added(compress(kept_tputs, mine), bucket.throughput)
             bucket.running += sum(compress(at, mine))  # type: ignore[arg-type]  # ints, where kept
             summed(bucket.accept_len, present(list(compress(kept_lengths, mine))))
 

@@ -16,7 +16,7 @@ Tests hold the two ways equal on drawn rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from itertools import compress, repeat
@@ -337,7 +337,7 @@ def token_totals(spec: SpecTotals, rows: Unmade) -> None:
         )
     else:
         spec.emitted += sum(emitted)
-    spec.drafts = reduce(add, drafts, spec.drafts)
+    spec.drafts = added(drafts, spec.drafts)
     weighed(spec.positions, rates, drafts)
 
 
@@ -351,7 +351,19 @@ def present(column: Sequence[Any] | None) -> Sequence[Any]:
 def summed(mean: Mean, present: Sequence[Any]) -> None:
     """``mean.add`` of each value, in order."""
     mean.count += len(present)
-    mean.total = reduce(add, present, mean.total)
+    mean.total = added(present, mean.total)
+
+
+def added(values: Iterable[Any], start: Any) -> Any:
+    """``functools.reduce(add, values, start)``: the values added one by one, in order. The compiled module's
+    ``added`` where it is built and the start is a float and the values floats (or ints within 2**53): the same
+    additions, without a float object for each."""
+    module = native.load()
+    if module is None or type(start) is not float:
+        return reduce(add, values, start)
+    values = values if isinstance(values, list | tuple) else list(values)
+    got = module.added(values, start)
+    return got if got is not None else reduce(add, values, start)
 
 
 def where_each(keys: list[int]) -> Iterator[tuple[int, Sequence[int]]]:

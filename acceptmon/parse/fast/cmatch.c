@@ -360,6 +360,8 @@ static PyMethodDef module_functions[] = {
     {"log2_sums", cm_log2_sums, METH_VARARGS,
      "log2_sums(seqs, lengths, totals) -> [(key, count, total, first)] per log2 bucket of seq, or None "
      "(detect_context.py)"},
+    {"added", cm_added, METH_VARARGS,
+     "added(values, start) -> the floats added one by one to start, or None where one is not a float (plain.py)"},
     {"intervals", cm_intervals, METH_VARARGS,
      "intervals(accepted, drafted, emitted, widths, before, known) -> each line's interval, or None (tokens.py)"},
     {NULL, NULL, 0, NULL},

@@ -11,7 +11,8 @@
  *   cmatch_resample.c the block bootstrap's draws and sums of replicates, prefix sums and block sums
  *                     (block_totals_drawn, prefix_sums, spans: acceptmon/measure/bootstrap.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
- *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py)
+ *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
+ *                     added: measure/plain.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -22,7 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 21
+#define CMATCH_VERSION 22
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -259,5 +260,6 @@ PyObject *cm_bounded(PyObject *mod, PyObject *args);
 PyObject *cm_intervals(PyObject *mod, PyObject *args);
 PyObject *cm_every(PyObject *mod, PyObject *columns);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
+PyObject *cm_added(PyObject *mod, PyObject *args);
 
 #endif

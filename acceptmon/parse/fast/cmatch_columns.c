@@ -1,4 +1,4 @@
-/* cmatch_columns.c: four loops over the fast lane's columns that the runs' and the doctor's fold run on every row
+/* cmatch_columns.c: five loops over the fast lane's columns that the runs' and the doctor's fold run on every row
  * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py, acceptmon/diagnose), the same answers as their Python,
  * which stays where the module is not built:
  *   bounded    whether each value logged in a column is a plain number within a field's bounds (plain._bounded)
@@ -6,6 +6,7 @@
  *              (tokens.Intervals.close_each)
  *   every      the doctor's masks over a block's lines and-ed (diagnose/detector.py's every)
  *   log2_sums  accept lengths added per log2 bucket of the sequence length (diagnose/detect_context.py's LongContext)
+ *   added      floats added one by one in order, as functools.reduce(add, ...) adds them (measure/plain.py's added)
  */
 #include "cmatch.h"
 #include <math.h>
@@ -241,7 +242,7 @@ PyObject *cm_every(PyObject *mod, PyObject *columns) {
     return out;
 }
 
-/* A length at i as a double: a float, or an int within EXACT (as Python adds it to a float); 0 where it is neither. */
+/* A value as a double: a float, or an int within EXACT (as Python adds it to a float): 1; 0 where it is neither. */
 static int length_at(PyObject *v, double *x) {
     if (PyFloat_CheckExact(v)) {
         *x = PyFloat_AS_DOUBLE(v);
@@ -315,4 +316,28 @@ done:
     Py_XDECREF(seqs);
     Py_XDECREF(lengths);
     return out;
+}
+
+/* added(values, start) -> start + values[0] + values[1] + ..., added one by one in order as doubles (as
+ * functools.reduce(add, values, start) adds floats), or None where a value is not a float or an int within EXACT: Python
+ * adds them (plain.py's added). */
+PyObject *cm_added(PyObject *mod, PyObject *args) {
+    PyObject *values_obj, *values;
+    double total;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "Od", &values_obj, &total)) return NULL;
+    values = PySequence_Fast(values_obj, "values must be a sequence");
+    if (values == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    PyObject **v = PySequence_Fast_ITEMS(values);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x;
+        if (!length_at(v[i], &x)) {
+            Py_DECREF(values);
+            Py_RETURN_NONE;
+        }
+        total += x;
+    }
+    Py_DECREF(values);
+    return PyFloat_FromDouble(total);
 }
