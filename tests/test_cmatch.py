@@ -963,3 +963,16 @@ def test_added_adds_as_reduce_does_or_gives_none(values, start):
     want = functools.reduce(operator.add, values, start)
     assert got is not None and struct.pack("d", got) == struct.pack("d", want)
     assert struct.pack("d", plain.added(iter(values), start)) == struct.pack("d", want)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(allow_nan=True) | st.just(math.nan), max_size=200))
+def test_nans_counts_an_arrays_nans_as_python_does(values):
+    """``nans`` of an ``array('d')`` (or a contiguous view of one) is Python's count of NaNs; of anything else (a
+    list, floats of 4 bytes, a view with a step, no buffer) None, for Python to count."""
+    assert CMATCH is not None
+    column = array("d", values)
+    want = sum(map(math.isnan, values))
+    assert CMATCH.nans(column) == want == CMATCH.nans(memoryview(column))
+    stepped = memoryview(array("d", [math.nan, 0.0, 1.0]))[::2]
+    assert all(CMATCH.nans(other) is None for other in (values, array("f", values), stepped, 3))

@@ -352,6 +352,7 @@ static PyMethodDef module_functions[] = {
      "random.Random state and their block sums, without the GIL (bootstrap.py)"},
     {"prefix_sums", cm_prefix_sums, METH_VARARGS,
      "prefix_sums(column, upto, prefix, counts): the column's prefix sums, twice round, into prefix (bootstrap.py)"},
+    {"nans", cm_nans, METH_O, "nans(column) -> NaNs in an array('d'), or None for another column (columns.py)"},
     {"spans", cm_spans, METH_VARARGS, "spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] (bootstrap.py)"},
     {"bounded", cm_bounded, METH_VARARGS,
      "bounded(column, low, high) -> values logged, or -1 where one is not a number within the bounds (plain.py)"},

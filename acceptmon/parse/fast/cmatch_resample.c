@@ -318,3 +318,26 @@ done:
     if (spans.obj != NULL) PyBuffer_Release(&spans);
     return out;
 }
+
+/* nans(column) -> how many of an array('d')'s values are NaN (not logged: columns.missing), or None where the column
+ * is not a buffer of doubles (Python counts them). */
+PyObject *cm_nans(PyObject *mod, PyObject *column) {
+    Py_buffer view = {0};
+    (void)mod;
+    if (!PyObject_CheckBuffer(column)) Py_RETURN_NONE;
+    if (PyObject_GetBuffer(column, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) { /* (one not contiguous) */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const char *format = view.format == NULL ? "B" : view.format;
+    if (format[0] == '@' || format[0] == '=') format++;
+    if (view.itemsize != 8 || strcmp(format, "d") != 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    const double *v = (const double *)view.buf;
+    Py_ssize_t n = view.len / 8, count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) count += v[i] != v[i];
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(count);
+}
