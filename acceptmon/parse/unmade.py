@@ -8,6 +8,8 @@ spares the records; a worker ships their values alone to the process that collec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import accumulate, chain, count
+from operator import itemgetter
 from typing import Any, final
 
 from acceptmon.parse.records import BaseRecord
@@ -21,7 +23,7 @@ class Unmade:
     spares the records; :meth:`made` makes them. Rows of several plans (a vLLM log's spec and throughput lines) are
     :attr:`pieces`, one plan's each, and :attr:`order` says whose each row is (:func:`joined`)."""
 
-    __slots__ = ("_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
+    __slots__ = ("_gather", "_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
 
     def __init__(
         self,
@@ -45,6 +47,8 @@ class Unmade:
         empty)."""
         self.order = b""
         """With :attr:`pieces`: each row's piece, by its index."""
+        self._gather: Callable[[Sequence[Any]], Sequence[Any]] | None = None
+        """With :attr:`pieces`: the rows in order, from the pieces' columns one after another (:meth:`column`)."""
 
     def __len__(self) -> int:
         return self.size
@@ -60,10 +64,19 @@ class Unmade:
                 first, *rest = (p.fixed.get(name) for p in self.pieces)
                 if all(type(v) is type(first) and v == first for v in rest):
                     return (first,) * self.size
-            taken = [iter(p.column(name)).__next__ for p in self.pieces]
-            return [taken[i]() for i in self.order]
+            return self._gathered(list(chain.from_iterable(p.column(name) for p in self.pieces)))
         got = self.columns.get(name)
         return got if got is not None else (self.fixed.get(name),) * self.size
+
+    def _gathered(self, values: list[Any]) -> Sequence[Any]:
+        """The pieces' values of a column, one piece's after another, in the rows' order: where each row's value is
+        among them is worked out once (a step per row), then each column is one ``itemgetter`` call, in C."""
+        if self._gather is None:
+            starts = accumulate((p.size for p in self.pieces[:-1]), initial=0)
+            nexts = [count(start).__next__ for start in starts]
+            at = [nexts[i]() for i in self.order]
+            self._gather = itemgetter(*at) if len(at) > 1 else itemgetter(slice(at[0] if at else 0, len(at)))
+        return self._gather(values)
 
     def place(self, piece: int, row: int) -> int:
         """Where the ``row`` th row of the ``piece`` th piece is among all the rows."""
