@@ -11,7 +11,6 @@ import functools
 import json
 import math
 import operator
-import random
 import re
 import struct
 from array import array
@@ -612,85 +611,43 @@ def test_a_callable_memo_is_called_for_every_row():
 @given(
     st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=1, max_size=300),
     st.integers(1, 40),
-    st.integers(0, 2**32 - 1),
-    st.integers(0, 700),
-    st.integers(1, 60),
-    st.integers(0, 5),
+    st.binary(min_size=8, max_size=8 * 60).filter(lambda b: len(b) % 8 == 0),
 )
-def test_block_totals_draw_and_add_what_the_bootstrap_does_in_python(values, length, seed, skip, blocks, count):
-    """From a generator's state past ``skip`` draws, the compiled replicates draw what ``randbytes`` gives (the last
-    block's start, and the state after, equal) and add bootstrap.py's block sums bit for bit, with and without
-    counts. ``skip`` crosses the generator's 312-draw refills."""
+def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, draws):
+    """The compiled replicate loop gives bootstrap.py's block sums bit for bit, with and without counts."""
     assert CMATCH is not None
     column, n = array("d", values), len(values)
     sums, counts = bootstrap._block_sums(column, min(length, n))  # a block is never longer than its column
-    rng = random.Random(seed)
-    state, lasts, totals = CMATCH.block_totals_drawn(
-        rng.getstate()[1], skip, n, blocks, count, [(sums, counts), (sums, None)]
-    )
-    rng.randbytes(8 * skip)
-    for r in range(count):
-        draws = rng.randbytes(8 * blocks)
-        assert lasts[r] == int.from_bytes(draws[-8:], "little") % n
-        for got, table in zip(totals[r], (counts, None), strict=True):
-            want = bootstrap.block_totals(draws, n, sums, table)
-            assert got[1] == want[1]
-            assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
-    assert state == rng.getstate()[1] and len(lasts) == len(totals) == count
+    for table in (counts, None):
+        want = bootstrap.block_totals(draws, n, sums, table)
+        got = CMATCH.block_totals_each([draws, draws], n, [(sums, table)])[1][0]
+        assert got[1] == want[1]
+        assert got[0] == want[0] or (math.isnan(got[0]) and math.isnan(want[0]))
+        assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
 
 
-def test_block_totals_drawn_refuses_what_it_cannot_read():
-    """A state that is not random.Random's, a table shorter than n or of the wrong type, n or blocks <= 0, a negative
-    count or skip: a ValueError or TypeError, never a read past the end."""
+def test_block_totals_refuses_what_it_cannot_read():
+    """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
     assert CMATCH is not None
-    sums, counts = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0])
-    state = random.Random(1).getstate()[1]
-    drawn = CMATCH.block_totals_drawn
-    _, lasts, totals = drawn(state, 0, 2, 2, 1, [(sums, counts), (sums, None)])
-    draws = random.Random(1).randbytes(16)
-    start, last = (int.from_bytes(draws[i : i + 8], "little") % 2 for i in (0, 8))
-    assert lasts == [last] and totals == [[(sums[start], 1), (sums[start], None)]]
-    assert drawn(state, 0, 2, 1, 0, [(sums, None)])[1:] == ([], []) and drawn(state, 0, 2, 1, 1, [])[2] == [[]]
-    assert drawn(state, 0, 2, 1, 1, [(sums, None)])[2] == [[(0.0, None)]]  # one block: only the cut-short one
+    sums, counts, draws = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0]), bytes(16)
+    each = CMATCH.block_totals_each
+    assert each([draws], 2, [(sums, counts), (sums, None)]) == [[(1.0, 1), (1.0, None)]]  # the first of two: start 0
+    assert each([], 2, [(sums, None)]) == [] and each([draws], 2, []) == [[]]
     for bad in (
-        (state[:-1], 0, 2, 1, 1, sums, None),
-        ((*state[:-1], 625), 0, 2, 1, 1, sums, None),
-        ((*state[:-1], -1), 0, 2, 1, 1, sums, None),
-        ((2**32, *state[1:]), 0, 2, 1, 1, sums, None),
-        (state, 0, 4, 1, 1, sums, counts),
-        (state, 0, 2, 1, 1, array("f", [1.0, 2.0]), None),
-        (state, 0, 2, 1, 1, sums, array("i", [1, 1])),
-        (state, 0, 0, 1, 1, sums, None),
-        (state, 0, 2, 0, 1, sums, None),
-        (state, 0, 2, 1, -1, sums, None),
-        (state, -1, 2, 1, 1, sums, None),
-        (state, 0, 2, 1, 1, b"\0" * 24, None),
+        (draws, 4, sums, counts),
+        (draws, 2, array("f", [1.0, 2.0]), None),
+        (draws, 2, sums, array("i", [1, 1])),
+        (bytes(15), 2, sums, None),
+        (b"", 2, sums, None),
+        (draws, 0, sums, None),
+        (draws, 2, b"\0" * 24, None),
     ):
         with pytest.raises(ValueError):
-            drawn(*bad[:5], [(bad[5], bad[6])])
-    for wrong in (
-        (list(state), 0, 2, 1, 1, [(sums, None)]),
-        (state, 0, 2, 1, 1, [(3, None)]),
-        (state, 0, 2, 1, 1, [(sums,)]),
-    ):
-        with pytest.raises((TypeError, ValueError)):
-            drawn(*wrong)
+            each([bad[0]], bad[1], [(bad[2], bad[3])])
     with pytest.raises(TypeError):
-        drawn((*state[:-1], "0"), 0, 2, 1, 1, [])
-
-
-def test_the_bootstrap_draws_in_the_compiled_module_in_shares_as_python_draws_one_by_one(monkeypatch):
-    """The compiled draws are this Python's (checked once), and the replicates cut in shares on threads, with and
-    without values missing, give Python's own means exactly, leaving the generator where Python leaves it."""
-    assert CMATCH is not None and bootstrap._same_draws(CMATCH)
-    r = random.Random(9)
-    columns = [[r.uniform(1, 3) for _ in range(5000)], [None if i % 7 == 0 else r.random() for i in range(5000)]]
-    with mock.patch.object(native, "load", lambda: None):
-        want, after = bootstrap.bootstrap_means(columns, rng := random.Random(5), 97), rng.random()
-    for shares in (1, 3):
-        monkeypatch.setattr(bootstrap, "_processors", lambda s=shares: s)
-        got = bootstrap.bootstrap_means(columns, rng := random.Random(5), 97)
-        assert got == want and rng.random() == after
+        each([draws], 2, [(3, None)])
+    with pytest.raises(TypeError):
+        each([draws], 2, [(sums,)])
 
 
 @settings(max_examples=80, deadline=None)

@@ -5,23 +5,21 @@ of ``L = ceil(n^(1/3))`` consecutive batches (wrapping) start at uniform positio
 replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups per replicate, not
 ``n``). Stdlib ``random``, seeded by the caller. Intervals are the percentiles of the replicates.
 
-The draws and look-ups of the replicates are the compiled module's ``block_totals_drawn`` where it is built (a 1
-M-batch side draws 20 M of each): it runs Python's Mersenne Twister from the generator's state, so a share of the
-replicates can start past the draws of those before it, and the shares run on threads that let go of the GIL. Else
-``rng.randbytes`` and :func:`block_totals` here. The same draws, and the same additions in the same order, so the
-same replicates to the last bit either way; so are the prefix and block sums (``prefix_sums``, ``spans``).
+The look-ups of a replicate are the compiled module's ``block_totals_each`` where it is built (a 1 M-batch side
+draws 20 M of them), on a thread that lets go of the GIL while this one draws the next replicates; else
+:func:`block_totals` here: the same additions in the same order, so the same replicates to the last bit either way;
+so are the prefix and block sums (``prefix_sums``, ``spans``).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import random
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache, reduce
+from functools import reduce
 from itertools import accumulate, chain, islice
 from operator import add, itemgetter, sub
 from typing import Any
@@ -30,8 +28,8 @@ from acceptmon.measure.columns import missing
 from acceptmon.parse.fast import native
 
 RESAMPLES = 2000
-SHARES = 8
-"""At most this many threads draw and add the replicates (one share each) in the compiled module."""
+DRAWN_AHEAD = 32
+"""Replicates drawn at a time: a thread adds one such chunk's block sums while the next is drawn."""
 CONFIDENCE = 0.95
 
 
@@ -61,19 +59,28 @@ def bootstrap_means(
     tail = n - (blocks - 1) * length
     floats = [_floats(col) for col in columns]
     tables = [_block_sums(col, length) for col in floats]
-    module = native.load()
-    if module is not None and type(rng) is random.Random and _same_draws(module):
-        lasts, sums = _drawn_compiled(module, rng, n, blocks, resamples, tables)
-    else:
-        lasts, sums = [], []
-        for _ in range(resamples):  # (one replicate's draws at a time: all of them would be 8 bytes a block each)
-            draws = rng.randbytes(8 * blocks)
-            lasts.append(int.from_bytes(draws[-8:], "little") % n)
-            sums.append([block_totals(draws, n, s, c) for s, c in tables])
+    lasts: list[int] = []
     parts: list[list[tuple[float, int]]] = [[] for _ in columns]
-    for replicate in sums:
-        for (total, count), part in zip(replicate, parts, strict=True):
-            part.append((total, n if count is None else count))
+
+    def drawn(k: int) -> list[bytes]:
+        """The next ``k`` replicates' draws, each one's last (cut-short) block's start noted."""
+        chunk = [rng.randbytes(8 * blocks) for _ in range(k)]
+        lasts.extend(int.from_bytes(draws[-8:], "little") % n for draws in chunk)
+        return chunk
+
+    def added(chunk: list[bytes]) -> list[list[tuple[float, int | None]]]:
+        return [[block_totals(draws, n, sums, counts) for sums, counts in tables] for draws in chunk]
+
+    sizes = [min(DRAWN_AHEAD, resamples - i) for i in range(0, resamples, DRAWN_AHEAD)]
+    module = native.load()
+    if module is None:
+        sums_of: Iterator[list[list[tuple[float, int | None]]]] = map(added, map(drawn, sizes))
+    else:
+        sums_of = _overlapped(sizes, drawn, lambda chunk: module.block_totals_each(chunk, n, tables))
+    for chunk_sums in sums_of:
+        for replicate in chunk_sums:
+            for (total, count), part in zip(replicate, parts, strict=True):
+                part.append((total, n if count is None else count))
     tables.clear()  # (the block sums: no longer needed)
     out: list[list[float | None]] = []
     for col, part in zip(floats, parts, strict=True):
@@ -88,44 +95,20 @@ def bootstrap_means(
     return out
 
 
-def _drawn_compiled(
-    module: Any, rng: random.Random, n: int, blocks: int, resamples: int, tables: list[Any]
-) -> tuple[list[int], list[list[tuple[float, int | None]]]]:
-    """The compiled module's ``block_totals_drawn``: the replicates cut in one consecutive share per processor, each
-    share drawn from the generator's state past the draws before it, on threads that let go of the GIL; the
-    generator is left where drawing them all one by one leaves it. The same draws as ``rng.randbytes``, so the same
-    replicates."""
-    version, state, gauss = rng.getstate()
-    shares = max(1, min(SHARES, _processors(), resamples))
-    bounds = [resamples * i // shares for i in range(shares + 1)]
-
-    def share(i: int) -> Any:
-        first, end = bounds[i], bounds[i + 1]
-        return module.block_totals_drawn(state, first * blocks, n, blocks, end - first, tables)
-
-    with ThreadPoolExecutor(shares) as pool:
-        done = list(pool.map(share, range(shares)))
-    rng.setstate((version, done[-1][0], gauss))
-    return [last for d in done for last in d[1]], [row for d in done for row in d[2]]
-
-
-@cache
-def _same_draws(module: Any) -> bool:
-    """Whether the compiled draws are ``random.Random.randbytes``'s on this Python (its Mersenne Twister's words, two
-    to a little-endian 64-bit draw): checked once on a scratch generator; where not, the draws are Python's."""
-    rng = random.Random(0x5EED)
-    state = rng.getstate()[1]
-    big = (1 << 63) - 1
-    after, lasts, _ = module.block_totals_drawn(state, 1, big, 3, 2, [])
-    rng.randbytes(8)
-    want = [int.from_bytes(rng.randbytes(24)[-8:], "little") % big for _ in range(2)]
-    return bool(lasts == want and after == rng.getstate()[1])
-
-
-def _processors() -> int:
-    """Processors this process may run on."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+def _overlapped(
+    sizes: list[int], drawn: Callable[[int], list[bytes]], added: Callable[[list[bytes]], Any]
+) -> Iterator[Any]:
+    """``added(drawn(k))`` for each of ``sizes`` in order, a thread adding one chunk's blocks while this one draws the
+    next (the compiled ``block_totals_each`` lets go of the GIL; the draws, and so the replicates, are the same)."""
+    with ThreadPoolExecutor(1) as pool:
+        pending = None
+        for k in sizes:
+            submitted = pool.submit(added, drawn(k))
+            if pending is not None:
+                yield pending.result()
+            pending = submitted
+        if pending is not None:
+            yield pending.result()
 
 
 def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:

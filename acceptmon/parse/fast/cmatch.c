@@ -347,9 +347,8 @@ static PyTypeObject ProgramType = {
 static PyMethodDef module_functions[] = {
     {"find_any", cm_find_any, METH_VARARGS, "find_any(buf, start, end, words) -> first offset of any word, or -1"},
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
-    {"block_totals_drawn", cm_block_totals_drawn, METH_VARARGS,
-     "block_totals_drawn(state, skip, n, blocks, count, tables) -> (state, lasts, totals): replicates drawn from a "
-     "random.Random state and their block sums, without the GIL (bootstrap.py)"},
+    {"block_totals_each", cm_block_totals_each, METH_VARARGS,
+     "block_totals_each(draws, n, tables) -> block_totals of each replicate over each table, without the GIL"},
     {"prefix_sums", cm_prefix_sums, METH_VARARGS,
      "prefix_sums(column, upto, prefix, counts): the column's prefix sums, twice round, into prefix (bootstrap.py)"},
     {"nans", cm_nans, METH_O, "nans(column) -> NaNs in an array('d'), or None for another column (columns.py)"},

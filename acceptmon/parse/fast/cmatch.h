@@ -8,8 +8,8 @@
  *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
- *   cmatch_resample.c the block bootstrap's draws and sums of replicates, prefix sums and block sums
- *                     (block_totals_drawn, prefix_sums, spans: acceptmon/measure/bootstrap.py), and a float
+ *   cmatch_resample.c the block bootstrap's sums of replicates, prefix sums and block sums (block_totals_each,
+ *                     prefix_sums, spans: acceptmon/measure/bootstrap.py), and a float
  *                     column's values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 23
+#define CMATCH_VERSION 24
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -252,7 +252,7 @@ const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 /* cmatch_prescan.c */
 PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
-PyObject *cm_block_totals_drawn(PyObject *mod, PyObject *args);
+PyObject *cm_block_totals_each(PyObject *mod, PyObject *args);
 PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
 PyObject *cm_spans(PyObject *mod, PyObject *args);
 PyObject *cm_nans(PyObject *mod, PyObject *column);
