@@ -310,6 +310,8 @@ def test_tail_of_several_files_names_the_shown_file_and_f_switches_it(tmp_path):
         assert term.wait_for("showing baseline.log (f: next file)"), term.screen()
         assert term.wait_for("143.0"), term.screen()  # the baseline's 2 ranks x 71.5 tok/s
         assert term.wait_for("f Next file"), term.screen()  # the footer offers it, with a second file
+        rows = ("││ baseline.log ", "││ spec.log ")  # the history's rows, drawn after its header
+        assert wait_for(lambda: all(r in term.screen() for r in rows), timeout=30.0, interval=0.05), term.screen()
         screen = term.screen()
         assert "sum of 2 ranks" in screen, screen
         history = [line.split("││")[-1] for line in screen.splitlines() if "││" in line]
