@@ -243,7 +243,7 @@ PyObject *cm_every(PyObject *mod, PyObject *columns) {
 }
 
 /* A value as a double: a float, or an int within EXACT (as Python adds it to a float): 1; 0 where it is neither. */
-static int length_at(PyObject *v, double *x) {
+static int double_at(PyObject *v, double *x) {
     if (PyFloat_CheckExact(v)) {
         *x = PyFloat_AS_DOUBLE(v);
         return 1;
@@ -282,7 +282,7 @@ PyObject *cm_log2_sums(PyObject *mod, PyObject *args) {
     PyObject **s = PySequence_Fast_ITEMS(seqs), **l = PySequence_Fast_ITEMS(lengths);
     for (Py_ssize_t i = 0; i < n; i++) {
         double d, x;
-        if (!PyFloat_CheckExact(s[i]) || !length_at(l[i], &x)) goto python;
+        if (!PyFloat_CheckExact(s[i]) || !double_at(l[i], &x)) goto python;
         d = PyFloat_AS_DOUBLE(s[i]);
         if (!(fabs(d) < 9223372036854775808.0)) goto python; /* (NaN too) */
         long long whole = (long long)d;                      /* int(d): toward zero */
@@ -332,7 +332,7 @@ PyObject *cm_added(PyObject *mod, PyObject *args) {
     PyObject **v = PySequence_Fast_ITEMS(values);
     for (Py_ssize_t i = 0; i < n; i++) {
         double x;
-        if (!length_at(v[i], &x)) {
+        if (!double_at(v[i], &x)) {
             Py_DECREF(values);
             Py_RETURN_NONE;
         }

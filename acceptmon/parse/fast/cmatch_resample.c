@@ -15,11 +15,16 @@
 #define PREFETCH(p) ((void)(p))
 #endif
 
-/* A buffer of 8-byte items of the format wanted ('d' or 'q'), at least n long; else an exception set. */
-static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const char *what) {
+/* Whether a buffer holds 8-byte items of the format wanted ('d' or 'q'). */
+static int eight_byte(const Py_buffer *view, const char *format) {
     const char *got = view->format == NULL ? "B" : view->format;
     if (got[0] == '@' || got[0] == '=') got++;
-    if (view->itemsize != 8 || strcmp(got, format) != 0 || view->len / 8 < n) {
+    return view->itemsize == 8 && strcmp(got, format) == 0;
+}
+
+/* A buffer of 8-byte items of the format wanted ('d' or 'q'), at least n long; else an exception set. */
+static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const char *what) {
+    if (!eight_byte(view, format) || view->len / 8 < n) {
         PyErr_Format(PyExc_ValueError, "%s must be an array('%s') of at least %zd items", what, format, n);
         return -1;
     }
@@ -221,9 +226,7 @@ PyObject *cm_nans(PyObject *mod, PyObject *column) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    const char *format = view.format == NULL ? "B" : view.format;
-    if (format[0] == '@' || format[0] == '=') format++;
-    if (view.itemsize != 8 || strcmp(format, "d") != 0) {
+    if (!eight_byte(&view, "d")) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
