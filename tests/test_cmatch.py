@@ -8,6 +8,7 @@ captured bytes. The lane as a whole is held to the general parser in ``tests/tes
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import operator
@@ -933,3 +934,82 @@ def test_nans_counts_an_arrays_nans_as_python_does(values):
     assert CMATCH.nans(column) == want == CMATCH.nans(memoryview(column))
     stepped = memoryview(array("d", [math.nan, 0.0, 1.0]))[::2]
     assert all(CMATCH.nans(other) is None for other in (values, array("f", values), stepped, 3))
+
+
+COLUMN_LINE = st.tuples(
+    st.from_regex(r"\A(0|[1-9][0-9]{0,19})\Z", fullmatch=True) | st.sampled_from(["-1", "007"]),
+    st.from_regex(r"\A[0-9]{1,7}\.[0-9]{1,9}\Z", fullmatch=True) | st.sampled_from(["3", "2.50", "1e5", "nan"]),
+    st.booleans(),
+    st.sampled_from(["a b", "a b", "#-~", "é"]),
+    st.sampled_from([" TP0", " TP0", "", " DP1 TP2"]),
+)
+
+
+@given(lines=st.lists(COLUMN_LINE, min_size=1, max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_a_columnar_scan_holds_the_values_of_the_rows_type_for_type(lines):
+    """Asked for columns, a scan of plans of tuples keeps each field's values of every row: a column of floats or of
+    ints of 64 bits as machine values, any other (an int among floats, a bigger int, texts) as a list; a row of a plan
+    of dicts is a record, in its place. Made back into rows, they are the rows the scan gives without columns, value
+    for value and type for type (a text the same as the row before's is that same object)."""
+    from acceptmon.parse.fast import typed
+
+    program = CMATCH.Program(
+        SHAPE.prefix, SHAPE.suffix, [native.codes(CMATCH, TYPED_STEPS)] * 2, [b"zq", b"Launch!", b"accept"], 1
+    )
+    body = [f"[2026-02-26 10:00:0{i % 10}{rank}] n: {n}, x: {x}, ok: {ok}, s: {s}" for i, (n, x, ok, s, rank) in
+            enumerate(lines)]  # fmt: skip
+    buf = ("\n" + "\n".join(body) + "\n").encode()
+    plan = _typed()
+    tuples = (*plan[:3], None, *plan[4:])
+    for plans in ([tuples, tuples], [plan, tuples]):  # the first template matches every line: its plan's rows
+        try:
+            want = program.scan(buf, 1, len(buf), 9, plans)
+        except (ValueError, OverflowError) as e:  # a number the scan cannot read: refused the same with columns
+            with pytest.raises(type(e)):
+                program.scan(buf, 1, len(buf), 9, plans, 0, 0, False, None, True)
+            continue
+        got = program.scan(buf, 1, len(buf), 9, plans, 0, 0, False, None, True)
+        assert got[0] == want[0] and got[2:] == want[2:]
+        order, each, others = got[1]
+        if not want[0]:
+            assert (order, each, others) == (b"", [None, None], [])
+            continue
+        matched = want[0]
+        if plans[0] is plan:  # a plan of dicts: its rows are records, in the order
+            assert order == bytes([typed.RECORD]) * matched and each == [None, None] and others == want[1]
+            continue
+        assert order == bytes(matched) and each[1] is None and not others
+        rows = typed._rows(order, each, others)
+        assert [(p, list(map(type, v))) for p, v in rows] == [(p, list(map(type, v))) for p, v in want[1]]
+        assert json.dumps(rows) == json.dumps(want[1])
+        kept = {name: typed._column(c) for name, c in zip(TYPED_NAMES, each[0][2], strict=True)}
+        assert type(kept["line"]) is array and list(kept["line"]) == [v[0] for _, v in want[1]]
+        xs = [v[4] for _, v in want[1]]
+        assert (type(kept["x"]) is array) == (all(type(x) is float for x in xs))
+        assert (type(kept["n"]) is array) == (all(-(2**63) <= v[3] < 2**63 for _, v in want[1]))
+        ranks = kept["rank"]
+        assert all(a is b for a, b in itertools.pairwise(ranks) if a == b)
+
+
+def test_a_columnar_scan_keeps_ints_and_floats_as_machine_values_and_the_rest_as_lists():
+    """The INT step's values (at most 18 digits) are kept as 64-bit ints, the FLOAT step's and a derived float as
+    doubles, the line numbers as ints; a bool and a text as lists, a text the same as one before it that object."""
+    from acceptmon.parse.fast import typed
+
+    program = _program(TYPED_STEPS)
+    xs, ns = ["2.50", "1.25", "3.0", "0.5"], ["7", "0", "9" * 18, "9"]
+    buf = b"\n" + b"".join(
+        f"{STAMP.decode()}n: {n}, x: {x}, ok: True, s: a\n".encode() for n, x in zip(ns, xs, strict=True)
+    )
+    plan = _typed()
+    tuples = (*plan[:3], None, *plan[4:])
+    order, [(owner, n, columns)], others = program.scan(buf, 1, len(buf), 0, [tuples], 0, 0, False, None, True)[1]
+    kept = dict(zip(TYPED_NAMES, map(typed._column, columns), strict=True))
+    assert (owner, n, order, others) == ("owner", 4, bytes(4), [])
+    assert type(kept["x"]) is array and kept["x"].tolist() == [2.5, 1.25, 3.0, 0.5]
+    assert type(kept["n"]) is array and kept["n"].tolist() == [7, 0, int("9" * 18), 9]
+    assert type(kept["line"]) is array and list(kept["line"]) == [1, 2, 3, 4]
+    assert kept["rank"] == ["TP0"] * 4 and all(r is kept["rank"][0] for r in kept["rank"])
+    assert kept["ok"] == [True] * 4 and kept["s"] == ["<a>"] * 4 and all(s is kept["s"][0] for s in kept["s"])
+    assert type(kept["d"]) is array and kept["d"].tolist() == [2.5, 1.25, 3.0, 0.5]

@@ -14,6 +14,7 @@ import os
 import random
 import subprocess
 import sys
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,72 @@ class _Refused(rows.Plan):
 
     def compiled(self) -> tuple:
         return self._compiled
+
+
+class KeepUnmade(CollectUnmade):
+    """:class:`CollectUnmade`, keeping each part of records not made yet as the lane handed it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[Unmade] = []
+
+    def chunk(self, records: list[Any]) -> list[Record]:
+        self.parts += [r for r in records if type(r) is Unmade]
+        return super().chunk(records)
+
+
+def _decode_lines(n: int, length: Any = None, rank: Any = None) -> list[str]:
+    """SGLang decode lines; ``length(i)``, ``rank(i)``: the i th line's accept len and rank, as spelled."""
+    return [
+        f"[2026-03-01 00:00:{i % 60:02d}.{i:03d}{'' if rank is None else rank(i)}] Decode batch. #running-req: {i % 7},"
+        f" #token: {1000 + i}, token usage: 0.{i % 90 + 10}, accept len: {2.5 if length is None else length(i)},"
+        f" accept rate: 0.5{i % 10}, cuda graph: True, gen throughput (token/s): {100 + i}.25, #queue-req: 0"
+        for i in range(n)
+    ]
+
+
+def _unmade_parts(tmp_path: Path, lines: list[str]) -> list[Unmade]:
+    """The parts of records not made yet the lane hands on for ``lines`` (checked against the general parser's
+    records, field by field and type by type)."""
+    log = tmp_path / f"u-{random.random()}.log"
+    log.write_text("\n".join(lines) + "\n")
+    want, want_tally = _read(log, False)
+    job = KeepUnmade()
+    tally = batch.run([str(log)], GRAMMARS, job, jobs=1).tally
+    assert (dict(tally.kinds), tally.accept_noise, tally.unrecognized, tally.lines) == want_tally
+    assert len(job.got) == len(want)
+    for a, b in zip(job.got, want, strict=True):
+        assert typed.same_record(typed.without_extra(a), typed.without_extra(b)), (a, b)
+    return job.parts
+
+
+def test_the_lane_keeps_a_column_of_numbers_as_machine_values_while_they_are_of_one_type(tmp_path):
+    """A columnar scan keeps floats as doubles and ints as 64-bit ints (an ``array``), which ``column`` reads as the
+    list of the values the records hold; a text the same as the row before's is that same object."""
+    parts = _unmade_parts(tmp_path, _decode_lines(300, rank=lambda i: " TP0"))
+    assert sum(p.size for p in parts) > 250
+    for p in parts:
+        raw = p.columns
+        assert (raw["accept_len"].typecode, raw["line"].typecode, raw["num_tokens"].typecode) == ("d", "q", "q")
+        lines = p.column("line")
+        assert type(lines) is list and lines == list(range(lines[0], lines[0] + p.size))
+        assert set(map(type, p.column("accept_len"))) == {float} and set(p.column("accept_len")) == {2.5}
+        ranks = p.column("rank")
+        assert ranks == ["TP0"] * p.size and all(r is ranks[0] for r in ranks)
+
+
+def test_a_rank_missing_on_some_lines_is_none_in_its_column(tmp_path):
+    """Lines with and without a rank, in turn: the rank column is None where a line has none (a list, not the same
+    object as a rank before), and each made record is the general parser's."""
+    parts = _unmade_parts(tmp_path, _decode_lines(300, rank=lambda i: "" if i % 3 else " TP1"))
+    ranks = [r for p in parts for r in p.column("rank")]
+    assert len(ranks) > 250 and ranks.count(None) == 2 * ranks.count("TP1")
+    assert all(type(p.columns["accept_len"]) is array for p in parts)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(LINE, min_size=5, max_size=40))
+def test_generated_logs_through_rows_handed_on_unmade(tmp_path, lines):
+    """Sample lines taken apart and put together again, their rows kept as columns: each made record is the general
+    parser's, type for type."""
+    _unmade_parts(tmp_path, lines)

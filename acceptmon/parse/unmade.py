@@ -7,7 +7,8 @@ spares the records; a worker ships their values alone to the process that collec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Sequence
 from itertools import accumulate, chain, count
 from operator import itemgetter
 from typing import Any, final
@@ -30,7 +31,7 @@ class Unmade:
         size: int,
         kinds: frozenset[str],
         fixed: dict[str, Any],
-        columns: Mapping[str, Sequence[Any]],
+        columns: dict[str, Sequence[Any]],
         make: Callable[[int, int], list[BaseRecord]],
         span: tuple[int, int] | None = None,
     ) -> None:
@@ -66,6 +67,8 @@ class Unmade:
                     return (first,) * self.size
             return self._gathered(list(chain.from_iterable(p.column(name) for p in self.pieces)))
         got = self.columns.get(name)
+        if type(got) is array:  # machine values, as the compiled matcher keeps a column of numbers: read as a list
+            got = self.columns[name] = got.tolist()
         return got if got is not None else (self.fixed.get(name),) * self.size
 
     def _gathered(self, values: list[Any]) -> Sequence[Any]:

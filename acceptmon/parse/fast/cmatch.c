@@ -99,12 +99,15 @@ typedef struct {
     int enveloped; /* the line it stopped at has the program's envelope */
 } Stop;
 
-/* Where a scan's rows go: bytes into o, or (typed plans) (owner, dict) records into the list records. */
+/* Where a scan's rows go: bytes into o, or (typed plans) (owner, dict) records into the list records, or (typed
+ * plans of tuples, asked for) the columns cols (cmatch_cols.c). */
 typedef struct {
     Out o;
     PyObject *records; /* a typed scan's: a new list; NULL for bytes rows */
     Out scratch; /* a typed string's pieces */
     Py_ssize_t n; /* rows written */
+    int columnar; /* the rows go into cols */
+    Cols cols;
 } Rows;
 
 /* One match into the scan's entries: (offset of the newline before the line, template, its row: b"" if none). */
@@ -121,9 +124,13 @@ static int emit(Rows *r, const Plan *pl, long long line, const Cap *env, const C
                 Py_ssize_t at, int tmpl) {
     size_t from = r->o.len;
     PyObject *row = NULL;
-    if (pl->recipe != NULL && r->records != NULL) {
+    if (pl->recipe != NULL && r->columnar && pl->shape == Py_None) { /* (a columnar scan has no entries) */
+        if (cm_cols_add(&r->cols, &r->scratch, tmpl, pl, line, env, caps) < 0) return -1;
+        r->n++;
+    } else if (pl->recipe != NULL && r->records != NULL) {
         row = cm_record(&r->scratch, pl, line, env, caps);
         if (row == NULL || PyList_Append(r->records, row) < 0) return Py_XDECREF(row), -1;
+        if (r->columnar && cm_cols_record(&r->cols) < 0) return Py_DECREF(row), -1;
         r->n++;
     } else if (pl->recipe != NULL) {
         if (cm_row(&r->o, pl, line, env, caps) < 0) return -1;
@@ -217,10 +224,12 @@ static int range_ok(const Py_buffer *view, Py_ssize_t s, Py_ssize_t e, long long
     return 1;
 }
 
-static PyObject *scan_result(const Rows *r, const Py_ssize_t *hits, int ntmpls, const Py_ssize_t *counts,
-                             int ncounted, Py_ssize_t accepts, Py_ssize_t nlines, const Year *y, const Stop *stop) {
-    PyObject *rows = r->records != NULL ? Py_NewRef(r->records)
-                                        : PyBytes_FromStringAndSize(r->o.buf ? r->o.buf : "", (Py_ssize_t)r->o.len);
+static PyObject *scan_result(const Rows *r, const Plan *plans, const Py_ssize_t *hits, int ntmpls,
+                             const Py_ssize_t *counts, int ncounted, Py_ssize_t accepts, Py_ssize_t nlines,
+                             const Year *y, const Stop *stop) {
+    PyObject *rows = r->columnar          ? cm_cols_result(&r->cols, plans, r->records)
+                     : r->records != NULL ? Py_NewRef(r->records)
+                                          : PyBytes_FromStringAndSize(r->o.buf ? r->o.buf : "", (Py_ssize_t)r->o.len);
     PyObject *hits_list = list_of(hits, ntmpls), *counts_list = list_of(counts, ncounted), *result = NULL;
     if (rows != NULL && hits_list != NULL && counts_list != NULL)
         result = Py_BuildValue("nOOOnniini", r->n, rows, hits_list, counts_list, accepts, nlines, y->year, y->month,
@@ -239,8 +248,9 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     Year year = {0, 0, {0}};
     Stop stop = {0, 0, 0};
     PyObject *entries = Py_None;
-    if (!PyArg_ParseTuple(args, "y*nnLO|iipO", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on,
-                          &entries))
+    int columns = 0;
+    if (!PyArg_ParseTuple(args, "y*nnLO|iipOp", &view, &s, &e, &base, &plans_obj, &year.year, &year.month, &stop.on,
+                          &entries, &columns))
         return NULL;
     if (entries != Py_None && !PyList_CheckExact(entries)) {
         PyBuffer_Release(&view);
@@ -267,13 +277,16 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
     Plan *plans = PyMem_Calloc((size_t)(ntmpls ? ntmpls : 1), sizeof(Plan));
     Py_ssize_t *hits = PyMem_Calloc((size_t)(ntmpls ? ntmpls : 1), sizeof(Py_ssize_t));
     Py_ssize_t counts[MAX_NEEDLES], accepts = 0, nlines = 0;
-    Rows rows = {{NULL, 0, 0}, NULL, {NULL, 0, 0}, 0};
+    Rows rows = {{NULL, 0, 0}, NULL, {NULL, 0, 0}, 0, 0, {0, NULL, NULL, NULL, {NULL, 0, 0}}};
     if (plans == NULL || hits == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     int typed = cm_plans_of(pg, plans_obj, plans);
-    if (typed < 0 || (typed && (rows.records = PyList_New(0)) == NULL)) goto done;
+    if (typed < 0) goto done;
+    rows.columnar = typed && columns && entries == Py_None && cm_cols_fit(ntmpls);
+    if ((rows.columnar && cm_cols_init(&rows.cols, ntmpls) < 0) || (typed && (rows.records = PyList_New(0)) == NULL))
+        goto done;
     if (!stop.on) { /* the whole range is said or nothing: a launch anchor anywhere in it is the parser's */
         Py_BEGIN_ALLOW_THREADS /* bytes only: the buffer is held by the view */
         count_needles(pg, (const uint8_t *)view.buf + s, e - s, counts, &accepts);
@@ -294,11 +307,12 @@ static PyObject *Program_scan(Program *pg, PyObject *args) {
         rc = holds_launch(pg, counts);
     }
     result = rc ? Py_NewRef(Py_None)
-                : scan_result(&rows, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
+                : scan_result(&rows, plans, hits, ntmpls, counts, ncounted, accepts, nlines, &year, &stop);
 done:
     PyMem_Free(rows.o.buf);
     PyMem_Free(rows.scratch.buf);
     Py_XDECREF(rows.records);
+    cm_cols_free(&rows.cols);
     cm_plans_free(plans, ntmpls);
     PyMem_Free(hits);
     PyBuffer_Release(&view);
@@ -323,8 +337,9 @@ static PyMethodDef Program_methods[] = {
     {"plan_ok", (PyCFunction)Program_plan_ok, METH_VARARGS,
      "plan_ok(i, plan) -> whether a scan takes this plan for template i (False: its rows are the parser's)"},
     {"scan", (PyCFunction)Program_scan, METH_VARARGS,
-     "scan(buf, s, e, base, plans[, year, month, stop, entries]) -> (rows, row bytes (typed plans: a list of\n"
-     "(owner, dict)), hits per template, count per counted anchor, accept lines, lines, year, month, where it\n"
+     "scan(buf, s, e, base, plans[, year, month, stop, entries, columns]) -> (rows, row bytes (typed plans: a list\n"
+     "of (owner, dict); with columns, where every plan is of tuples and there are no entries: (order, per template\n"
+     "None or (owner, rows, columns), records of the other plans)), hits per template, count per counted anchor, accept lines, lines, year, month, where it\n"
      "stopped, whether that line has the envelope), or\n"
      "None if a launch anchor is in the lines (with stop, in the lines read; without, a year-less date is the\n"
      "parser's to give).\n"

@@ -1,9 +1,10 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is nine translation units, built together into one extension (hatch_build.py):
+ * The module is ten translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
+ *   cmatch_cols.c     a typed scan's rows as columns (runs, compare, doctor: records not made yet)
  *   cmatch_convert.c  a percentage's or a list's value, from its captured text, as the parser's converter gives it
  *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
@@ -24,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 24
+#define CMATCH_VERSION 25
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -210,6 +211,37 @@ void cm_plans_free(Plan *plans, int n);
 int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps);
 /* A typed plan's row: a new (owner, dict) tuple, or NULL (an error set); scratch holds a string's pieces. */
 PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps);
+/* A row's derived cells (a new tuple), or NULL (an error set); the plan has dependencies (ndep > 0). */
+PyObject *cm_derived(const Plan *pl, const Cap *caps);
+/* A typed field's value (a new reference), or NULL (an error set); cells: the row's derived cells, or NULL. */
+PyObject *cm_field(Out *scratch, const Field *f, long long line, const Cap *env, const Cap *caps, PyObject *cells);
+/* A captured number as json.loads reads its text: an int if it has no '.', 'e' or 'E', else a float. */
+PyObject *cm_number(const Cap *c);
+/* A FIELD_STR's text (its pieces, undecoded) into scratch, from its start; -1 with an error set. */
+int cm_pieces(Out *scratch, const Field *f, const Cap *env, const Cap *caps);
+
+/* cmatch_cols.c: a typed scan's rows as columns, those of plans whose row is a tuple of its varying values (shape
+ * None). Per template, once it has a row, a column per field; a byte per row names its template, or is COLS_RECORD
+ * for a row of another plan, whose (owner, dict) record is in the scan's records. */
+#define COLS_RECORD 255
+typedef struct Col Col;
+typedef struct {
+    int ntmpls; /* fewer than COLS_RECORD: a row's template is a byte */
+    Col **cols; /* per template: a column per field of its plan, NULL until its first row */
+    Py_ssize_t *nfields, *nrows;
+    Out order;
+} Cols;
+/* 1 if the scan's rows can be columns (a row's template fits in a byte), else 0. */
+int cm_cols_fit(int ntmpls);
+int cm_cols_init(Cols *c, int ntmpls);
+/* A row of a plan not of tuples (its record in the scan's records) in the order; -1 with an error set. */
+int cm_cols_record(Cols *c);
+/* A matched line's row of template tmpl (its plan pl) into the columns; -1 with an error set. */
+int cm_cols_add(Cols *c, Out *scratch, int tmpl, const Plan *pl, long long line, const Cap *env, const Cap *caps);
+/* (order: bytes, per template None or (owner, rows, [column, ...]), records), each column a list, or a (typecode,
+ * bytes) pair of machine values ('d': every value a float, 'q': an int of 64 bits); NULL with an error set. */
+PyObject *cm_cols_result(const Cols *c, const Plan *plans, PyObject *records);
+void cm_cols_free(Cols *c);
 
 /* cmatch_convert.c: a converted group's cell into o, or its value (a new reference); -1 or NULL with an error set
  * (ValueError for a value the parser's converter refuses: a percentage over 100) */

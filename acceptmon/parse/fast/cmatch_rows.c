@@ -276,14 +276,13 @@ int cm_plans_of(const Program *pg, PyObject *plans, Plan *out) {
 
 /* ---- rows ------------------------------------------------------------------------------------ */
 
-static PyObject *number(const Cap *c);
 
 /* Dependency i of a plan as the memo's key holds it (see DEP_*). */
 static PyObject *dep_value(const Plan *pl, int i, const Cap *caps) {
     const Cap *c = &caps[pl->dep[i]];
     switch (pl->depkind[i]) {
     case DEP_NUMBER:
-        return number(c);
+        return cm_number(c);
     case DEP_PERCENT:
         return cm_convert_value(CONV_PERCENT, c);
     case DEP_FLOATS: {
@@ -296,7 +295,7 @@ static PyObject *dep_value(const Plan *pl, int i, const Cap *caps) {
     }
 }
 
-static PyObject *derived(const Plan *pl, const Cap *caps) {
+PyObject *cm_derived(const Plan *pl, const Cap *caps) {
     PyObject *key;
     if (pl->derive.spec != NULL) {
         /* a dependency the compiled derive does not read is converted all the same: the parser refuses a line whose
@@ -449,7 +448,7 @@ static int cell(Out *o, const Cell *c, long long line, const Cap *env, const Cap
 }
 
 int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *caps) {
-    PyObject *cells = pl->ndep ? derived(pl, caps) : NULL;
+    PyObject *cells = pl->ndep ? cm_derived(pl, caps) : NULL;
     if (pl->ndep && cells == NULL) return -1;
     int rc = 0;
     for (Py_ssize_t i = 0; rc == 0 && i < pl->ncells; i++) rc = cell(o, &pl->cells[i], line, env, caps, cells);
@@ -459,8 +458,7 @@ int cm_row(Out *o, const Plan *pl, long long line, const Cap *env, const Cap *ca
 
 /* ---- typed records --------------------------------------------------------------------------- */
 
-/* A captured number as json.loads reads its text: an int if it has no '.', 'e' or 'E', else a float. */
-static PyObject *number(const Cap *c) {
+PyObject *cm_number(const Cap *c) {
     char text[64];
     if (c->n <= 0 || c->n >= (Py_ssize_t)sizeof text)
         return PyErr_SetString(PyExc_ValueError, "a number cell of no or too many characters"), NULL;
@@ -474,16 +472,21 @@ static PyObject *number(const Cap *c) {
     return v == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(v);
 }
 
-/* A string of pieces, decoded as UTF-8 (strict). */
-static PyObject *text(Out *scratch, const Field *f, const Cap *env, const Cap *caps) {
+int cm_pieces(Out *scratch, const Field *f, const Cap *env, const Cap *caps) {
     scratch->len = 0;
     for (Py_ssize_t j = 1; j < f->ncells - 1; j++) {
         const Cell *c = &f->cells[j];
         const Cap *piece = c->kind == CELL_ENV ? &env[c->i] : &caps[c->i];
         int rc = c->kind == CELL_TEXT ? cm_out_put(scratch, PyBytes_AS_STRING(c->text), (size_t)PyBytes_GET_SIZE(c->text))
                                       : cm_out_put(scratch, piece->p, (size_t)piece->n);
-        if (rc < 0) return NULL;
+        if (rc < 0) return -1;
     }
+    return 0;
+}
+
+/* A string of pieces, decoded as UTF-8 (strict). */
+static PyObject *text(Out *scratch, const Field *f, const Cap *env, const Cap *caps) {
+    if (cm_pieces(scratch, f, env, caps) < 0) return NULL;
     return PyUnicode_DecodeUTF8(scratch->buf ? scratch->buf : "", (Py_ssize_t)scratch->len, "strict");
 }
 
@@ -508,14 +511,14 @@ refused:
     return NULL;
 }
 
-static PyObject *field(Out *scratch, const Field *f, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
+PyObject *cm_field(Out *scratch, const Field *f, long long line, const Cap *env, const Cap *caps, PyObject *cells) {
     switch (f->kind) {
     case FIELD_LINE:
         return PyLong_FromLongLong(line);
     case FIELD_RANK:
         return env[3].n ? PyUnicode_DecodeUTF8((const char *)env[3].p, env[3].n, "strict") : Py_NewRef(Py_None);
     case FIELD_NUMBER:
-        return number(&caps[f->i]);
+        return cm_number(&caps[f->i]);
     case FIELD_BOOL:
         return Py_NewRef(caps[f->i].n == 4 ? Py_True : Py_False);
     case FIELD_STR:
@@ -539,7 +542,7 @@ static PyObject *values(Out *scratch, const Plan *pl, long long line, const Cap 
     PyObject *t = PyTuple_New(pl->nfields);
     int untrack = 1;
     for (Py_ssize_t j = 0; t != NULL && j < pl->nfields; j++) {
-        PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
+        PyObject *v = cm_field(scratch, &pl->fields[j], line, env, caps, cells);
         if (v == NULL) {
             Py_CLEAR(t);
         } else {
@@ -552,7 +555,7 @@ static PyObject *values(Out *scratch, const Plan *pl, long long line, const Cap 
 }
 
 PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env, const Cap *caps) {
-    PyObject *cells = pl->ndep ? derived(pl, caps) : NULL; /* the only Python code a record runs, before the rest */
+    PyObject *cells = pl->ndep ? cm_derived(pl, caps) : NULL; /* the only Python code a record runs, before the rest */
     if (pl->ndep && cells == NULL) return NULL;
     PyObject *d, *rec = NULL;
     if (pl->shape == Py_None) {
@@ -560,7 +563,7 @@ PyObject *cm_record(Out *scratch, const Plan *pl, long long line, const Cap *env
     } else {
         d = PyDict_Copy(pl->shape);
         for (Py_ssize_t j = 0; d != NULL && j < pl->nfields; j++) {
-            PyObject *v = field(scratch, &pl->fields[j], line, env, caps, cells);
+            PyObject *v = cm_field(scratch, &pl->fields[j], line, env, caps, cells);
             if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(pl->names, j), v) < 0) Py_CLEAR(d);
             Py_XDECREF(v);
         }

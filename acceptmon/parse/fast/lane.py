@@ -277,7 +277,7 @@ class FastLane:
         first = self.yearless_first
         if first and self.yearless.segment(parser, buf, (s + 1, e + 1, base), parts, chunk):
             return True
-        quick = self._quick(parser, buf, s, e, base)
+        quick = self._quick(parser, buf, s, e, base, True)
         if quick is False:
             return False
         if quick is not None:
@@ -450,7 +450,7 @@ class FastLane:
         parts: list[Part] = []
         if self.yearless_first:  # else :meth:`feed` (:meth:`_segment`) tries both, the year-less matcher first
             return parts if self.yearless.whole(parser, buf, start, end, base, parts) else None
-        quick = self._quick(parser, buf, start - 1, end - 1, base)
+        quick = self._quick(parser, buf, start - 1, end - 1, base, True)
         if quick is None and self.yearless.whole(parser, buf, start, end, base, parts):
             self.yearless_first = True
             return parts
@@ -467,13 +467,16 @@ class FastLane:
             parts.append(self.part(parser, nrows, rows))
         account(parser, self.templates, self.exempt_saying, counts, lines, accepts, base)
 
-    def _quick(self, parser: Parser, buf: bytes, s: int, e: int, base: int) -> Quick | Literal[False] | None:
+    def _quick(
+        self, parser: Parser, buf: bytes, s: int, e: int, base: int, part: bool = False
+    ) -> Quick | Literal[False] | None:
         """The segment through the compiled matcher (:mod:`acceptmon.parse.fast.native`), or None;
-        False if a line holds a launch anchor."""
+        False if a line holds a launch anchor. ``part``: its rows are a part this lane hands on (records not made
+        yet come as columns), not one line's to prove."""
         at = self.native_order
         assert self.native is not None
         _, _, plans, refused = self._plans(parser)
-        got = self.native.scan(buf, s + 1, e + 1, base, plans)
+        got = self.native.scan(buf, s + 1, e + 1, base, plans, 0, 0, False, None, part and self.hands == "unmade")
         if got is None:
             return False
         nrows, rows, hits, anchors, accepts, lines = got[:6]

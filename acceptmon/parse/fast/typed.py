@@ -17,7 +17,8 @@ learned from is the general parser's, field by field and type by type (:func:`sa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import compress, repeat
@@ -97,11 +98,13 @@ As = bool | Literal["unmade"]
 """How a lane hands on its own rows: table rows (False), records (True), or records not made yet (:class:`Unmade`)."""
 
 
-def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unmade] | list[Record]:
+def unmade(rows: Rows | Columns | bytes, names: dict[str, str] | None = None) -> list[Unmade] | list[Record]:
     """A part of lane rows as one :class:`~acceptmon.parse.unmade.Unmade` (none for a scan without a typed plan),
     whose records take ``names``: each plan's rows of tuples (:attr:`Plan.tuples`) turned into columns at once, rows
-    of several plans (a vLLM log's spec and throughput lines) as pieces in order. A part with a row of a plan of
-    dicts is made into its records here."""
+    of several plans (a vLLM log's spec and throughput lines) as pieces in order; or the columns the compiled
+    matcher kept them in (:data:`Columns`). A part with a row of a plan of dicts is made into its records here."""
+    if isinstance(rows, tuple):
+        return from_columns(rows, names)
     if isinstance(rows, bytes) or not rows:
         return []
     plans = list(map(itemgetter(0), rows))
@@ -118,13 +121,81 @@ def unmade(rows: Rows | bytes, names: dict[str, str] | None = None) -> list[Unma
 
 def _piece(plan: Plan, rows: Rows, names: dict[str, str] | None) -> Unmade:
     """One plan's rows of tuples as columns."""
-    fixed = {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
-    columns = dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True))
-    return Unmade(len(rows), frozenset({plan.kind}), fixed, columns, partial(_made, rows, names))
+    columns: dict[str, Sequence[Any]] = dict(zip(plan.names, zip(*map(itemgetter(1), rows), strict=True), strict=True))
+    return Unmade(len(rows), frozenset({plan.kind}), _fixed(plan, names), columns, partial(_made, rows, names))
 
 
 def _made(rows: Rows, names: dict[str, str] | None, start: int, stop: int) -> list[Record]:
     return records(rows[start:stop] if start or stop < len(rows) else rows, names)
+
+
+Columns = tuple[bytes, list[tuple[Plan, int, list[Any]] | None], Rows]
+"""A typed scan's rows as columns (asked for): a byte per row, its template's index (:data:`RECORD`: a row of a plan
+of dicts), per template None (no row) or (its plan of tuples, its rows, a column per varying field in the order of
+:attr:`Plan.names`), each a list of values or a (typecode, bytes) pair of machine values that an ``array`` holds
+(``'d'``: floats, ``'q'``: ints), and the rows of the plans of dicts, in order."""
+RECORD = 255
+
+
+def from_columns(got: Columns, names: dict[str, str] | None) -> list[Unmade] | list[Record]:
+    """The rows of a columnar scan as one :class:`Unmade`: its plans' rows as pieces in the order of their first
+    rows, as :func:`unmade` makes of the same rows."""
+    order, each, others = got
+    if not order:
+        return []
+    if others:  # a row of a plan of dicts: every row is made into its record (as :func:`unmade` does)
+        return unmade(_rows(order, each, others), names)
+    firsts = sorted((order.index(i), i) for i, x in enumerate(each) if x is not None)
+    made = [(t, each[t]) for _, t in firsts]
+    pieces = []
+    for _, (plan, n, cols) in made:  # type: ignore[misc]  # each[t] is not None for a template with rows
+        columns: dict[str, Sequence[Any]] = dict(zip(plan.names, map(_column, cols), strict=True))
+        piece = Unmade(n, frozenset({plan.kind}), _fixed(plan, names), columns, _made_of(plan, columns, names))
+        pieces.append(piece)
+    if len(pieces) == 1:
+        return pieces
+    table = bytearray(256)
+    for k, (t, _) in enumerate(made):
+        table[t] = k
+    at = order.translate(table)
+    return [joined(pieces, at, partial(_made_joined, pieces, at), (0, len(at)))]
+
+
+def _rows(order: bytes, each: list[tuple[Plan, int, list[Any]] | None], others: Rows) -> Rows:
+    """The rows of a columnar scan as a typed scan gives them, in order."""
+    values = [zip(*map(_column, x[2]), strict=True) if x is not None else iter(()) for x in each]
+    nexts = [v.__next__ for v in values] + [iter(others).__next__]
+    return [(each[t][0], nexts[t]()) if t != RECORD else nexts[-1]() for t in order]  # type: ignore[index]
+
+
+def _column(c: Any) -> Sequence[Any]:
+    """A column as the compiled matcher hands it: a list, or machine values as an ``array``."""
+    return array(c[0], c[1]) if type(c) is tuple else c
+
+
+def _fixed(plan: Plan, names: dict[str, str] | None) -> dict[str, Any]:
+    return {k: v for k, v in plan.shape.items() if k not in plan.names} | (names or {})
+
+
+def _made_of(plan: Plan, columns: dict[str, Sequence[Any]], names: dict[str, str] | None) -> Callable[[int, int], Any]:
+    def made(start: int, stop: int) -> list[Record]:
+        cols = [columns[name][start:stop] for name in plan.names]
+        return records([(plan, v) for v in zip(*cols, strict=True)], names)
+
+    return made
+
+
+def _made_joined(pieces: list[Unmade], order: bytes, start: int, stop: int) -> list[Record]:
+    """The records of rows ``start:stop`` of several pieces whose rows ``order`` interleaves."""
+    out: list[Record] = []
+    for k, piece in enumerate(pieces):
+        first, n = order.count(k, 0, start), order.count(k, start, stop)
+        out += piece.split(first)[1].split(n)[0].made() if n else []
+    places = [i for k in range(len(pieces)) for i in range(start, stop) if order[i] == k]
+    ordered: list[Record] = [None] * len(out)  # type: ignore[list-item]  # each place filled below
+    for i, r in zip(places, out, strict=True):
+        ordered[i - start] = r
+    return ordered
 
 
 def part(as_records: As, parser: Parser, nrows: int, rows: Any) -> tuple[int, bytes] | list[Record] | list[Unmade]:

@@ -134,7 +134,9 @@ class Yearless:
         is not exact (the parser's); False if a line holds a launch anchor."""
         plans = self.plans_for(parser)
         try:
-            got = self.program.scan(buf, s, e, base, plans, parser.year or 0, parser.month or 0, stop)
+            got = self.program.scan(
+                buf, s, e, base, plans, parser.year or 0, parser.month or 0, stop, None, self.hands == "unmade"
+            )
         except (ValueError, ArithmeticError, TypeError, KeyError, IndexError):
             return None  # a value its converter refuses (a percentage over 100): the parser's to say
         if got is None:
