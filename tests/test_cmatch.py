@@ -1013,3 +1013,42 @@ def test_a_columnar_scan_keeps_ints_and_floats_as_machine_values_and_the_rest_as
     assert kept["rank"] == ["TP0"] * 4 and all(r is kept["rank"][0] for r in kept["rank"])
     assert kept["ok"] == [True] * 4 and kept["s"] == ["<a>"] * 4 and all(s is kept["s"][0] for s in kept["s"])
     assert type(kept["d"]) is array and kept["d"].tolist() == [2.5, 1.25, 3.0, 0.5]
+
+
+RATE = st.floats(allow_infinity=False) | st.integers(-(2**53), 2**53) | st.sampled_from([None, 0, 0.0, -0.0, 0.5])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 5).flatmap(
+        lambda w: st.lists(
+            st.none() | st.lists(RATE, min_size=w, max_size=w) | st.lists(RATE, max_size=6).map(tuple), max_size=12
+        )
+    ),
+    st.data(),
+)
+def test_weighed_is_the_python_weighing_to_the_bit(rates, data):
+    """The compiled ``weighed`` gives Python's per-position totals bit for bit: uniform rows (a column with a None
+    taking `p or 0.0`, so -0.0 as 0.0), ragged ones, None and empty rows, ints, NaN; None where it cannot read a
+    value (then Python weighs them)."""
+    from acceptmon.measure import positions
+
+    drafts = data.draw(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), min_size=len(rates),
+                                max_size=len(rates)))  # fmt: skip
+    totals = data.draw(st.lists(st.floats(allow_nan=False, width=32), max_size=4))
+    want = list(totals)
+    with mock.patch.object(native, "load", return_value=None):
+        positions.weighed(want, rates, drafts)
+    got = CMATCH.weighed(rates, drafts, list(totals))
+    assert got is not None
+    assert struct.pack(f"{len(want)}d", *want) == struct.pack(f"{len(got)}d", *got)
+    through = list(totals)
+    positions.weighed(through, rates, drafts)
+    assert struct.pack(f"{len(want)}d", *want) == struct.pack(f"{len(through)}d", *through)
+
+
+def test_weighed_leaves_to_python_what_it_cannot_read():
+    assert CMATCH.weighed([[True]], [1.0], []) is None and CMATCH.weighed([[2**60]], [1.0], []) is None
+    assert CMATCH.weighed([[0.5]], [1], []) is None and CMATCH.weighed([[0.5]], [1.0], [0]) is None
+    assert CMATCH.weighed([[0.5]], [1.0, 2.0], []) is None and CMATCH.weighed(["ab"], [1.0], []) is None
+    assert CMATCH.weighed([[0.5, None], [None, 0.25]], [2.0, 4.0], [1.0]) == [2.0, 1.0]

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import reduce
 from operator import add, mul
 
+from acceptmon.parse.fast import native
+
 
 @dataclass
 class Positions:
@@ -40,7 +42,9 @@ class Positions:
     def add_each(self, rates: Sequence[Sequence[float | None]], drafts: Sequence[float]) -> None:
         """:meth:`add_rates` of each line's rates and drafts, in order (a position at a time, in C)."""
         weighed(self.reached, rates, drafts)
-        self.steps = reduce(add, drafts, self.steps)
+        module = native.load()
+        got = module.added(drafts, self.steps) if module is not None and type(self.steps) is float else None
+        self.steps = got if got is not None else reduce(add, drafts, self.steps)
 
     def add_histogram(self, histogram: Sequence[int]) -> None:
         """SGLang's per-request histogram: entry n counts the verify steps that accepted exactly n drafts."""
@@ -147,7 +151,14 @@ def accept_length(marginals: Sequence[float], depth: int) -> float:
 
 def weighed(totals: list[float], rates: Sequence[Sequence[float | None] | None], drafts: Sequence[float]) -> None:
     """Each position's rate of each row (None: not logged, as 0) weighted by the row's drafts, added to ``totals``
-    position by position in row order, as row by row; ``totals`` grows to the widest row."""
+    position by position in row order, as row by row; ``totals`` grows to the widest row. The compiled module's
+    ``weighed`` where it is built and the numbers are floats (or ints within 2**53): the same multiplications and
+    additions, without a float object for each."""
+    module = native.load()
+    got = module.weighed(rates, drafts, totals) if module is not None else None
+    if got is not None:
+        totals[:] = got
+        return
     width = max(map(len, filter(None, rates)), default=0)
     totals += [0.0] * (width - len(totals))
     if width and all(r is not None and len(r) == width for r in rates):

@@ -377,6 +377,9 @@ static PyMethodDef module_functions[] = {
      "(detect_context.py)"},
     {"added", cm_added, METH_VARARGS,
      "added(values, start) -> the floats added one by one to start, or None where one is not a float (plain.py)"},
+    {"weighed", cm_weighed, METH_VARARGS,
+     "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "
+     "(positions.py)"},
     {"intervals", cm_intervals, METH_VARARGS,
      "intervals(accepted, drafted, emitted, widths, before, known) -> each line's interval, or None (tokens.py)"},
     {NULL, NULL, 0, NULL},

@@ -14,7 +14,7 @@
  *                     column's values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
- *                     added: measure/plain.py)
+ *                     added: measure/plain.py; weighed: measure/positions.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 25
+#define CMATCH_VERSION 26
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -295,5 +295,6 @@ PyObject *cm_intervals(PyObject *mod, PyObject *args);
 PyObject *cm_every(PyObject *mod, PyObject *columns);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
 PyObject *cm_added(PyObject *mod, PyObject *args);
+PyObject *cm_weighed(PyObject *mod, PyObject *args);
 
 #endif

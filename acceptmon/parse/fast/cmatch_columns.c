@@ -1,4 +1,4 @@
-/* cmatch_columns.c: five loops over the fast lane's columns that the runs' and the doctor's fold run on every row
+/* cmatch_columns.c: six loops over the fast lane's columns that the runs' and the doctor's fold run on every row
  * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py, acceptmon/diagnose), the same answers as their Python,
  * which stays where the module is not built:
  *   bounded    whether each value logged in a column is a plain number within a field's bounds (plain._bounded)
@@ -7,6 +7,7 @@
  *   every      the doctor's masks over a block's lines and-ed (diagnose/detector.py's every)
  *   log2_sums  accept lengths added per log2 bucket of the sequence length (diagnose/detect_context.py's LongContext)
  *   added      floats added one by one in order, as functools.reduce(add, ...) adds them (measure/plain.py's added)
+ *   weighed    vLLM's per-position rates weighted by each line's drafts, added per position (measure/positions.py)
  */
 #include "cmatch.h"
 #include <math.h>
@@ -340,4 +341,80 @@ PyObject *cm_added(PyObject *mod, PyObject *args) {
     }
     Py_DECREF(values);
     return PyFloat_FromDouble(total);
+}
+
+/* weighed(rates, drafts, totals) -> positions.weighed's totals: each position's rate of each row (a list or tuple;
+ * None or empty: none) times the row's drafts, added to that position's total row by row, as
+ * functools.reduce(add, ...) adds them; a rate None (and, where rows are ragged or a column holds a None, any zero)
+ * counts as 0.0, as `p or 0.0` gives. None where a total or a draft is not a float, a rate not a float or an int
+ * within EXACT, or the lengths differ: Python weighs them. */
+PyObject *cm_weighed(PyObject *mod, PyObject *args) {
+    PyObject *rates_obj, *drafts_obj, *totals_obj, *rates = NULL, *drafts = NULL, *totals = NULL, *out = NULL;
+    double *acc = NULL, *d = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO", &rates_obj, &drafts_obj, &totals_obj)) return NULL;
+    if ((rates = PySequence_Fast(rates_obj, "rates must be a sequence")) == NULL ||
+        (drafts = PySequence_Fast(drafts_obj, "drafts must be a sequence")) == NULL ||
+        (totals = PySequence_Fast(totals_obj, "totals must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rates), nt = PySequence_Fast_GET_SIZE(totals), width = 0;
+    PyObject **row = PySequence_Fast_ITEMS(rates);
+    if (PySequence_Fast_GET_SIZE(drafts) != n) goto python;
+    int uniform = 1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (row[k] == Py_None) {
+            uniform = 0;
+            continue;
+        }
+        if (!PyList_CheckExact(row[k]) && !PyTuple_CheckExact(row[k])) goto python;
+        width = Py_MAX(width, Py_SIZE(row[k]));
+    }
+    for (Py_ssize_t k = 0; uniform && k < n; k++) uniform = Py_SIZE(row[k]) == width;
+    Py_ssize_t nout = Py_MAX(nt, width);
+    acc = PyMem_Calloc((size_t)(nout ? nout : 1), sizeof(double));
+    d = PyMem_Calloc((size_t)(n ? n : 1), sizeof(double));
+    if (acc == NULL || d == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nt; j++) {
+        PyObject *t = PySequence_Fast_GET_ITEM(totals, j);
+        if (!PyFloat_CheckExact(t)) goto python;
+        acc[j] = PyFloat_AS_DOUBLE(t);
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(drafts, k);
+        if (!PyFloat_CheckExact(v)) goto python;
+        d[k] = PyFloat_AS_DOUBLE(v);
+    }
+    for (Py_ssize_t i = 0; i < width; i++) {
+        int or_zero = !uniform; /* `p or 0.0`: the ragged rows' way, and a uniform column's that holds a None */
+        for (Py_ssize_t k = 0; !or_zero && k < n; k++) or_zero = PySequence_Fast_ITEMS(row[k])[i] == Py_None;
+        double a = acc[i];
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (row[k] == Py_None || Py_SIZE(row[k]) <= i) continue;
+            PyObject *p = PySequence_Fast_ITEMS(row[k])[i];
+            double x = 0.0;
+            if (p != Py_None && !double_at(p, &x)) goto python;
+            if (or_zero && x == 0.0) x = 0.0; /* -0.0 is false too */
+            a = a + x * d[k];
+        }
+        acc[i] = a;
+    }
+    out = PyList_New(nout);
+    for (Py_ssize_t j = 0; out != NULL && j < nout; j++) {
+        PyObject *v = PyFloat_FromDouble(acc[j]);
+        if (v == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, j, v);
+    }
+    goto done;
+python:
+    out = Py_NewRef(Py_None);
+done:
+    PyMem_Free(acc);
+    PyMem_Free(d);
+    Py_XDECREF(rates);
+    Py_XDECREF(drafts);
+    Py_XDECREF(totals);
+    return out;
 }
