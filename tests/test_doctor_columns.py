@@ -215,3 +215,51 @@ def test_a_runs_state_folds_a_stretch_as_it_takes_each_line(drawn, cuts):
 def _taken(states: dict[Any, RunState], fact: Any) -> Step:
     key = fact.key
     return states.setdefault(key, RunState(key[0], key[2], key[1])).stats(fact)
+
+
+def _bucketed(native_on: bool, stretches: list[tuple[list, list, list, list]]) -> RunState:
+    from acceptmon.parse.fast import native
+
+    state = RunState("f", 1)
+    with patch.object(native, "load", wraps=native.load) if native_on else patch.object(native, "load", lambda: None):
+        for tputs, running, lengths, steady in stretches:
+            state._buckets(tputs, running, lengths, steady)
+    return state
+
+
+STRETCH = st.integers(0, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.none() | st.floats(allow_infinity=False) | st.integers(0, 5000), min_size=n, max_size=n),
+        st.lists(st.none() | st.integers(0, 300) | st.sampled_from([2**60, 17, 18, 19]), min_size=n, max_size=n),
+        st.lists(st.none() | st.floats(allow_infinity=False) | st.sampled_from([2.5, 3]), min_size=n, max_size=n),
+        st.lists(st.booleans(), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(STRETCH, max_size=4))
+def test_the_compiled_buckets_are_the_python_buckets_to_the_bit(stretches):
+    """``kept_keys`` and ``keyed_sums`` give each ``#running-req`` bucket what the Python fold gives it, stretch after
+    stretch: the same buckets in the same order, lines, running sums, and the throughput and accept length totals
+    added in line order to the bit (NaN, ints, None, a #running-req past 2**53 left to Python)."""
+    want, got = _bucketed(False, stretches), _bucketed(True, stretches)
+    assert list(got.buckets) == list(want.buckets)
+    for key, w in want.buckets.items():
+        g = got.buckets[key]
+        assert (g.lines, g.running, g.accept_len.count) == (w.lines, w.running, w.accept_len.count)
+        assert pickle.dumps((g.throughput, g.accept_len.total)) == pickle.dumps((w.throughput, w.accept_len.total))
+
+
+def test_the_compiled_buckets_read_what_they_can():
+    """The compiled pass takes floats and ints within 2**53, and leaves the rest to Python."""
+    from acceptmon.parse.fast import native
+
+    module = native.load()
+    assert module is not None
+    steady, running, tputs, lengths = [True, True, False, True], [4, 5, 4, 4], [1.5, 2.0, 9.0, 3], [2.5, None, 1.0, 3.5]
+    assert module.kept_keys(steady, running, tputs) == [4, 5]
+    got = module.keyed_sums(steady, running, tputs, lengths, {4: 0, 5: 1}, [(0.5, 1.0), (0.0, 0.0)])
+    assert got == [(2, 5.0, 8, 2, 7.0), (1, 2.0, 5, 0, 0.0)]
+    assert module.keyed_sums(steady, running, ["x", 2.0, 1.0, 1.0], lengths, {4: 0, 5: 1}, [(0.0, 0.0)] * 2) is None
+    assert module.keyed_sums(steady, running, tputs, lengths, {4: 0, 5: 1}, [(0, 0.0), (0.0, 0.0)]) is None

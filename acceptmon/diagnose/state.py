@@ -24,6 +24,7 @@ from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
 from acceptmon.measure.plain import added, present, summed, where_each
 from acceptmon.measure.speedup import bucket_of, speculates
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import LaunchConfig, Record
 
 CONFIG_FIELDS = {
@@ -344,7 +345,10 @@ class RunState:
         steady: Sequence[bool],
     ) -> None:
         """Steady lines with a throughput and running requests, each added to its ``#running-req`` bucket in order
-        (the buckets in the order first seen, as each line in turn adds to its own)."""
+        (the buckets in the order first seen, as each line in turn adds to its own): in one compiled pass where the
+        module is built and the values are floats and ints it reads (:func:`_compiled_buckets`)."""
+        if self._compiled_buckets(tputs, running, length, steady):
+            return
         keep = list(map(and_, map(and_, map(truth, steady), map(truth, running)), _logged(tputs)))
         if True not in keep:
             return
@@ -360,6 +364,41 @@ class RunState:
             bucket.throughput = added(compress(kept_tputs, mine), bucket.throughput)
             bucket.running += sum(compress(at, mine))  # type: ignore[arg-type]  # ints, where kept
             summed(bucket.accept_len, present(list(compress(kept_lengths, mine))))
+
+    def _compiled_buckets(
+        self,
+        tputs: Sequence[float | None],
+        running: Sequence[int | None],
+        length: Sequence[float | None],
+        steady: Sequence[bool],
+    ) -> bool:
+        """:meth:`_buckets` by the compiled module's ``kept_keys`` and ``keyed_sums``: the same sums, each added in
+        line order from the bucket's; False (nothing added) where it is not built or cannot read a value."""
+        module = native.load()
+        if module is None:
+            return False
+        firsts = module.kept_keys(steady, running, tputs)
+        numbers: dict[int, int] = {}  # a bucket's number, by its id, in the order first seen (values share buckets)
+        number: dict[int, int] = {}
+        kept: list[BucketStats] = []
+        for r in firsts:
+            bucket = self._bucket(r)
+            if id(bucket) not in numbers:
+                numbers[id(bucket)] = len(kept)
+                kept.append(bucket)
+            number[r] = numbers[id(bucket)]
+        got = module.keyed_sums(
+            steady, running, tputs, length, number, [(b.throughput, b.accept_len.total) for b in kept]
+        )
+        if got is None:
+            return False
+        for bucket, (lines, throughput, run, counted, total) in zip(kept, got, strict=True):
+            bucket.lines += lines
+            bucket.throughput = throughput
+            bucket.running += run
+            bucket.accept_len.count += counted
+            bucket.accept_len.total = total
+        return True
 
     def _bucket(self, running: int) -> BucketStats:
         """The ``buckets`` entry of a ``#running-req`` value, created on its first steady line."""

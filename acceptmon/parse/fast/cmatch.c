@@ -377,6 +377,11 @@ static PyMethodDef module_functions[] = {
      "(detect_context.py)"},
     {"added", cm_added, METH_VARARGS,
      "added(values, start) -> the floats added one by one to start, or None where one is not a float (plain.py)"},
+    {"kept_keys", cm_kept_keys, METH_VARARGS,
+     "kept_keys(steady, running, tputs) -> each kept line's #running-req once, in order (plain.py)"},
+    {"keyed_sums", cm_keyed_sums, METH_VARARGS,
+     "keyed_sums(steady, running, tputs, lengths, number, starts) -> per bucket its kept lines' sums, or None "
+     "(plain.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "
      "(positions.py)"},

@@ -1,6 +1,6 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is ten translation units, built together into one extension (hatch_build.py):
+ * The module is eleven translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
@@ -15,6 +15,8 @@
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
  *                     added: measure/plain.py; weighed: measure/positions.py)
+ *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
+ *                     keyed_sums: measure/plain.py, diagnose/state.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -25,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 26
+#define CMATCH_VERSION 27
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -296,5 +298,9 @@ PyObject *cm_every(PyObject *mod, PyObject *columns);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
 PyObject *cm_added(PyObject *mod, PyObject *args);
 PyObject *cm_weighed(PyObject *mod, PyObject *args);
+
+/* cmatch_keyed.c */
+PyObject *cm_kept_keys(PyObject *mod, PyObject *args);
+PyObject *cm_keyed_sums(PyObject *mod, PyObject *args);
 
 #endif

@@ -1,0 +1,153 @@
+/* cmatch_keyed.c: the doctor's #running-req buckets of a stretch of lines, summed in one pass (diagnose/state.py's
+ * RunState._buckets, through measure/plain.py's kept_keys and keyed_sums), the same answers as its Python, which
+ * stays where the module is not built or a value is not one read here.
+ *
+ * A line is kept where its steady flag and its #running-req are true and its throughput is logged (not None). Each
+ * kept line adds, to its bucket: one line, its throughput (added one by one in line order, from the bucket's
+ * total), its #running-req, and its accept length where logged (counted, and added in order from the bucket's). */
+#include "cmatch.h"
+
+#define EXACT ((int64_t)1 << 53)
+
+/* A float, or an int within EXACT, as a double (as Python adds it to a float); 0 for anything else. */
+static int number_at(PyObject *v, double *x) {
+    if (PyFloat_CheckExact(v)) return *x = PyFloat_AS_DOUBLE(v), 1;
+    if (!PyLong_CheckExact(v)) return 0;
+    int overflow = 0;
+    long long got = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (got == -1 && PyErr_Occurred()) return PyErr_Clear(), 0;
+    if (overflow || got > EXACT || got < -EXACT) return 0;
+    return *x = (double)got, 1;
+}
+
+typedef struct {
+    PyObject *steady, *running, *tputs; /* sequences (PySequence_Fast) of one length */
+    Py_ssize_t n;
+} Lines;
+
+static int lines_of(Lines *l, PyObject *steady, PyObject *running, PyObject *tputs) {
+    l->steady = PySequence_Fast(steady, "steady must be a sequence");
+    l->running = l->steady ? PySequence_Fast(running, "running must be a sequence") : NULL;
+    l->tputs = l->running ? PySequence_Fast(tputs, "tputs must be a sequence") : NULL;
+    if (l->tputs == NULL) return -1;
+    l->n = PySequence_Fast_GET_SIZE(l->steady);
+    if (PySequence_Fast_GET_SIZE(l->running) != l->n || PySequence_Fast_GET_SIZE(l->tputs) != l->n)
+        return PyErr_SetString(PyExc_ValueError, "columns of different lengths"), -1;
+    return 0;
+}
+
+static void lines_free(Lines *l) {
+    Py_XDECREF(l->steady);
+    Py_XDECREF(l->running);
+    Py_XDECREF(l->tputs);
+}
+
+/* 1 if line i is kept, 0 if not, -1 with an error set. */
+static int kept(const Lines *l, Py_ssize_t i) {
+    if (PySequence_Fast_GET_ITEM(l->tputs, i) == Py_None) return 0;
+    int s = PyObject_IsTrue(PySequence_Fast_GET_ITEM(l->steady, i));
+    if (s <= 0) return s;
+    return PyObject_IsTrue(PySequence_Fast_GET_ITEM(l->running, i));
+}
+
+/* kept_keys(steady, running, tputs) -> the #running-req of the kept lines, each once, in the order first kept. */
+PyObject *cm_kept_keys(PyObject *mod, PyObject *args) {
+    PyObject *steady, *running, *tputs, *out = NULL, *seen = NULL;
+    Lines l = {NULL, NULL, NULL, 0};
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO", &steady, &running, &tputs) || lines_of(&l, steady, running, tputs) < 0) goto done;
+    if ((out = PyList_New(0)) == NULL || (seen = PySet_New(NULL)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < l.n; i++) {
+        int k = kept(&l, i);
+        if (k < 0) goto fail;
+        if (!k) continue;
+        PyObject *r = PySequence_Fast_GET_ITEM(l.running, i);
+        int in = PySet_Contains(seen, r);
+        if (in < 0 || (!in && (PySet_Add(seen, r) < 0 || PyList_Append(out, r) < 0))) goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(seen);
+    lines_free(&l);
+    return out;
+}
+
+typedef struct {
+    long long lines, running, counted;
+    double tput, total;
+} Sums;
+
+/* keyed_sums(steady, running, tputs, lengths, number, starts) -> per bucket (lines, throughput, running, accept
+ * lengths counted, their total): number maps each kept #running-req to its bucket's index, starts gives each
+ * bucket's (throughput, accept length total) to add from (floats). None where a value is not one read here. */
+PyObject *cm_keyed_sums(PyObject *mod, PyObject *args) {
+    PyObject *steady, *running, *tputs, *lengths_obj, *number, *starts_obj, *lengths = NULL, *starts = NULL;
+    PyObject *out = NULL;
+    Sums *sums = NULL;
+    Lines l = {NULL, NULL, NULL, 0};
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOOOO!O", &steady, &running, &tputs, &lengths_obj, &PyDict_Type, &number, &starts_obj) ||
+        lines_of(&l, steady, running, tputs) < 0 ||
+        (lengths = PySequence_Fast(lengths_obj, "lengths must be a sequence")) == NULL ||
+        (starts = PySequence_Fast(starts_obj, "starts must be a sequence")) == NULL)
+        goto done;
+    if (PySequence_Fast_GET_SIZE(lengths) != l.n) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(starts);
+    if ((sums = PyMem_Calloc((size_t)(nb ? nb : 1), sizeof(Sums))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(starts, b);
+        if (!PyTuple_CheckExact(s) || PyTuple_GET_SIZE(s) != 2 || !PyFloat_CheckExact(PyTuple_GET_ITEM(s, 0)) ||
+            !PyFloat_CheckExact(PyTuple_GET_ITEM(s, 1)))
+            goto python;
+        sums[b].tput = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(s, 0));
+        sums[b].total = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(s, 1));
+    }
+    for (Py_ssize_t i = 0; i < l.n; i++) {
+        int k = kept(&l, i);
+        if (k < 0) goto done;
+        if (!k) continue;
+        PyObject *r = PySequence_Fast_GET_ITEM(l.running, i), *at = PyDict_GetItemWithError(number, r);
+        if (at == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "a kept #running-req without a bucket");
+            goto done;
+        }
+        Py_ssize_t b = PyLong_AsSsize_t(at);
+        if (b == -1 && PyErr_Occurred()) goto done;
+        if (b < 0 || b >= nb) {
+            PyErr_SetString(PyExc_IndexError, "a bucket index out of range");
+            goto done;
+        }
+        double t, x, a;
+        PyObject *len = PySequence_Fast_GET_ITEM(lengths, i);
+        if (!number_at(PySequence_Fast_GET_ITEM(l.tputs, i), &t) || !PyLong_CheckExact(r) || !number_at(r, &x) ||
+            (len != Py_None && !number_at(len, &a)))
+            goto python;
+        sums[b].lines++;
+        sums[b].tput += t;
+        sums[b].running += (long long)x;
+        if (len != Py_None) sums[b].counted++, sums[b].total += a;
+    }
+    out = PyList_New(nb);
+    for (Py_ssize_t b = 0; out != NULL && b < nb; b++) {
+        PyObject *t = Py_BuildValue("(LdLLd)", sums[b].lines, sums[b].tput, sums[b].running, sums[b].counted, sums[b].total);
+        if (t == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, b, t);
+    }
+    goto done;
+python:
+    out = Py_NewRef(Py_None);
+done:
+    PyMem_Free(sums);
+    Py_XDECREF(lengths);
+    Py_XDECREF(starts);
+    lines_free(&l);
+    return out;
+}
