@@ -263,3 +263,47 @@ def test_the_compiled_buckets_read_what_they_can():
     assert got == [(2, 5.0, 8, 2, 7.0), (1, 2.0, 5, 0, 0.0)]
     assert module.keyed_sums(steady, running, ["x", 2.0, 1.0, 1.0], lengths, {4: 0, 5: 1}, [(0.0, 0.0)] * 2) is None
     assert module.keyed_sums(steady, running, tputs, lengths, {4: 0, 5: 1}, [(0, 0.0), (0.0, 0.0)]) is None
+
+
+def _reserve_python(running, tokens, usage, lines, c, start):
+    """Retractions' largest reserve as its Python takes it."""
+    from itertools import chain, compress, repeat
+    from operator import mul, truediv
+
+    from acceptmon.diagnose.detector import every
+
+    judged = every(running, usage, tokens)
+    pools = map(truediv, compress(tokens, judged), compress(usage, judged))
+    reserves = list(map(truediv, map(mul, compress(running, judged), repeat(c)), pools))
+    largest = max(chain((start,), reserves))
+    if largest > start:
+        return largest, list(compress(lines, judged))[reserves.index(largest)]
+    return start, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 30).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.none() | st.integers(0, 600), min_size=n, max_size=n),
+            st.lists(st.none() | st.integers(0, 10**6), min_size=n, max_size=n),
+            st.lists(st.none() | st.floats(0, 1) | st.sampled_from([1, 0.5]), min_size=n, max_size=n),
+        )
+    ),
+    st.integers(0, 40),
+    st.floats(0, 50) | st.just(0.0),
+)
+def test_the_compiled_reserve_is_the_python_reserve(columns, c, start):
+    """``reserve_max`` gives Retractions' largest reserve ``r·c / (t / u)`` and its first line to the bit, or None
+    where Python must (a pool of 0)."""
+    from acceptmon.parse.fast import native
+
+    running, tokens, usage = columns
+    lines = list(range(10, 10 + len(running)))
+    got = native.load().reserve_max(running, tokens, usage, lines, c, start)
+    try:
+        want = _reserve_python(running, tokens, usage, lines, c, start)
+    except ZeroDivisionError:
+        assert got is None
+        return
+    assert got is not None and pickle.dumps(got) == pickle.dumps(want)

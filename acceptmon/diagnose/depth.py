@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
@@ -114,8 +114,8 @@ class DepthInputs:
         every = all(batch)
         lengths = facts.accept_len if every else list(compress(facts.accept_len, batch))
         tputs = tput if every else list(compress(tput, batch))
-        got.accept.extend(math.nan if a is None else a for a in lengths)
-        got.batch_tok_s.extend(math.nan if t is None else t for t in tputs)
+        got.accept.extend(_nan_for_none(lengths))
+        got.batch_tok_s.extend(_nan_for_none(tputs))
         rates = facts.values["position_accept_rates"]
         if any(rates):
             since = facts.values["cumulative"]
@@ -272,3 +272,8 @@ def _positions_from(points: Sequence[Point]) -> str:
         return f"per-position figures of run {runs}"
     depths = ", ".join(f"{p.depth} (run {p.run})" for p in points)
     return f"the sweep's accept lengths at depths {depths}"
+
+
+def _nan_for_none(values: Sequence[float | None]) -> Iterable[float]:
+    """The values, NaN for one not logged (None): the column itself where none is (an ``array('d')`` takes it in C)."""
+    return cast("Sequence[float]", values) if None not in values else (math.nan if v is None else v for v in values)

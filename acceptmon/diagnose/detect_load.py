@@ -13,6 +13,7 @@ from acceptmon.diagnose.detector import Context, Detector, Lines, Params, compar
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, WarningRecord
 
 
@@ -73,9 +74,21 @@ class Retractions(Detector[RetractParams]):
         _, n, k, topk = run.spec_params()  # worked out once per launch line
         if not n:
             return
+        c = n + topk * (k or 0)
+        module = native.load()
+        got = (
+            module.reserve_max(steps.running_req, steps.num_tokens, steps.token_usage, steps.line, c, self.reserve)
+            if module is not None and type(c) is int and type(self.reserve) is float
+            else None
+        )
+        if got is not None:
+            largest, line = got
+            if line is not None:
+                self.reserve, self.reserve_line = largest, line
+            return
         judged = every(steps.running_req, steps.token_usage, steps.num_tokens)
         pools = map(truediv, compress(steps.num_tokens, judged), compress(steps.token_usage, judged))
-        reserves = list(map(truediv, map(mul, compress(steps.running_req, judged), repeat(n + topk * (k or 0))), pools))
+        reserves = list(map(truediv, map(mul, compress(steps.running_req, judged), repeat(c)), pools))
         largest = max(chain((self.reserve,), reserves))
         if largest > self.reserve:  # the first line that reached it (none after is above it)
             self.reserve, self.reserve_line = largest, list(compress(steps.line, judged))[reserves.index(largest)]

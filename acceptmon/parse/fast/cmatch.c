@@ -382,6 +382,9 @@ static PyMethodDef module_functions[] = {
     {"keyed_sums", cm_keyed_sums, METH_VARARGS,
      "keyed_sums(steady, running, tputs, lengths, number, starts) -> per bucket its kept lines' sums, or None "
      "(plain.py)"},
+    {"reserve_max", cm_reserve_max, METH_VARARGS,
+     "reserve_max(running, tokens, usage, lines, c, start) -> (largest r*c/(t/u), its first line), or None "
+     "(detect_load.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "
      "(positions.py)"},

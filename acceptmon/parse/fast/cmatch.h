@@ -16,7 +16,7 @@
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
  *                     added: measure/plain.py; weighed: measure/positions.py)
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
- *                     keyed_sums: measure/plain.py, diagnose/state.py)
+ *                     keyed_sums: diagnose/state.py), and its largest KV reserve (reserve_max: detect_load.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 27
+#define CMATCH_VERSION 28
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -302,5 +302,6 @@ PyObject *cm_weighed(PyObject *mod, PyObject *args);
 /* cmatch_keyed.c */
 PyObject *cm_kept_keys(PyObject *mod, PyObject *args);
 PyObject *cm_keyed_sums(PyObject *mod, PyObject *args);
+PyObject *cm_reserve_max(PyObject *mod, PyObject *args);
 
 #endif

@@ -1,6 +1,7 @@
-/* cmatch_keyed.c: the doctor's #running-req buckets of a stretch of lines, summed in one pass (diagnose/state.py's
- * RunState._buckets, through measure/plain.py's kept_keys and keyed_sums), the same answers as its Python, which
- * stays where the module is not built or a value is not one read here.
+/* cmatch_keyed.c: two of the doctor's loops over a stretch of lines, the same answers as their Python, which stays
+ * where the module is not built or a value is not one read here: its #running-req buckets summed in one pass
+ * (diagnose/state.py's RunState._buckets: kept_keys, keyed_sums), and the largest speculative KV reserve
+ * (diagnose/detect_load.py's Retractions: reserve_max).
  *
  * A line is kept where its steady flag and its #running-req are true and its throughput is logged (not None). Each
  * kept line adds, to its bucket: one line, its throughput (added one by one in line order, from the bucket's
@@ -149,5 +150,52 @@ done:
     Py_XDECREF(lengths);
     Py_XDECREF(starts);
     lines_free(&l);
+    return out;
+}
+
+/* reserve_max(running, tokens, usage, lines, c, start) -> (the largest speculative KV reserve r*c / (t / u) of the
+ * lines where r, t and u are all true, or start where none is larger, and the first line that reached it, or None):
+ * diagnose/detect_load.py's Retractions, its ints multiplied exactly and divided as Python divides ints within 2**53
+ * and floats. None where a value is not one read here, or a pool t / u is 0 (Python's ZeroDivisionError). */
+PyObject *cm_reserve_max(PyObject *mod, PyObject *args) {
+    PyObject *cols[4], *seqs[4] = {NULL, NULL, NULL, NULL}, *out = NULL, *best_line = Py_None;
+    long long c;
+    double best;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOOOLd", &cols[0], &cols[1], &cols[2], &cols[3], &c, &best)) return NULL;
+    for (int j = 0; j < 4; j++)
+        if ((seqs[j] = PySequence_Fast(cols[j], "columns must be sequences")) == NULL) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seqs[0]);
+    for (int j = 1; j < 4; j++)
+        if (PySequence_Fast_GET_SIZE(seqs[j]) != n) {
+            PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+            goto done;
+        }
+    if (c < 0 || c > EXACT) goto python;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seqs[0], i), *t = PySequence_Fast_GET_ITEM(seqs[1], i);
+        PyObject *u = PySequence_Fast_GET_ITEM(seqs[2], i);
+        int judged = 1;
+        for (int j = 0; j < 3 && judged; j++) {
+            judged = PyObject_IsTrue(PySequence_Fast_GET_ITEM(seqs[j], i));
+            if (judged < 0) goto done;
+        }
+        if (!judged) continue;
+        double rv, tv, uv;
+        if (!PyLong_CheckExact(r) || !PyLong_CheckExact(t) || !number_at(r, &rv) || !number_at(t, &tv) ||
+            !number_at(u, &uv))
+            goto python;
+        if (rv < 0 || (c && rv > (double)(EXACT / c))) goto python; /* r * c within 2**53 */
+        double pool = tv / uv;
+        if (pool == 0.0) goto python;
+        double x = (double)((long long)rv * c) / pool;
+        if (x > best) best = x, best_line = PySequence_Fast_GET_ITEM(seqs[3], i);
+    }
+    out = Py_BuildValue("(dO)", best, best_line);
+    goto done;
+python:
+    out = Py_NewRef(Py_None);
+done:
+    for (int j = 0; j < 4; j++) Py_XDECREF(seqs[j]);
     return out;
 }
