@@ -24,7 +24,7 @@ class Unmade:
     spares the records; :meth:`made` makes them. Rows of several plans (a vLLM log's spec and throughput lines) are
     :attr:`pieces`, one plan's each, and :attr:`order` says whose each row is (:func:`joined`)."""
 
-    __slots__ = ("_gather", "_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
+    __slots__ = ("_gather", "_listed", "_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
 
     def __init__(
         self,
@@ -48,6 +48,9 @@ class Unmade:
         empty)."""
         self.order = b""
         """With :attr:`pieces`: each row's piece, by its index."""
+        self._listed: dict[str, list[Any]] = {}
+        """Machine columns (an ``array``) as :meth:`column` gives them, made once; :attr:`columns` keeps the arrays,
+        which :meth:`shipped` sends as they are."""
         self._gather: Callable[[Sequence[Any]], Sequence[Any]] | None = None
         """With :attr:`pieces`: the rows in order, from the pieces' columns one after another (:meth:`column`)."""
 
@@ -68,7 +71,10 @@ class Unmade:
             return self._gathered(list(chain.from_iterable(p.column(name) for p in self.pieces)))
         got = self.columns.get(name)
         if type(got) is array:  # machine values, as the compiled matcher keeps a column of numbers: read as a list
-            got = self.columns[name] = got.tolist()
+            listed = self._listed.get(name)
+            if listed is None:
+                listed = self._listed[name] = got.tolist()
+            return listed
         return got if got is not None else (self.fixed.get(name),) * self.size
 
     def _gathered(self, values: list[Any]) -> Sequence[Any]:
