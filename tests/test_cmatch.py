@@ -1052,3 +1052,16 @@ def test_weighed_leaves_to_python_what_it_cannot_read():
     assert CMATCH.weighed([[0.5]], [1], []) is None and CMATCH.weighed([[0.5]], [1.0], [0]) is None
     assert CMATCH.weighed([[0.5]], [1.0, 2.0], []) is None and CMATCH.weighed(["ab"], [1.0], []) is None
     assert CMATCH.weighed([[0.5, None], [None, 0.25]], [2.0, 4.0], [1.0]) == [2.0, 1.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.none() | st.floats() | st.integers() | st.booleans() | st.text(max_size=3) | st.lists(st.none())),
+    st.booleans(),
+)
+def test_has_none_is_in(values, as_tuple):
+    """``has_none`` says what ``None in values`` says, by identity for lists and tuples; an array of floats has none."""
+    column = tuple(values) if as_tuple else values
+    want = None in column
+    assert CMATCH.has_none(column) is want and plain.has_none(column) is want
+    assert CMATCH.has_none(array("d", [x for x in values if type(x) is float])) is False

@@ -26,6 +26,7 @@ from acceptmon.measure.compare import RESAMPLES, Side, intervals
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.facts import Facts
 from acceptmon.measure.normalize import Fact
+from acceptmon.measure.plain import has_none
 from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters, width
 from acceptmon.parse.kinds import KINDS
@@ -276,4 +277,4 @@ def _positions_from(points: Sequence[Point]) -> str:
 
 def _nan_for_none(values: Sequence[float | None]) -> Iterable[float]:
     """The values, NaN for one not logged (None): the column itself where none is (an ``array('d')`` takes it in C)."""
-    return cast("Sequence[float]", values) if None not in values else (math.nan if v is None else v for v in values)
+    return cast("Sequence[float]", values) if not has_none(values) else (math.nan if v is None else v for v in values)

@@ -31,7 +31,7 @@ from acceptmon.diagnose.detector import (
 )
 from acceptmon.diagnose.model import Hit, Severity, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
-from acceptmon.measure.plain import added
+from acceptmon.measure.plain import added, has_none
 from acceptmon.parse.records import Record
 
 
@@ -153,7 +153,7 @@ class Low(Detector[LowParams]):
 
     def steps(self, steps: Steps, run: RunState) -> None:
         """Warm lines that log an acceptance rate and no accept length: counted, their rates added in order."""
-        if None not in steps.accept_len:  # every line logs an accept length
+        if not has_none(steps.accept_len):  # every line logs an accept length
             return
         rated = every(steps.warm, known(steps.accept_rate), map(is_, steps.accept_len, repeat(None)))
         rates = list(compress(steps.accept_rate, rated))

@@ -12,6 +12,7 @@ from pydantic import Field
 from acceptmon.diagnose.detector import Context, Detector, Lines, Params, compared, hit, logged, r6
 from acceptmon.diagnose.model import Evidence, Hit, plural
 from acceptmon.diagnose.state import UNREAD, RunState, Step, Steps, config_value
+from acceptmon.measure.plain import has_none
 from acceptmon.parse.records import Record, WarningRecord
 
 
@@ -126,7 +127,7 @@ class GraphOff(Detector[GraphParams]):
         if start >= len(steps):
             return
         lines, given = steps.line[start:], steps.running_req[start:]
-        running = [r or 0 for r in given] if None in given else cast(Sequence[int], given)
+        running = [r or 0 for r in given] if has_none(given) else cast(Sequence[int], given)
         column = steps.values.get("cuda_graph")
         graph = None if column is None else column[start:]
         unlogged = None if graph is None else list(map(is_, graph, repeat(None)))

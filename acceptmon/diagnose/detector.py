@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from acceptmon.diagnose.breakeven import BreakEven
 from acceptmon.diagnose.model import Evidence, Hit, Severity, Value
 from acceptmon.diagnose.state import RunState, Step, Steps
+from acceptmon.measure.plain import has_none
 from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record, WarningRecord
 
@@ -147,12 +148,12 @@ class Lines:
 
 def known(values: Sequence[Any]) -> Iterator[bool] | Literal[True]:
     """Whether each value is logged (not None): True alone when every one is (a mask for :func:`every`)."""
-    return True if None not in values else map(is_not, values, repeat(None))
+    return True if not has_none(values) else map(is_not, values, repeat(None))
 
 
 def compared(values: Sequence[Any], op: Callable[[Any, Any], Any], bound: Any, absent: bool = False) -> Iterable[Any]:
     """``op(value, bound)`` of each value (in C when none is None), ``absent`` for a None."""
-    if None not in values:
+    if not has_none(values):
         return map(op, values, repeat(bound))
     return [absent if value is None else op(value, bound) for value in values]
 
@@ -167,7 +168,7 @@ def picked(values: Sequence[T | None], mask: Iterable[Any]) -> list[T]:
 
 def logged(values: Sequence[T | None]) -> Sequence[T]:
     """The values that are not None, in order (``values`` itself when none is)."""
-    return picked(values, map(is_not, values, repeat(None))) if None in values else cast(Sequence[T], values)
+    return picked(values, map(is_not, values, repeat(None))) if has_none(values) else cast(Sequence[T], values)
 
 
 def every(*masks: Iterable[Any] | Literal[True]) -> Sequence[Any]:

@@ -22,7 +22,7 @@ from acceptmon.measure.facts import Facts, Values
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import added, present, summed, where_each
+from acceptmon.measure.plain import added, has_none, present, summed, where_each
 from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.fast import native
 from acceptmon.parse.records import LaunchConfig, Record
@@ -314,12 +314,12 @@ class RunState:
             if every
             else [r if b else None for r, b in zip(values["accept_rate"], batch, strict=True)]
         )
-        spec = [True] * n if None not in length else list(map(or_, _logged(length), _logged(rate)))
+        spec = [True] * n if not has_none(length) else list(map(or_, _logged(length), _logged(rate)))
         spec_lines = spec.count(True)
         spec_from = 0 if self.spec_lines else spec.index(True) if spec_lines else n  # (no launch: its first such line)
         self.spec_lines += spec_lines
         warm = list(map(gt, batch, facts.warmup))  # a batch past the warm-up
-        judged = warm if None not in length else list(map(and_, warm, _logged(length)))
+        judged = warm if not has_none(length) else list(map(and_, warm, _logged(length)))
         if True in judged:
             summed(self.accept_len, list(compress(length, judged)))
             first, last = judged.index(True), n - 1 - judged[::-1].index(True)
@@ -328,7 +328,7 @@ class RunState:
         self._buckets(tputs, running, length, facts.steady)
         self.running_logged = self.running_logged or any(_logged(running))
         tokens = values["num_tokens"]
-        if None in tokens or None in running or 0 in running:
+        if has_none(tokens) or has_none(running) or 0 in running:
             seq = [t / r if t is not None and r else None for t, r in zip(tokens, running, strict=True)]
         else:
             seq = list(map(truediv, tokens, running))

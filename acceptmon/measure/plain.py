@@ -345,7 +345,14 @@ def present(column: Sequence[Any] | None) -> Sequence[Any]:
     """The values logged in a column (None: a field the kind lacks), in order."""
     if column is None:
         return ()
-    return column if None not in column else list(compress(column, map(is_not, column, repeat(None))))
+    return column if not has_none(column) else list(compress(column, map(is_not, column, repeat(None))))
+
+
+def has_none(values: Sequence[Any]) -> bool:
+    """``None in values``: the compiled module's ``has_none`` where it is built, which looks for None by identity in
+    a list or a tuple (only None equals None among the lane's values) instead of comparing each value with it."""
+    module = native.load()
+    return None in values if module is None else bool(module.has_none(values))
 
 
 def summed(mean: Mean, present: Sequence[Any]) -> None:

@@ -385,6 +385,7 @@ static PyMethodDef module_functions[] = {
     {"reserve_max", cm_reserve_max, METH_VARARGS,
      "reserve_max(running, tokens, usage, lines, c, start) -> (largest r*c/(t/u), its first line), or None "
      "(detect_load.py)"},
+    {"has_none", cm_has_none, METH_O, "has_none(values) -> whether a value is None (plain.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "
      "(positions.py)"},

@@ -14,7 +14,7 @@
  *                     column's values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
- *                     added: measure/plain.py; weighed: measure/positions.py)
+ *                     added, has_none: measure/plain.py; weighed: measure/positions.py)
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
  *                     keyed_sums: diagnose/state.py), and its largest KV reserve (reserve_max: detect_load.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 28
+#define CMATCH_VERSION 29
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -298,6 +298,7 @@ PyObject *cm_every(PyObject *mod, PyObject *columns);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
 PyObject *cm_added(PyObject *mod, PyObject *args);
 PyObject *cm_weighed(PyObject *mod, PyObject *args);
+PyObject *cm_has_none(PyObject *mod, PyObject *values);
 
 /* cmatch_keyed.c */
 PyObject *cm_kept_keys(PyObject *mod, PyObject *args);

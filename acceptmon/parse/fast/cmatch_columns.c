@@ -1,4 +1,4 @@
-/* cmatch_columns.c: six loops over the fast lane's columns that the runs' and the doctor's fold run on every row
+/* cmatch_columns.c: seven loops over the fast lane's columns that the runs' and the doctor's fold run on every row
  * (acceptmon/measure/plain.py, acceptmon/measure/tokens.py, acceptmon/diagnose), the same answers as their Python,
  * which stays where the module is not built:
  *   bounded    whether each value logged in a column is a plain number within a field's bounds (plain._bounded)
@@ -8,6 +8,7 @@
  *   log2_sums  accept lengths added per log2 bucket of the sequence length (diagnose/detect_context.py's LongContext)
  *   added      floats added one by one in order, as functools.reduce(add, ...) adds them (measure/plain.py's added)
  *   weighed    vLLM's per-position rates weighted by each line's drafts, added per position (measure/positions.py)
+ *   has_none   whether a column holds None, by identity (measure/plain.py's has_none, for `None in column`)
  */
 #include "cmatch.h"
 #include <math.h>
@@ -417,4 +418,20 @@ done:
     Py_XDECREF(drafts);
     Py_XDECREF(totals);
     return out;
+}
+
+/* has_none(values) -> whether a value is None: for a list or a tuple by identity alone (None in values compares each
+ * value with None, and only None equals None among the lane's values: numbers, texts, bools, lists), else as `in`
+ * does. */
+PyObject *cm_has_none(PyObject *mod, PyObject *values) {
+    (void)mod;
+    if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) {
+        int in = PySequence_Contains(values, Py_None);
+        return in < 0 ? NULL : PyBool_FromLong(in);
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    PyObject **v = PySequence_Fast_ITEMS(values);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (v[i] == Py_None) Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
 }
