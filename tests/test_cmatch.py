@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import operator
+import random
 import re
 import struct
 from array import array
@@ -627,6 +628,67 @@ def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, dra
         assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=12, max_size=12), min_size=1, max_size=3),
+    st.lists(st.booleans(), min_size=3, max_size=3),
+    st.lists(st.binary(min_size=8, max_size=8 * 30).filter(lambda b: len(b) % 8 == 0), max_size=4),
+)
+def test_block_totals_of_several_tables_are_each_one_alone(columns, counted, draws):
+    """The draws read once for every table: each table's totals are what it gives alone, bit for bit."""
+    assert CMATCH is not None
+    tables = []
+    for column, with_counts in zip(columns, counted, strict=False):
+        sums, counts = bootstrap._block_sums(array("d", column), 3)
+        tables.append((sums, counts if with_counts else None))
+    together = CMATCH.block_totals_each(draws, 12, tables)
+    alone = [CMATCH.block_totals_each(draws, 12, [table]) for table in tables]
+    assert len(together) == len(draws) and all(len(row) == len(tables) for row in together)
+    for j in range(len(tables)):
+        for r in range(len(draws)):
+            got, want = together[r][j], alone[j][r][0]
+            assert got[1] == want[1] and struct.pack("d", got[0]) == struct.pack("d", want[0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**64), st.integers(0, 1300), st.integers(0, 4), st.integers(0, 700))
+def test_random_bytes_are_the_generators_randbytes(seed, used, k, words):
+    """The compiled draws are ``randbytes``'s, from any place in the generator's state (across its refills of 624
+    words), and leave the generator where ``randbytes`` leaves it."""
+    assert CMATCH is not None
+    rng, mine = random.Random(seed), random.Random(seed)
+    for r in (rng, mine):
+        for _ in range(used):
+            r.getrandbits(32)  # one word each
+    want = [rng.randbytes(4 * words) for _ in range(k)]
+    assert bootstrap.random_bytes(mine, k, 4 * words) == want
+    assert mine.getstate() == rng.getstate() and mine.random() == rng.random()
+    fresh = random.Random(seed)
+    got, after = CMATCH.random_bytes(fresh.getstate()[1], k, 4 * words)
+    assert got == [fresh.randbytes(4 * words) for _ in range(k)] and after == fresh.getstate()[1]
+
+
+def test_random_bytes_refuse_a_state_they_cannot_read():
+    assert CMATCH is not None
+    internal = random.Random(1).getstate()[1]
+    for bad in (internal[:-1], (*internal[:-1], 625), (*internal[:-1], -1), (2**32, *internal[1:])):
+        with pytest.raises(ValueError):
+            CMATCH.random_bytes(bad, 1, 8)
+    with pytest.raises(ValueError):
+        CMATCH.random_bytes(internal, 1, 6)  # not whole words
+    with pytest.raises(ValueError):
+        CMATCH.random_bytes(internal, -1, 8)
+    with pytest.raises(TypeError):
+        CMATCH.random_bytes(("a",) * 625, 1, 8)
+    assert bootstrap.random_bytes(random.Random(2), 2, 6) == [random.Random(2).randbytes(6), _second(2, 6)]
+
+
+def _second(seed: int, size: int) -> bytes:
+    rng = random.Random(seed)
+    rng.randbytes(size)
+    return rng.randbytes(size)
+
+
 def test_block_totals_refuses_what_it_cannot_read():
     """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
     assert CMATCH is not None
@@ -734,6 +796,56 @@ def test_bounded_answers_what_the_python_check_of_a_column_does(values, bounds, 
     assert CMATCH.bounded(column, *bounds) == plain._bounded(column, *bounds)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.just(-0.0), max_size=40),
+    st.lists(st.integers(-(2**63), 2**63 - 1) | st.sampled_from([2**53, 2**53 + 1, -(2**53) - 1]), max_size=40),
+    st.sampled_from(BOUNDS),
+)
+def test_bounded_reads_an_array_as_its_values(floats, ints, bounds):
+    """A column of machine values (an array of doubles or of 64-bit ints, as the lane keeps numbers) gets the answer
+    its values get as a list, ints past 2**53 compared exactly."""
+    assert CMATCH is not None
+    assert (
+        CMATCH.bounded(array("d", floats), *bounds)
+        == CMATCH.bounded(floats, *bounds)
+        == plain._bounded(floats, *bounds)
+    )
+    assert CMATCH.bounded(array("q", ints), *bounds) == CMATCH.bounded(ints, *bounds) == plain._bounded(ints, *bounds)
+    assert CMATCH.bounded(array("i", [1, 2]), 0, 1) == -1 == plain._bounded([1, 2], 0, 1)  # (read as objects)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "", "DP1 TP4"]), st.none() | st.integers(-3, 3) | st.floats(width=32))
+    ),
+    st.booleans(),
+)
+def test_grouped_is_the_python_grouping(pairs, as_tuple):
+    """Values grouped by their line's key (None left out), the keys in the order of their first value kept: the same
+    dict, in the same order, from C as from Python."""
+    assert CMATCH is not None
+    keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    if as_tuple:
+        keys, values = tuple(keys), tuple(values)  # type: ignore[assignment]
+    with mock.patch.object(native, "load", lambda: None):
+        want = plain.grouped(keys, values)
+    got = CMATCH.grouped(keys, values)
+    assert got == want and list(got) == list(want) and plain.grouped(keys, values) == want
+    assert all(v is not None for vs in want.values() for v in vs)
+
+
+def test_grouped_leaves_keys_that_are_not_text_to_python():
+    assert CMATCH is not None
+    assert CMATCH.grouped([1, "a"], [1, 2]) is None
+    assert plain.grouped([1, "a", 1], [1, 2, None]) == {1: [1], "a": [2]}
+    with pytest.raises(ValueError):
+        CMATCH.grouped(["a"], [1, 2])
+    with pytest.raises(ValueError):
+        plain.grouped(["a"], [1, 2])
+
+
 def test_bounded_compares_ints_exactly_and_refuses_what_is_no_column():
     assert CMATCH is not None
     assert CMATCH.bounded([2**1100, 3], 0, math.inf) == 2  # an int is below infinity however large
@@ -769,6 +881,45 @@ def test_every_ands_the_masks_as_the_python_does(columns, forms):
     got = CMATCH.every([made(c, f) for c, f in zip(columns, forms, strict=False)])
     assert got == want and len(got) == len(columns[0])
     assert set(got) <= {0, 1}
+
+
+_NUMBER = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=True)
+_TEST = st.none() | st.tuples(
+    st.sampled_from([None, operator.lt, operator.le, operator.gt, operator.ge, operator.eq]),
+    st.integers(-3, 3) | st.floats(allow_nan=True),
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 30).flatmap(lambda n: st.lists(st.lists(_NUMBER, min_size=n, max_size=n), min_size=1, max_size=4)),
+    st.lists(_TEST, min_size=4, max_size=4),
+)
+def test_every_asks_each_test_as_python_does(columns, tests):
+    """The doctor's tests of a column (whether a value is logged, is None, or compares with a bound; a None's answer
+    given; turned over), asked in C by ``every``: the same mask as their entries made in Python and and-ed."""
+    from acceptmon.diagnose import detector
+
+    masks = [c if t is None else detector.Test(c, *t) for c, t in zip(columns, tests, strict=False)]
+    entries = [m.entries() if type(m) is detector.Test else m for m in masks]
+    want = list(map(bool, detector.marks(entries))) if len(masks) > 1 else list(map(bool, entries[0]))
+    got = detector.every(*masks)
+    with mock.patch.object(native, "load", lambda: None):
+        python = detector.every(*masks)
+    assert list(map(bool, got)) == want == list(map(bool, python))
+
+
+def test_every_refuses_a_test_it_cannot_ask():
+    assert CMATCH is not None
+    with pytest.raises(ValueError, match="one test per column"):
+        CMATCH.every([[1], [1]], [None])
+    with pytest.raises(ValueError, match="-3 to 5"):
+        CMATCH.every([[1], [1]], [None, (9, 0, False, False)])
+    with pytest.raises(ValueError, match="truth alone"):
+        CMATCH.every([b"\x01", [1]], [(CMATCH.TEST_KNOWN, None, False, False), None])
+    assert CMATCH.every([[None, 2], [1, 1]], [(CMATCH.TEST_NONE, None, False, False), None]) == b"\x01\x00"
 
 
 def test_every_refuses_columns_of_two_lengths_and_no_column():

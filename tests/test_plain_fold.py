@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
+from acceptmon.measure.plain import plain_columns, takes_plain
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats
 from acceptmon.parse.unmade import Unmade
-from tests.unmade import cut, part, unmade
+from tests.unmade import cut, machine, part, unmade
 
 FLOAT = st.one_of(
     st.none(),
@@ -269,6 +270,24 @@ def test_the_column_fold_is_the_facts_fold(drawn, cuts):
 
 
 COLUMN_FOLDS: set[tuple[bool, frozenset[str], bool]] = set()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(records(), decode_records(), vllm_records(), vllm_interval_records()),
+    st.lists(st.integers(min_value=0, max_value=40), max_size=4),
+)
+def test_a_worker_ships_as_values_the_rows_plain_columns_takes(drawn, cuts):
+    """:func:`takes_plain` (a worker's checks alone) says what :func:`plain_columns` says of each part, whatever
+    engine was named before it, its numbers as lists or as the machine columns the compiled lane keeps."""
+    for item in cut(drawn, cuts):
+        if type(item) is not Unmade:
+            continue
+        taken = plain_columns(item, {}) is not None
+        assert takes_plain(item) is taken
+        assert (plain_columns(item, {("f", ""): "9"}) is not None) is taken
+        rows = machine(item)
+        assert takes_plain(rows) is taken and (plain_columns(rows, {}) is not None) is taken
 
 
 def test_the_column_fold_took_some_and_left_some():

@@ -26,7 +26,7 @@ from acceptmon.measure.compare import RESAMPLES, Side, intervals
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.facts import Facts
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import has_none
+from acceptmon.measure.plain import has_none, present
 from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters, width
 from acceptmon.parse.kinds import KINDS
@@ -130,7 +130,7 @@ class DepthInputs:
             got.rates.add_each(kept, drafts)
         if any(load):
             got.own_loads = got.own_loads and all(compress(batch, load))
-            got.loads.extend(t for t, ld in zip(tput, load, strict=True) if ld and t is not None)
+            got.loads.extend(present(tput if all(load) else list(compress(tput, load))))
 
     def _positions(self, r: Record) -> None:
         """A request's per-position rates on a line of their own (``positions`` role), weighted by its verify steps."""

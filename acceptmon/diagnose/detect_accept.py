@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from itertools import compress, repeat
-from operator import gt, is_, itemgetter, lt, not_, sub
+from operator import gt, itemgetter, lt, sub
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +20,6 @@ from acceptmon.diagnose.detector import (
     Lines,
     Params,
     Stretch,
-    compared,
     every,
     hit,
     known,
@@ -28,6 +27,8 @@ from acceptmon.diagnose.detector import (
     picked,
     r6,
     run_lines,
+    tested,
+    unlogged,
 )
 from acceptmon.diagnose.model import Hit, Severity, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
@@ -71,8 +72,8 @@ class Stuck(Detector[StuckParams]):
         stretches at most ``stuck_at_most``, cut by the lines above it. The first stretch goes on from the count
         carried in from earlier lines; the longest stretch so far is kept with its first and last line (the first
         of equal ones); the last stretch stays open (``count``, ``start``) for the lines to come."""
-        few = compared(steps.running_req, lt, self.min_running)  # (not ``>=``: nan is not fewer)
-        judged = every(steps.warm, known(steps.accept_len), map(not_, few))
+        many = tested(steps.running_req, lt, self.min_running, negate=True)  # (not ``>=``: nan is not fewer)
+        judged = every(steps.warm, known(steps.accept_len), many)
         lines = list(compress(steps.line, judged))
         if not lines:
             return
@@ -155,7 +156,7 @@ class Low(Detector[LowParams]):
         """Warm lines that log an acceptance rate and no accept length: counted, their rates added in order."""
         if not has_none(steps.accept_len):  # every line logs an accept length
             return
-        rated = every(steps.warm, known(steps.accept_rate), map(is_, steps.accept_len, repeat(None)))
+        rated = every(steps.warm, known(steps.accept_rate), unlogged(steps.accept_len))
         rates = list(compress(steps.accept_rate, rated))
         if rates:
             self.rate_lines.extend(compress(steps.line, rated))

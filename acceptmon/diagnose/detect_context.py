@@ -15,13 +15,13 @@ from acceptmon.diagnose.detector import (
     Detector,
     Lines,
     Params,
-    compared,
     every,
     hit,
     known,
     picked,
     r6,
     run_lines,
+    tested,
 )
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
@@ -77,7 +77,7 @@ class Expected(Detector[ExpectedParams]):
     def steps(self, steps: Steps, run: RunState) -> None:
         """Warm lines with an accept length at most ``max_running`` running requests: counted, lengths added in
         order."""
-        small = every(steps.warm, known(steps.accept_len), compared(steps.running_req, le, self.max_running))
+        small = every(steps.warm, known(steps.accept_len), tested(steps.running_req, le, self.max_running))
         lengths = list(compress(steps.accept_len, small))
         if lengths:
             self.small = added(lengths, self.small)

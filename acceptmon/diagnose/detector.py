@@ -13,12 +13,12 @@ columns (the helpers below: masks, values picked by masks), and tests hold the t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from itertools import compress, repeat
-from operator import and_, is_not, truth
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+from operator import and_, ge, gt, is_, is_not, le, lt, not_, truth
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -146,9 +146,42 @@ class Lines:
 # Columns of stats lines (:class:`Steps`), masks over them and values picked by masks, in the interpreter's C loops
 
 
-def known(values: Sequence[Any]) -> Iterator[bool] | Literal[True]:
+class Test(NamedTuple):
+    """A mask that :func:`every` asks of a column line by line (in C where the module is built): ``op(value, bound)``,
+    ``absent`` for a None value, turned over where ``negate``; with no ``op``, whether the value is logged (not None),
+    or turned over, whether it is None."""
+
+    values: Sequence[Any]
+    op: Callable[[Any, Any], Any] | None = None
+    bound: Any = None
+    absent: bool = False
+    negate: bool = False
+
+    def entries(self) -> Iterable[Any]:
+        """The mask's entries, in Python."""
+        if self.op is None:
+            return map(is_ if self.negate else is_not, self.values, repeat(None))
+        got = compared(self.values, self.op, self.bound, self.absent)
+        return map(not_, got) if self.negate else got
+
+
+_RICH = {lt: 0, le: 1, gt: 4, ge: 5}
+"""The comparisons a :class:`Test` makes in C, as CPython's rich comparison codes (``Py_LT`` ...)."""
+
+
+def known(values: Sequence[Any]) -> Test | Literal[True]:
     """Whether each value is logged (not None): True alone when every one is (a mask for :func:`every`)."""
-    return True if not has_none(values) else map(is_not, values, repeat(None))
+    return True if not has_none(values) else Test(values)
+
+
+def unlogged(values: Sequence[Any]) -> Test:
+    """Whether each value is None (a mask for :func:`every`)."""
+    return Test(values, negate=True)
+
+
+def tested(values: Sequence[Any], op: Callable[[Any, Any], Any], bound: Any, negate: bool = False) -> Test:
+    """``op(value, bound)`` of each value, False for a None, turned over where ``negate`` (a mask for :func:`every`)."""
+    return Test(values, op, bound, False, negate)
 
 
 def compared(values: Sequence[Any], op: Callable[[Any, Any], Any], bound: Any, absent: bool = False) -> Iterable[Any]:
@@ -171,15 +204,35 @@ def logged(values: Sequence[T | None]) -> Sequence[T]:
     return picked(values, map(is_not, values, repeat(None))) if has_none(values) else cast(Sequence[T], values)
 
 
-def every(*masks: Iterable[Any] | Literal[True]) -> Sequence[Any]:
-    """Line by line, whether each mask's entry is true (as ``a and b and ...`` takes it); a mask True holds on
-    every line, and at least one must be a column, all of one length. A single column is the answer as it is, not a
-    copy; several, bytes (1 true, 0 false): the compiled module's ``every`` where it is built, else :func:`marks`."""
+def every(*masks: Iterable[Any] | Test | Literal[True]) -> Sequence[Any]:
+    """Line by line, whether each mask's entry is true (as ``a and b and ...`` takes it; a :class:`Test`, whether the
+    line passes it); a mask True holds on every line, and at least one must be a column, all of one length. A single
+    column is the answer as it is, not a copy; several, bytes (1 true, 0 false): the compiled module's ``every``
+    where it is built (it asks the tests itself), else :func:`marks`."""
     columns = [mask for mask in masks if mask is not True]
     if len(columns) == 1:
-        return columns[0] if isinstance(columns[0], Sequence) else list(columns[0])
+        only = columns[0]
+        if type(only) is Test:
+            return list(only.entries())
+        return only if isinstance(only, Sequence) else list(only)
     module = native.load()
-    return marks(columns) if module is None else module.every(columns)
+    if module is None:
+        return marks([c.entries() if type(c) is Test else c for c in columns])
+    tests = [_in_c(module, c) if type(c) is Test else None for c in columns]
+    given = [
+        c if type(c) is not Test else c.values if t is not None else list(c.entries())
+        for c, t in zip(columns, tests, strict=True)
+    ]
+    return cast(bytes, module.every(given, tests))
+
+
+def _in_c(module: Any, test: Test) -> tuple[int, Any, bool, bool] | None:
+    """A test as the compiled ``every`` asks it, or None where it asks only an entry's truth (the test's entries are
+    then made here: :meth:`Test.entries`)."""
+    if test.op is None:
+        return module.TEST_KNOWN, None, False, test.negate
+    code = _RICH.get(test.op)
+    return None if code is None else (code, test.bound, test.absent, test.negate)
 
 
 def marks(columns: list[Iterable[Any]]) -> bytes:

@@ -64,7 +64,7 @@ def bootstrap_means(
 
     def drawn(k: int) -> list[bytes]:
         """The next ``k`` replicates' draws, each one's last (cut-short) block's start noted."""
-        chunk = [rng.randbytes(8 * blocks) for _ in range(k)]
+        chunk = random_bytes(rng, k, 8 * blocks)
         lasts.extend(int.from_bytes(draws[-8:], "little") % n for draws in chunk)
         return chunk
 
@@ -109,6 +109,20 @@ def _overlapped(
             pending = submitted
         if pending is not None:
             yield pending.result()
+
+
+def random_bytes(rng: random.Random, k: int, size: int) -> list[bytes]:
+    """``[rng.randbytes(size) for _ in range(k)]``, ``size`` a multiple of 4: of a ``random.Random`` itself, made by the
+    compiled module's ``random_bytes`` where it is built (its Mersenne Twister on the generator's state, without the
+    interpreter's big integers), the same bytes and the generator moved on alike."""
+    module = native.load()
+    if module is None or type(rng) is not random.Random or size % 4:
+        return [rng.randbytes(size) for _ in range(k)]
+    version, internal, gauss = rng.getstate()
+    chunk: list[bytes]
+    chunk, after = module.random_bytes(internal, k, size)
+    rng.setstate((version, after, gauss))
+    return chunk
 
 
 def draw_starts(rng: random.Random, n: int, k: int) -> list[int]:

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import present, summed
+from acceptmon.measure.plain import grouped, present, summed
 
 if TYPE_CHECKING:
     from acceptmon.measure.facts import Facts
@@ -99,17 +99,11 @@ class RunFigures:
         """:meth:`logged` of each line's unit and throughput, in order."""
         if not units:
             return
-        by_unit: dict[str, Sequence[float]] = {}
+        by_unit: dict[str, Sequence[float]]
         if units.count(units[0]) == len(units):  # one unit (a rank, an engine): its rates, in C
-            by_unit[units[0]] = present(gen_throughput)
+            by_unit = {units[0]: present(gen_throughput)}
         else:
-            for u, t in zip(units, gen_throughput, strict=True):
-                if t is not None:
-                    rates = by_unit.get(u)
-                    if rates is None:
-                        by_unit[u] = [t]
-                    else:
-                        cast("list[float]", rates).append(t)
+            by_unit = dict(grouped(units, gen_throughput))
         for unit, rates in by_unit.items():
             if not rates:
                 continue

@@ -16,12 +16,13 @@ Tests hold the two ways equal on drawn rows.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from functools import reduce
 from itertools import compress, repeat
 from operator import add, eq, is_not, itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Normalizer, plain_kinds, refuses_size, valid_bounds
@@ -31,6 +32,8 @@ from acceptmon.parse.fast import native
 from acceptmon.parse.kinds import KINDS, RecordKind
 from acceptmon.parse.unmade import Unmade
 
+K = TypeVar("K")
+V = TypeVar("V")
 Columns = dict[str, Sequence[Any]]
 """By field: each row's value, in order."""
 _from_iso = datetime.fromisoformat
@@ -71,33 +74,15 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
     where one is not plain, they are not of one run of one stream, or two plans' rows log a field a figure sums
     (its sum would be taken in another order); ``named``: the engine each file and source named last before them.
     Rows that count since server start (vLLM v0) are taken where they are all one unit's."""
+    checked = _checked(rows, listed=True)
+    if checked is None:
+        return None
+    (file, source, run), kinds, valid, counting = checked
     parts = rows.parts()
-    kinds = [KINDS[next(iter(p.kinds))] for p in parts]
-    if not rows.size or not rows.kinds <= plain_kinds() or len({k.unit_field for k in kinds}) != 1:
-        return None
-    key = _one_run(parts)
-    if key is None:
-        return None
-    file, source, run = key
-    summed_fields: set[str] = set()
-    valid = []
-    counting = None
-    for part, kind in zip(parts, kinds, strict=True):
-        columns = _valid_columns(part, kind.model)
-        if columns is None or summed_fields & columns.keys() or _derived_from_refused(part, kind.model.model_fields):
-            return None
-        if _since_start(part, kind):
-            counting = part
-        summed_fields |= columns.keys()
-        valid.append(columns)
-    field = kinds[0].unit_field
-    units, last = _units(rows, field, named.get((file, source)))
+    units, last = _units(rows, kinds[0].unit_field, named.get((file, source)))
     counts = None
     if counting is not None:
-        ranks = set(counting.column("rank"))
-        if not all(counting.column("cumulative")) or last is not None or len(ranks) != 1:
-            return None  # lines counting since start among others, or of several units: the record path's
-        counts = (file, source, run, units[0] or ranks.pop() or "")  # :meth:`Intervals.key`
+        counts = (file, source, run, units[0] or next(iter(counting.column("rank"))) or "")  # :meth:`Intervals.key`
     if len(parts) == 1:
         each: list[Sequence[str]] = [units]
     else:
@@ -106,7 +91,49 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
         Piece(kind, part, columns, at, _groups(at) if kind.load else {})
         for part, kind, columns, at in zip(parts, kinds, valid, each, strict=True)
     ]
-    return Plain((file, source, run), pieces, list(dict.fromkeys(units)), last, counts)
+    if len(pieces) == 1 and pieces[0].groups:
+        ordered = list(pieces[0].groups)  # (the units in order of their first row, as grouped)
+    else:
+        ordered = list(dict.fromkeys(units))
+    return Plain((file, source, run), pieces, ordered, last, counts)
+
+
+def takes_plain(rows: Unmade) -> bool:
+    """Whether :func:`plain_columns` takes ``rows`` (whatever engine was named before them): its checks alone, no
+    column made (a worker's test of what it ships as values)."""
+    return _checked(rows, listed=False) is not None
+
+
+def _checked(
+    rows: Unmade, listed: bool
+) -> tuple[tuple[str, str, int], list[RecordKind], list[Columns], Unmade | None] | None:
+    """What :func:`plain_columns` asks of rows before it names their units: their run, each piece's kind and valid
+    columns (as lists, or as the lane keeps them where not ``listed``), and the piece that counts since start; None
+    where it does not take them."""
+    parts = rows.parts()
+    kinds = [KINDS[next(iter(p.kinds))] for p in parts]
+    if not rows.size or not rows.kinds <= plain_kinds() or len({k.unit_field for k in kinds}) != 1:
+        return None
+    key = _one_run(parts)
+    if key is None:
+        return None
+    summed_fields: set[str] = set()
+    valid = []
+    counting = None
+    for part, kind in zip(parts, kinds, strict=True):
+        columns = _valid_columns(part, kind.model, listed)
+        if columns is None or summed_fields & columns.keys() or _derived_from_refused(part, kind.model.model_fields):
+            return None
+        if _since_start(part, kind):
+            counting = part
+        summed_fields |= columns.keys()
+        valid.append(columns)
+    if counting is not None:
+        field = kinds[0].unit_field
+        named_one = field != "rank" and any(rows.column(field))
+        if not all(counting.column("cumulative")) or named_one or len(set(counting.column("rank"))) != 1:
+            return None  # lines counting since start among others, or of several units: the record path's
+    return (key[0], key[1], key[2]), kinds, valid, counting
 
 
 class Named(NamedTuple):
@@ -178,7 +205,8 @@ def _units(rows: Unmade, field: str, named: str | None) -> tuple[list[str], str 
     """Each row's unit, as :meth:`~acceptmon.measure.normalize.Normalizer._unit_of` names it (a row that names no
     engine takes the one named last, ``named`` before the rows), and the last engine a row names."""
     if field == "rank":
-        return [u or "" for u in rows.column("rank")], None
+        ranks = rows.column("rank")
+        return (list(ranks) if not has_none(ranks) else [u or "" for u in ranks]), None
     engines = rows.column(field)
     if not any(engines):
         return [named or ""] * rows.size, None
@@ -195,30 +223,24 @@ def _groups(units: Sequence[str]) -> dict[str, Sequence[int]]:
     """By unit, in order of its first row: its rows' places."""
     if units and units.count(units[0]) == len(units):  # one unit (a vLLM engine, a rank): asked in C
         return {units[0]: range(len(units))}
-    groups: dict[str, list[int]] = {}
-    for i, unit in enumerate(units):
-        at = groups.get(unit)
-        if at is None:
-            groups[unit] = [i]
-        else:
-            at.append(i)
-    return dict(groups)
+    return dict(grouped(units, range(len(units))))
 
 
 def _not_none(v: Any) -> bool:
     return v is not None
 
 
-def _valid_columns(rows: Unmade, model: type) -> Columns | None:
+def _valid_columns(rows: Unmade, model: type, listed: bool = True) -> Columns | None:
     """The column of every :data:`~acceptmon.measure.normalize.VALID` field with a value logged, if each value in it
-    is None or a plain number within its bounds (as the record path's test: finite, no bool), else None."""
+    is None or a plain number within its bounds (as the record path's test: finite, no bool), else None; a column of
+    machine values (an ``array``) as a list where ``listed``, else as it is."""
     columns: Columns = {}
     module = native.load()
     bounded = _bounded if module is None else module.bounded
     for name, low, high in valid_bounds(model):
         if name not in rows.columns and rows.fixed.get(name) is None:
             continue  # none logged: the plan's shape has None
-        column = rows.column(name)
+        column = rows.column(name) if listed or type(rows.columns.get(name)) is not array else rows.columns[name]
         logged = bounded(column, low, high)
         if logged < 0:
             return None
@@ -258,13 +280,23 @@ def _derived_from_refused(rows: Unmade, fields: Any) -> bool:
     record path then leaves it out): asked of the distinct counts, not row by row."""
     if "draft_accept_rate" not in fields or not all(name in fields for name in _SPEC):
         return "draft_accept_rate" in fields  # a kind without the counts: let the record path judge
-    if not any(refuses_size(name, v) for name in _SPEC for v in set(rows.column(name))):
+    if not any(refuses_size(name, v) for name in _SPEC for v in _distinct(rows, name)):
         return False  # the common case: no count refused, asked of each column's distinct values
     for tokens, steps in set(zip(*map(rows.column, _SPEC), strict=True)):
         name, value = (_SPEC[0], tokens) if tokens is not None else (_SPEC[1], steps)
         if refuses_size(name, value):
             return True
     return False
+
+
+def _distinct(rows: Unmade, name: str) -> Iterable[Any]:
+    """The values of a column that :func:`~acceptmon.measure.normalize.refuses_size` needs to see: its distinct ones,
+    or of machine values (an ``array``: all ints, or all floats) the least and the largest, which refuse where any
+    does."""
+    raw = rows.columns.get(name)
+    if type(raw) is array and raw:
+        return (min(raw), max(raw))
+    return set(rows.column(name))
 
 
 def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | None:
@@ -346,6 +378,24 @@ def present(column: Sequence[Any] | None) -> Sequence[Any]:
     if column is None:
         return ()
     return column if not has_none(column) else list(compress(column, map(is_not, column, repeat(None))))
+
+
+def grouped(keys: Sequence[K], values: Sequence[V | None]) -> dict[K, list[V]]:
+    """Each value that is not None under its line's key, in order, the keys in the order of their first value kept:
+    the compiled module's ``grouped`` where it is built and the keys are texts, the same dict."""
+    module = native.load()
+    got = None if module is None else module.grouped(keys, values)
+    if got is not None:
+        return cast("dict[K, list[V]]", got)
+    groups: dict[K, list[V]] = {}
+    for key, value in zip(keys, values, strict=True):
+        if value is not None:
+            at = groups.get(key)
+            if at is None:
+                groups[key] = [value]
+            else:
+                at.append(value)
+    return groups
 
 
 def has_none(values: Sequence[Any]) -> bool:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
 from acceptmon.measure.columns import Packed, pack, unpack
-from acceptmon.measure.plain import plain_columns
+from acceptmon.measure.plain import takes_plain
 from acceptmon.parse import prescan
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
@@ -81,7 +81,7 @@ def ship(records: Sequence[Record | Unmade], only: frozenset[str] | None = None)
     for r in records:
         if type(r) is not Unmade:
             held.append(r)
-        elif plain_columns(r, {}) is None:
+        elif not takes_plain(r):
             held.extend(r.made())
         else:
             if held:

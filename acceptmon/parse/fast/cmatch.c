@@ -364,14 +364,16 @@ static PyMethodDef module_functions[] = {
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
     {"block_totals_each", cm_block_totals_each, METH_VARARGS,
      "block_totals_each(draws, n, tables) -> block_totals of each replicate over each table, without the GIL"},
+    {"random_bytes", cm_random_bytes, METH_VARARGS,
+     "random_bytes(state, k, size) -> (k random.Random.randbytes(size) from getstate()[1], the state after)"},
     {"prefix_sums", cm_prefix_sums, METH_VARARGS,
      "prefix_sums(column, upto, prefix, counts): the column's prefix sums, twice round, into prefix (bootstrap.py)"},
     {"nans", cm_nans, METH_O, "nans(column) -> NaNs in an array('d'), or None for another column (columns.py)"},
     {"spans", cm_spans, METH_VARARGS, "spans(prefix, n, width, out): out[i] = prefix[i + width] - prefix[i] (bootstrap.py)"},
     {"bounded", cm_bounded, METH_VARARGS,
      "bounded(column, low, high) -> values logged, or -1 where one is not a number within the bounds (plain.py)"},
-    {"every", cm_every, METH_O,
-     "every(columns) -> bytes: 1 where each column's entry is true, else 0 (diagnose/detector.py)"},
+    {"every", cm_every, METH_VARARGS,
+     "every(columns, tests=None) -> bytes: 1 where each column's entry passes its test, else 0 (diagnose/detector.py)"},
     {"log2_sums", cm_log2_sums, METH_VARARGS,
      "log2_sums(seqs, lengths, totals) -> [(key, count, total, first)] per log2 bucket of seq, or None "
      "(detect_context.py)"},
@@ -385,6 +387,8 @@ static PyMethodDef module_functions[] = {
     {"reserve_max", cm_reserve_max, METH_VARARGS,
      "reserve_max(running, tokens, usage, lines, c, start) -> (largest r*c/(t/u), its first line), or None "
      "(detect_load.py)"},
+    {"grouped", cm_grouped, METH_VARARGS,
+     "grouped(keys, values) -> {key: its values not None, in order}, or None where a key is not a str (plain.py)"},
     {"has_none", cm_has_none, METH_O, "has_none(values) -> whether a value is None (plain.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "
@@ -416,6 +420,7 @@ static const struct {
     {"IN_ACCEPTED", IN_ACCEPTED}, {"IN_POSITIONS", IN_POSITIONS}, {"IN_LOGGED", IN_LOGGED},
     {"IN_SPEC_TOKENS", IN_SPEC_TOKENS}, {"IN_EMITTED", IN_EMITTED}, {"NIN", NIN}, {"OUT_RATE", OUT_RATE},
     {"OUT_LEN", OUT_LEN}, {"OUT_SOURCE", OUT_SOURCE}, {"OUT_CELL", OUT_CELL},
+    {"TEST_KNOWN", TEST_KNOWN}, {"TEST_NONE", TEST_NONE},
 };
 
 PyMODINIT_FUNC PyInit_cmatch(void) {

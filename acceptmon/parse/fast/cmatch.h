@@ -9,14 +9,15 @@
  *   cmatch_derive.c   a vLLM spec line's derived cells, as its kind's derive (spec_values) computes them
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
- *   cmatch_resample.c the block bootstrap's sums of replicates, prefix sums and block sums (block_totals_each,
- *                     prefix_sums, spans: acceptmon/measure/bootstrap.py), and a float
- *                     column's values not logged (nans: acceptmon/measure/columns.py)
+ *   cmatch_resample.c the block bootstrap's draws and sums of replicates, prefix sums and block sums (random_bytes,
+ *                     block_totals_each, prefix_sums, spans: acceptmon/measure/bootstrap.py), and a float column's
+ *                     values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
  *                     added, has_none: measure/plain.py; weighed: measure/positions.py)
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
- *                     keyed_sums: diagnose/state.py), and its largest KV reserve (reserve_max: detect_load.py)
+ *                     keyed_sums: diagnose/state.py), its largest KV reserve (reserve_max: detect_load.py), and
+ *                     values grouped by key (grouped: measure/figures.py, measure/plain.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -27,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 29
+#define CMATCH_VERSION 32
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -287,14 +288,19 @@ const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args);
+PyObject *cm_random_bytes(PyObject *mod, PyObject *args);
 PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
 PyObject *cm_spans(PyObject *mod, PyObject *args);
 PyObject *cm_nans(PyObject *mod, PyObject *column);
 
 /* cmatch_columns.c */
+/* every's tests other than a comparison (Py_LT to Py_GE): an entry's truth, whether it is not None, is None. */
+#define TEST_TRUTH (-1)
+#define TEST_KNOWN (-2)
+#define TEST_NONE (-3)
 PyObject *cm_bounded(PyObject *mod, PyObject *args);
 PyObject *cm_intervals(PyObject *mod, PyObject *args);
-PyObject *cm_every(PyObject *mod, PyObject *columns);
+PyObject *cm_every(PyObject *mod, PyObject *args);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
 PyObject *cm_added(PyObject *mod, PyObject *args);
 PyObject *cm_weighed(PyObject *mod, PyObject *args);
@@ -304,5 +310,6 @@ PyObject *cm_has_none(PyObject *mod, PyObject *values);
 PyObject *cm_kept_keys(PyObject *mod, PyObject *args);
 PyObject *cm_keyed_sums(PyObject *mod, PyObject *args);
 PyObject *cm_reserve_max(PyObject *mod, PyObject *args);
+PyObject *cm_grouped(PyObject *mod, PyObject *args);
 
 #endif

@@ -28,13 +28,44 @@ static int against(PyObject *v, double d, int exact, double bound) {
     return gt < 0 || lt < 0 ? -2 : gt - lt;
 }
 
+/* A machine column's answer to bounded (an array of doubles or of 64-bit ints: every value logged), or -2 where
+ * the column is no such array or holds an int past EXACT (its values are then read as objects), -3 with an error
+ * set. */
+static Py_ssize_t bounded_array(PyObject *column, double low, double high, int open) {
+    Py_buffer view = {0};
+    if (!PyObject_CheckBuffer(column) || PyBytes_Check(column) || PyByteArray_Check(column)) return -2;
+    if (PyObject_GetBuffer(column, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -3;
+    const char *format = view.format == NULL ? "B" : view.format;
+    if (format[0] == '@' || format[0] == '=') format++;
+    Py_ssize_t n = view.len / 8, answer = n;
+    if (view.itemsize != 8 || (strcmp(format, "d") != 0 && strcmp(format, "q") != 0)) answer = -2;
+    for (Py_ssize_t i = 0; answer >= 0 && i < n; i++) {
+        double d;
+        if (format[0] == 'd') {
+            d = ((const double *)view.buf)[i];
+            if (isnan(d)) answer = -1;
+        } else {
+            int64_t x = ((const int64_t *)view.buf)[i];
+            if (x > EXACT || x < -EXACT) answer = -2;
+            d = (double)x;
+        }
+        if (answer >= 0 && (d < low || (open ? d >= high : d > high))) answer = -1;
+    }
+    PyBuffer_Release(&view);
+    return answer;
+}
+
 /* bounded(column, low, high) -> the number of values logged (not None), or -1 where one is not an int or a float (a
- * bool, a subclass, text), is NaN, or is outside low <= v <= high (v < high where high is infinite). */
+ * bool, a subclass, text), is NaN, or is outside low <= v <= high (v < high where high is infinite). An array of
+ * doubles or of 64-bit ints is read as it is, each value a float or an int. */
 PyObject *cm_bounded(PyObject *mod, PyObject *args) {
     PyObject *column;
     double low, high;
     (void)mod;
     if (!PyArg_ParseTuple(args, "Odd", &column, &low, &high)) return NULL;
+    Py_ssize_t machine = bounded_array(column, low, high, isinf(high) && high > 0);
+    if (machine == -3) return NULL;
+    if (machine != -2) return PyLong_FromSsize_t(machine);
     PyObject *seq = PySequence_Fast(column, "column must be a sequence");
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), logged = 0;
@@ -199,20 +230,68 @@ done:
     return out;
 }
 
-/* every(columns) -> bytes: line by line, 1 where the entry of each column is true (PyObject_IsTrue, as
- * ``a and b and ...`` takes it), else 0: the doctor's masks and-ed (diagnose/detector.py's every). A column is a
- * list or tuple, bytes (a mask every gave: a byte that is not 0 is true), or any other iterable, read once; all of
- * one length (ValueError else); at least one. */
-PyObject *cm_every(PyObject *mod, PyObject *columns) {
+/* A column's test, line by line (every's tests): TEST_TRUTH the entry's truth; TEST_KNOWN whether it is not None;
+ * TEST_NONE whether it is None; 0 to 5 (Py_LT to Py_GE) the entry compared with a bound, ``absent`` for None; the
+ * answer turned over where ``negate``. */
+typedef struct {
+    int code, absent, negate;
+    PyObject *bound; /* (borrowed from the tests list, which the caller holds) */
+} Test;
+
+static int test_of(PyObject *spec, Test *test) {
+    test->code = TEST_TRUTH, test->absent = 0, test->negate = 0, test->bound = Py_None;
+    if (spec == Py_None) return 0;
+    if (!PyArg_ParseTuple(spec, "iOpp", &test->code, &test->bound, &test->absent, &test->negate)) return -1;
+    if (test->code < TEST_NONE || test->code > Py_GE) {
+        PyErr_SetString(PyExc_ValueError, "a test's code is -3 to 5");
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 or 0: the test's answer for one entry; -1 with an error set. */
+static int tested(const Test *test, PyObject *v) {
+    int answer;
+    if (test->code == TEST_KNOWN || test->code == TEST_NONE) {
+        answer = (v == Py_None) == (test->code == TEST_NONE);
+    } else if (test->code == TEST_TRUTH) {
+        answer = v == Py_True ? 1 : v == Py_False || v == Py_None ? 0 : PyObject_IsTrue(v);
+    } else {
+        answer = v == Py_None ? test->absent : PyObject_RichCompareBool(v, test->bound, test->code);
+    }
+    return answer < 0 ? -1 : answer != test->negate;
+}
+
+/* every(columns, tests=None) -> bytes: line by line, 1 where the entry of each column passes its test (tests: one
+ * per column, None for the entry's truth as ``a and b and ...`` takes it, else (code, bound, absent, negate): see
+ * Test), else 0: the doctor's masks and-ed (diagnose/detector.py's every). A column is a list or tuple, bytes (a
+ * mask every gave: a byte that is not 0 is true; tested for its truth alone), or any other iterable, read once; all
+ * of one length (ValueError else); at least one. */
+PyObject *cm_every(PyObject *mod, PyObject *args) {
+    PyObject *columns, *tests_obj = Py_None, *tests = NULL, *list = NULL, *out = NULL;
     (void)mod;
-    PyObject *list = PySequence_Fast(columns, "every takes a sequence of columns");
+    if (!PyArg_ParseTuple(args, "O|O", &columns, &tests_obj)) return NULL;
+    list = PySequence_Fast(columns, "every takes a sequence of columns");
     if (list == NULL) return NULL;
     Py_ssize_t ncols = PySequence_Fast_GET_SIZE(list), n = -1;
-    PyObject *out = NULL;
+    if (tests_obj != Py_None) {
+        tests = PySequence_Fast(tests_obj, "tests must be a sequence");
+        if (tests == NULL) goto done;
+        if (PySequence_Fast_GET_SIZE(tests) != ncols) {
+            PyErr_SetString(PyExc_ValueError, "every takes one test per column");
+            goto done;
+        }
+    }
     if (ncols == 0) PyErr_SetString(PyExc_ValueError, "every needs a column");
     for (Py_ssize_t c = 0; c < ncols && !PyErr_Occurred(); c++) {
         PyObject *column = PySequence_Fast_GET_ITEM(list, c);
+        Test test;
+        if (test_of(tests == NULL ? Py_None : PySequence_Fast_GET_ITEM(tests, c), &test) < 0) break;
         int is_bytes = PyBytes_Check(column);
+        if (is_bytes && test.code != TEST_TRUTH) {
+            PyErr_SetString(PyExc_ValueError, "a mask of bytes is tested for its truth alone");
+            break;
+        }
         PyObject *seq = is_bytes ? Py_NewRef(column) : PySequence_Fast(column, "a column must be iterable");
         if (seq == NULL) break;
         Py_ssize_t len = is_bytes ? PyBytes_GET_SIZE(seq) : PySequence_Fast_GET_SIZE(seq);
@@ -228,18 +307,24 @@ PyObject *cm_every(PyObject *mod, PyObject *columns) {
             const char *b = PyBytes_AS_STRING(seq);
             for (Py_ssize_t i = 0; i < n; i++) mark[i] &= b[i] != 0;
         } else if (mark != NULL) {
-            PyObject **items = PySequence_Fast_ITEMS(seq);
             for (Py_ssize_t i = 0; i < n; i++) {
-                if (!mark[i]) continue; /* `and` reads no further: a later entry's truth is never asked */
-                PyObject *v = items[i];
-                int truth = v == Py_True ? 1 : v == Py_False || v == Py_None ? 0 : PyObject_IsTrue(v);
-                if (truth < 0) break;
-                mark[i] = (char)truth;
+                if (!mark[i]) continue; /* `and` reads no further: a later entry's test is never asked */
+                if (i >= PySequence_Fast_GET_SIZE(seq)) { /* (a comparison's Python code shortened the list) */
+                    PyErr_SetString(PyExc_RuntimeError, "a column changed size while it was read");
+                    break;
+                }
+                PyObject *v = Py_NewRef(PySequence_Fast_GET_ITEM(seq, i));
+                int answer = tested(&test, v);
+                Py_DECREF(v);
+                if (answer < 0) break;
+                mark[i] = (char)answer;
             }
         }
         Py_DECREF(seq);
     }
+done:
     Py_DECREF(list);
+    Py_XDECREF(tests);
     if (PyErr_Occurred()) Py_CLEAR(out);
     return out;
 }

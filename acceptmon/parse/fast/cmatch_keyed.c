@@ -1,7 +1,8 @@
 /* cmatch_keyed.c: two of the doctor's loops over a stretch of lines, the same answers as their Python, which stays
  * where the module is not built or a value is not one read here: its #running-req buckets summed in one pass
  * (diagnose/state.py's RunState._buckets: kept_keys, keyed_sums), and the largest speculative KV reserve
- * (diagnose/detect_load.py's Retractions: reserve_max).
+ * (diagnose/detect_load.py's Retractions: reserve_max); and values grouped by their line's key (grouped: a run's
+ * throughputs by unit, measure/figures.py; a unit's lines, measure/plain.py).
  *
  * A line is kept where its steady flag and its #running-req are true and its throughput is logged (not None). Each
  * kept line adds, to its bucket: one line, its throughput (added one by one in line order, from the bucket's
@@ -197,5 +198,50 @@ python:
     out = Py_NewRef(Py_None);
 done:
     for (int j = 0; j < 4; j++) Py_XDECREF(seqs[j]);
+    return out;
+}
+
+/* grouped(keys, values) -> {key: [value, ...]}: each value that is not None under its line's key (str), in line
+ * order, the keys in the order of their first value kept; None where a key is not a str (Python groups them: only a
+ * str's hash and equality run no Python code while the sequences are read). */
+PyObject *cm_grouped(PyObject *mod, PyObject *args) {
+    PyObject *keys_obj, *values_obj, *keys = NULL, *values = NULL, *out = NULL, *last = NULL, *into = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO", &keys_obj, &values_obj) ||
+        (keys = PySequence_Fast(keys_obj, "keys must be a sequence")) == NULL ||
+        (values = PySequence_Fast(values_obj, "values must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(keys);
+    if (PySequence_Fast_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "keys and values of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PySequence_Fast_GET_ITEM(keys, i))) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    if ((out = PyDict_New()) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PySequence_Fast_GET_ITEM(values, i), *k = PySequence_Fast_GET_ITEM(keys, i);
+        if (v == Py_None) continue;
+        if (k != last) { /* (a key object like the line before's: its list at hand) */
+            into = PyDict_GetItemWithError(out, k);
+            if (into == NULL) {
+                if (PyErr_Occurred() || (into = PyList_New(0)) == NULL) goto fail;
+                int rc = PyDict_SetItem(out, k, into);
+                Py_DECREF(into); /* (the dict holds it) */
+                if (rc < 0) goto fail;
+            }
+            last = k;
+        }
+        if (PyList_Append(into, v) < 0) goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
     return out;
 }

@@ -3,7 +3,8 @@
  * The bootstrap draws, per replicate, k uniform block starts (64 random bits each, reduced mod n) and adds up the
  * precomputed sum (and count) of the block at each of the first k - 1; Python does the last, cut-short block. This
  * is that loop, the same additions in the same order as bootstrap.py's own (a double accumulator from 0.0, the
- * blocks in the order drawn), so both give the same replicates to the last bit. */
+ * blocks in the order drawn), so both give the same replicates to the last bit. The draws themselves are
+ * random.Random's, made here as its randbytes makes them (random_bytes). */
 #include "cmatch.h"
 
 /* Block sums are read at random places of tables far larger than the cache: each one is asked for this many blocks
@@ -31,31 +32,34 @@ static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const cha
     return 0;
 }
 
-/* The full blocks of one replicate: the first k - 1 of the k little-endian 64-bit draws in raw[0, len) are block
- * starts (draw mod n), added in the order drawn from 0.0 (sums), and counted (counts, where not NULL). Reads only
- * the memory it is given: callers let go of the GIL around it. */
-static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, const double *s, const int64_t *c,
-                         double *total_out, int64_t *count_out) {
-    double total = 0.0;
-    int64_t count = 0;
+/* The full blocks of one replicate over each of ncol tables: the first k - 1 of the k little-endian 64-bit draws in
+ * raw[0, len) are block starts (draw mod n, worked out once for every table), added in the order drawn from 0.0
+ * (sums[j]), and counted (counts[j], where not NULL). Reads only the memory it is given: callers let go of the GIL
+ * around it. */
+static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, Py_ssize_t ncol, const double *const *s,
+                         const int64_t *const *c, double *total_out, int64_t *count_out) {
+    for (Py_ssize_t j = 0; j < ncol; j++) total_out[j] = 0.0, count_out[j] = 0;
     Py_ssize_t full = len / 8 - 1; /* the last draw is the cut-short block's, which Python adds */
     size_t ring[AHEAD] = {0};      /* the starts of the next AHEAD blocks, their sums asked for ahead */
     for (Py_ssize_t k = 0; k < full + AHEAD; k++) {
         if (k >= AHEAD) { /* the block drawn AHEAD before, added in the order drawn, before its slot is reused */
             size_t start = ring[k % AHEAD];
-            total += s[start];
-            if (c != NULL) count += c[start];
+            for (Py_ssize_t j = 0; j < ncol; j++) {
+                total_out[j] += s[j][start];
+                if (c[j] != NULL) count_out[j] += c[j][start];
+            }
         }
         if (k < full) {
             uint64_t draw = 0;
             for (int b = 7; b >= 0; b--) draw = draw << 8 | raw[8 * k + b];
             size_t start = (size_t)(draw % (uint64_t)n);
-            PREFETCH(s + start);
-            if (c != NULL) PREFETCH(c + start);
+            for (Py_ssize_t j = 0; j < ncol; j++) {
+                PREFETCH(s[j] + start);
+                if (c[j] != NULL) PREFETCH(c[j] + start);
+            }
             ring[k % AHEAD] = start;
         }
     }
-    *total_out = total, *count_out = count;
 }
 
 /* A column's tables as buffers: sums ('d') and counts ('q', or none: counts_obj None), each at least n long. */
@@ -80,6 +84,8 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
     Py_buffer *sums = NULL, *counts = NULL;
     double *totals = NULL;
     int64_t *counted = NULL;
+    const double **sum_at = NULL;
+    const int64_t **count_at = NULL;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &draws_list, &n, &PyList_Type, &tables)) return NULL;
     nrep = PyList_GET_SIZE(draws_list), ncol = PyList_GET_SIZE(tables);
@@ -90,7 +96,10 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
     counts = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
     totals = PyMem_Calloc((size_t)cells, sizeof(double));
     counted = PyMem_Calloc((size_t)cells, sizeof(int64_t));
-    if (held == NULL || sums == NULL || counts == NULL || totals == NULL || counted == NULL) {
+    sum_at = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(double *));
+    count_at = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(int64_t *));
+    if (held == NULL || sums == NULL || counts == NULL || totals == NULL || counted == NULL || sum_at == NULL ||
+        count_at == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -111,11 +120,14 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
         }
         held[got] = Py_NewRef(d);
     }
+    for (Py_ssize_t j = 0; j < ncol; j++) {
+        sum_at[j] = (const double *)sums[j].buf;
+        count_at[j] = counts[j].obj ? (const int64_t *)counts[j].buf : NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < nrep; r++)
-        for (Py_ssize_t j = 0; j < ncol; j++)
-            blocks_added((const uint8_t *)PyBytes_AS_STRING(held[r]), PyBytes_GET_SIZE(held[r]), n, sums[j].buf,
-                         counts[j].obj ? counts[j].buf : NULL, &totals[r * ncol + j], &counted[r * ncol + j]);
+        blocks_added((const uint8_t *)PyBytes_AS_STRING(held[r]), PyBytes_GET_SIZE(held[r]), n, ncol, sum_at, count_at,
+                     &totals[r * ncol], &counted[r * ncol]);
     Py_END_ALLOW_THREADS
     out = PyList_New(nrep);
     for (Py_ssize_t r = 0; out != NULL && r < nrep; r++) {
@@ -135,6 +147,93 @@ done:
         if (counts[j].obj != NULL) PyBuffer_Release(&counts[j]);
     }
     PyMem_Free(held), PyMem_Free(sums), PyMem_Free(counts), PyMem_Free(totals), PyMem_Free(counted);
+    PyMem_Free(sum_at), PyMem_Free(count_at);
+    return out;
+}
+
+/* Python's Mersenne Twister (Modules/_randommodule.c), on its state as random.Random.getstate gives it: 624 words
+ * and the index of the next one. */
+#define MT_N 624
+#define MT_M 397
+
+static uint32_t mt_next(uint32_t *mt, Py_ssize_t *index) {
+    static const uint32_t mag01[2] = {0x0U, 0x9908b0dfU};
+    uint32_t y;
+    if (*index >= MT_N) { /* the next 624 words at once */
+        int kk;
+        for (kk = 0; kk < MT_N - MT_M; kk++) {
+            y = (mt[kk] & 0x80000000U) | (mt[kk + 1] & 0x7fffffffU);
+            mt[kk] = mt[kk + MT_M] ^ (y >> 1) ^ mag01[y & 0x1U];
+        }
+        for (; kk < MT_N - 1; kk++) {
+            y = (mt[kk] & 0x80000000U) | (mt[kk + 1] & 0x7fffffffU);
+            mt[kk] = mt[kk + (MT_M - MT_N)] ^ (y >> 1) ^ mag01[y & 0x1U];
+        }
+        y = (mt[MT_N - 1] & 0x80000000U) | (mt[0] & 0x7fffffffU);
+        mt[MT_N - 1] = mt[MT_M - 1] ^ (y >> 1) ^ mag01[y & 0x1U];
+        *index = 0;
+    }
+    y = mt[(*index)++];
+    y ^= (y >> 11);
+    y ^= (y << 7) & 0x9d2c5680U;
+    y ^= (y << 15) & 0xefc60000U;
+    y ^= (y >> 18);
+    return y;
+}
+
+/* random_bytes(state, k, size) -> ([bytes] * k, state after): what k calls of random.Random.randbytes(size) give
+ * (size a multiple of 4: each 4 bytes one word, little-endian, in the order drawn) and the state they leave, from a
+ * random.Random's getstate()[1] (624 words and an index, 0 to 624). */
+PyObject *cm_random_bytes(PyObject *mod, PyObject *args) {
+    PyObject *state, *out = NULL, *list = NULL, *after = NULL;
+    Py_ssize_t k, size, index;
+    uint32_t mt[MT_N];
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "O!nn", &PyTuple_Type, &state, &k, &size)) return NULL;
+    if (PyTuple_GET_SIZE(state) != MT_N + 1 || k < 0 || size < 0 || size % 4 != 0) {
+        PyErr_SetString(PyExc_ValueError, "a state of 625 ints, k >= 0 and a size that is a multiple of 4");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < MT_N; i++) {
+        unsigned long w = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(state, i));
+        if (w == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+        if (w > 0xffffffffUL) {
+            PyErr_SetString(PyExc_ValueError, "a state word past 32 bits");
+            return NULL;
+        }
+        mt[i] = (uint32_t)w;
+    }
+    index = PyLong_AsSsize_t(PyTuple_GET_ITEM(state, MT_N));
+    if (index == -1 && PyErr_Occurred()) return NULL;
+    if (index < 0 || index > MT_N) {
+        PyErr_SetString(PyExc_ValueError, "a state index outside 0 to 624");
+        return NULL;
+    }
+    if ((list = PyList_New(k)) == NULL) return NULL;
+    for (Py_ssize_t r = 0; r < k; r++) {
+        PyObject *b = PyBytes_FromStringAndSize(NULL, size);
+        if (b == NULL) goto done;
+        PyList_SET_ITEM(list, r, b);
+    }
+    Py_BEGIN_ALLOW_THREADS /* (the bytes are this call's alone until it returns) */
+    for (Py_ssize_t r = 0; r < k; r++) {
+        uint8_t *p = (uint8_t *)PyBytes_AS_STRING(PyList_GET_ITEM(list, r));
+        for (Py_ssize_t i = 0; i < size; i += 4) {
+            uint32_t w = mt_next(mt, &index);
+            p[i] = (uint8_t)w, p[i + 1] = (uint8_t)(w >> 8), p[i + 2] = (uint8_t)(w >> 16), p[i + 3] = (uint8_t)(w >> 24);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if ((after = PyTuple_New(MT_N + 1)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i <= MT_N; i++) {
+        PyObject *v = i < MT_N ? PyLong_FromUnsignedLong(mt[i]) : PyLong_FromSsize_t(index);
+        if (v == NULL) goto done;
+        PyTuple_SET_ITEM(after, i, v);
+    }
+    out = PyTuple_Pack(2, list, after);
+done:
+    Py_XDECREF(list);
+    Py_XDECREF(after);
     return out;
 }
 

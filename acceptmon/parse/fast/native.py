@@ -39,7 +39,7 @@ from acceptmon.parse.fast.rows import (
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.values import PERCENT_DIGITS
 
-VERSION = 29
+VERSION = 32
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
