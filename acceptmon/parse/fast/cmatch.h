@@ -289,6 +289,8 @@ PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args);
 PyObject *cm_random_bytes(PyObject *mod, PyObject *args);
+/* Whether a buffer holds 8-byte items of the format wanted ('d' or 'q'). */
+int cm_eight_byte(const Py_buffer *view, const char *format);
 PyObject *cm_prefix_sums(PyObject *mod, PyObject *args);
 PyObject *cm_spans(PyObject *mod, PyObject *args);
 PyObject *cm_nans(PyObject *mod, PyObject *column);

@@ -35,13 +35,11 @@ static Py_ssize_t bounded_array(PyObject *column, double low, double high, int o
     Py_buffer view = {0};
     if (!PyObject_CheckBuffer(column) || PyBytes_Check(column) || PyByteArray_Check(column)) return -2;
     if (PyObject_GetBuffer(column, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -3;
-    const char *format = view.format == NULL ? "B" : view.format;
-    if (format[0] == '@' || format[0] == '=') format++;
-    Py_ssize_t n = view.len / 8, answer = n;
-    if (view.itemsize != 8 || (strcmp(format, "d") != 0 && strcmp(format, "q") != 0)) answer = -2;
+    int doubles = cm_eight_byte(&view, "d");
+    Py_ssize_t n = view.len / 8, answer = doubles || cm_eight_byte(&view, "q") ? n : -2;
     for (Py_ssize_t i = 0; answer >= 0 && i < n; i++) {
         double d;
-        if (format[0] == 'd') {
+        if (doubles) {
             d = ((const double *)view.buf)[i];
             if (isnan(d)) answer = -1;
         } else {

@@ -17,7 +17,7 @@
 #endif
 
 /* Whether a buffer holds 8-byte items of the format wanted ('d' or 'q'). */
-static int eight_byte(const Py_buffer *view, const char *format) {
+int cm_eight_byte(const Py_buffer *view, const char *format) {
     const char *got = view->format == NULL ? "B" : view->format;
     if (got[0] == '@' || got[0] == '=') got++;
     return view->itemsize == 8 && strcmp(got, format) == 0;
@@ -25,7 +25,7 @@ static int eight_byte(const Py_buffer *view, const char *format) {
 
 /* A buffer of 8-byte items of the format wanted ('d' or 'q'), at least n long; else an exception set. */
 static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const char *what) {
-    if (!eight_byte(view, format) || view->len / 8 < n) {
+    if (!cm_eight_byte(view, format) || view->len / 8 < n) {
         PyErr_Format(PyExc_ValueError, "%s must be an array('%s') of at least %zd items", what, format, n);
         return -1;
     }
@@ -325,7 +325,7 @@ PyObject *cm_nans(PyObject *mod, PyObject *column) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (!eight_byte(&view, "d")) {
+    if (!cm_eight_byte(&view, "d")) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
