@@ -32,6 +32,7 @@ GROUPS = (
     [
         "tests/test_cmatch.py",
         "tests/test_cmatch_faults.py",
+        "tests/test_cmatch_facts.py",
         "tests/test_cmatch_fuzz.py",
         "tests/test_compiled_derive.py",
     ],

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from acceptmon.parse.fast import native
+from acceptmon.parse.fast import built, native
 from acceptmon.parse.fast.rows import JSON_EXTRA, SLOT
 
 CMATCH = native.load()
@@ -248,5 +248,5 @@ def test_the_protocol_numbers_are_the_modules_own():
     steps = native.codes(CMATCH, [(name, -1, ()) for name in ("LIT", "EXTRA")])
     assert steps == [(CMATCH.OP_LIT, -1, ()), (CMATCH.OP_EXTRA, -1, ())]
     assert {k: getattr(CMATCH, k) for k in native.RECIPE_CODES} == native.RECIPE_CODES
-    assert CMATCH.VERSION == native.VERSION
+    assert CMATCH.VERSION == built.VERSION
     assert CMATCH.BOOL_SLOT == CMATCH.SLOT + CMATCH.MAX_SLOTS

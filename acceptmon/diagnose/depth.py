@@ -29,6 +29,7 @@ from acceptmon.measure.normalize import Fact
 from acceptmon.measure.plain import has_none, present
 from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters, width
+from acceptmon.parse.fast import native
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import Record
 
@@ -59,6 +60,32 @@ class _RunInputs:
         columns.running_req = array("q", [NONE_INT]) * n
         columns.steady = bytearray(n)
         return Side(label="", batches=columns, loads=None if self.own_loads else self.loads)
+
+
+def _drafts_each(
+    rates: Sequence[Any],
+    cumulative: Sequence[Any],
+    batch: Sequence[bool],
+    tokens: Sequence[Any],
+    steps: Sequence[Any],
+    drafted: Sequence[Any],
+) -> tuple[list[Any], list[float]]:
+    """The lines whose per-position rates are weighed (batches with rates, counting per interval, of a known width
+    ``k``: :func:`~acceptmon.measure.tokens.width`) and their drafts, ``(drafted or 0) / k``; the compiled module's
+    ``drafts_each`` where it is built and every value is of the lane's types."""
+    module = native.load()
+    got = None if module is None else module.drafts_each(rates, cumulative, batch, tokens, drafted)
+    if got is not None:
+        return cast("tuple[list[Any], list[float]]", got)
+    kept, drafts = [], []
+    for row, since, is_batch, count, step, drafts_of in zip(
+        rates, cumulative, batch, tokens, steps, drafted, strict=True
+    ):
+        k = width(count, row, step)
+        if row and is_batch and not since and k:
+            kept.append(row)
+            drafts.append((drafts_of or 0) / k)
+    return kept, drafts
 
 
 class DepthInputs:
@@ -120,14 +147,7 @@ class DepthInputs:
         rates = facts.values["position_accept_rates"]
         if any(rates):
             since = facts.values["cumulative"]
-            spec = zip(rates, since, batch, *map(facts.values.__getitem__, _COUNTS), strict=True)
-            kept, drafts = [], []
-            for row, cumulative, is_batch, tokens, steps, drafted in spec:
-                k = width(tokens, row, steps)
-                if row and is_batch and not cumulative and k:
-                    kept.append(row)
-                    drafts.append((drafted or 0) / k)
-            got.rates.add_each(kept, drafts)
+            got.rates.add_each(*_drafts_each(rates, since, batch, *map(facts.values.__getitem__, _COUNTS)))
         if any(load):
             got.own_loads = got.own_loads and all(compress(batch, load))
             got.loads.extend(present(tput if all(load) else list(compress(tput, load))))

@@ -33,6 +33,7 @@ from acceptmon.diagnose.detector import (
 from acceptmon.diagnose.model import Hit, Severity, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.measure.plain import added, has_none
+from acceptmon.parse.fast import native
 from acceptmon.parse.records import Record
 
 
@@ -278,6 +279,12 @@ class Depth(Detector[DepthParams]):
         that last rate, as a float, and the line."""
         column = steps.values.get(self.field)
         if column is None or not any(column):  # no line logs rates
+            return
+        module = native.load()
+        got = None if module is None else module.last_rates(steps.warm, column, steps.line)
+        if got is not None:  # the same in C, where every value is of the lane's types
+            self.last_position += got[0]
+            self.position_lines.extend(got[1])
             return
         ends = [
             warm and rates and isinstance(rates, list | tuple) and rates[-1] is not None

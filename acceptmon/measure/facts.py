@@ -17,6 +17,7 @@ from typing import Any
 
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.plain import Piece, moves_on, plain_columns
+from acceptmon.parse.fast import native
 from acceptmon.parse.unmade import Unmade
 
 _LOAD = ("gen_throughput", "running_req", "queue_req")
@@ -135,10 +136,9 @@ def plain_facts(normalizer: Normalizer, rows: Unmade) -> Facts | None:
         load: Sequence[bool] = (pieces[0].kind.load,) * n
     else:
         units, loads = _interleaved(pieces, rows.order, before)
-        names = [p.kind.name for p in pieces]
-        kinds = [names[i] for i in rows.order]
-        batch = [pieces[i].kind.acceptance for i in rows.order]
-        load = [pieces[i].kind.load for i in rows.order]
+        kinds = _spread(rows.order, [p.kind.name for p in pieces])
+        batch = _spread(rows.order, [p.kind.acceptance for p in pieces])
+        load = _spread(rows.order, [p.kind.load for p in pieces])
     tput, running, steady = loads
     earlier = normalizer.batches(key)
     closed = moves_on(normalizer, plain)
@@ -188,6 +188,13 @@ def _interleaved(
     """Rows of several plans, in order: each one's unit and the load it is judged with, as the normalizer gives them
     one by one (a load line's own, fields it lacks kept from the unit's last; a batch without one its unit's)."""
     state = {u: [after, *load] for u, (after, load) in before.items()}
+    module = native.load()
+    if module is not None:  # the same loop in C, where every value is of the lane's types
+        units = module.woven(order, [p.units for p in pieces])
+        loads = [tuple(p.rows.column(name) for name in _LOAD) if p.kind.load else None for p in pieces]
+        got = module.interleaved(order, units, loads, state)
+        if got is not None:
+            return units, got
     rows = [
         zip(p.units, *(p.rows.column(name) for name in _LOAD), strict=True) if p.kind.load else zip(p.units)
         for p in pieces
@@ -212,6 +219,12 @@ def _interleaved(
         steady.append(q == 0 and not now[0])
         now[0] = False
     return units, (tput, running, steady)
+
+
+def _spread(order: bytes, values: Sequence[Any]) -> Sequence[Any]:
+    """Each row's piece's value (``order``: each row's piece, by its index)."""
+    module = native.load()
+    return [values[i] for i in order] if module is None else module.spread(order, values)
 
 
 def _closed(values: Values, rows: Unmade, batch: Sequence[bool], lengths: list[Any], rates: list[Any]) -> Values:

@@ -86,7 +86,7 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
     if len(parts) == 1:
         each: list[Sequence[str]] = [units]
     else:
-        each = [list(compress(units, map(eq, rows.order, repeat(i)))) for i in range(len(parts))]
+        each = _unwoven(rows.order, units, len(parts))
     pieces = [
         Piece(kind, part, columns, at, _groups(at) if kind.load else {})
         for part, kind, columns, at in zip(parts, kinds, valid, each, strict=True)
@@ -96,6 +96,14 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
     else:
         ordered = list(dict.fromkeys(units))
     return Plain((file, source, run), pieces, ordered, last, counts)
+
+
+def _unwoven(order: bytes, values: Sequence[K], n: int) -> list[Sequence[K]]:
+    """Each of the ``n`` pieces' values, in order (``order``: each value's piece, by its index)."""
+    module = native.load()
+    if module is not None:
+        return cast("list[Sequence[K]]", module.unwoven(order, values, n))
+    return [list(compress(values, map(eq, order, repeat(i)))) for i in range(n)]
 
 
 def takes_plain(rows: Unmade) -> bool:

@@ -11,8 +11,9 @@ from array import array
 from collections.abc import Callable, Sequence
 from itertools import accumulate, chain, count
 from operator import itemgetter
-from typing import Any, final
+from typing import Any, cast, final
 
+from acceptmon.parse.fast import built
 from acceptmon.parse.records import BaseRecord
 
 
@@ -68,7 +69,7 @@ class Unmade:
                 first, *rest = (p.fixed.get(name) for p in self.pieces)
                 if all(type(v) is type(first) and v == first for v in rest):
                     return (first,) * self.size
-            return self._gathered(list(chain.from_iterable(p.column(name) for p in self.pieces)))
+            return self._woven(name)
         got = self.columns.get(name)
         if type(got) is array:  # machine values, as the compiled matcher keeps a column of numbers: read as a list
             listed = self._listed.get(name)
@@ -76,6 +77,13 @@ class Unmade:
                 listed = self._listed[name] = got.tolist()
             return listed
         return got if got is not None else (self.fixed.get(name),) * self.size
+
+    def _woven(self, name: str) -> Sequence[Any]:
+        """The pieces' values of a column, in the rows' order: the compiled module's ``woven`` where it is built."""
+        module = built.module()
+        if module is not None:
+            return cast("list[Any]", module.woven(self.order, [p.column(name) for p in self.pieces]))
+        return self._gathered(list(chain.from_iterable(p.column(name) for p in self.pieces)))
 
     def _gathered(self, values: list[Any]) -> Sequence[Any]:
         """The pieces' values of a column, one piece's after another, in the rows' order: where each row's value is

@@ -146,11 +146,11 @@ def run(
         is_stream(p) or _is_gzip(p) for p in paths
     )  # unknown sizes: a pipe, .gz
     if fast is not None and big:
-        from acceptmon.parse.fast import native
+        from acceptmon.parse.fast import built, native
         from acceptmon.parse.fast.lane import FastLane
 
         if native.load() is None:
-            if note is not None and not native.pure_asked():  # asked for: nothing to tell
+            if note is not None and not built.pure_asked():  # asked for: nothing to tell
                 note(SLOW_NOTE)
         else:
             lane = FastLane(grammars, fast, written=cast("Table", job).kinds)

@@ -1,6 +1,6 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is eleven translation units, built together into one extension (hatch_build.py):
+ * The module is twelve translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
@@ -18,6 +18,10 @@
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
  *                     keyed_sums: diagnose/state.py), its largest KV reserve (reserve_max: detect_load.py), and
  *                     values grouped by key (grouped: measure/figures.py, measure/plain.py)
+ *   cmatch_facts.c    rows of several plans woven and unwoven, their loads carried per unit (woven, unwoven, spread,
+ *                     interleaved: parse/unmade.py, measure/plain.py, measure/facts.py), and the depth inputs' and a
+ *                     detector's loops over their columns (drafts_each: diagnose/depth.py; last_rates:
+ *                     diagnose/detect_accept.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -28,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 32
+#define CMATCH_VERSION 33
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -313,5 +317,13 @@ PyObject *cm_kept_keys(PyObject *mod, PyObject *args);
 PyObject *cm_keyed_sums(PyObject *mod, PyObject *args);
 PyObject *cm_reserve_max(PyObject *mod, PyObject *args);
 PyObject *cm_grouped(PyObject *mod, PyObject *args);
+
+/* cmatch_facts.c */
+PyObject *cm_woven(PyObject *mod, PyObject *args);
+PyObject *cm_unwoven(PyObject *mod, PyObject *args);
+PyObject *cm_spread(PyObject *mod, PyObject *args);
+PyObject *cm_interleaved(PyObject *mod, PyObject *args);
+PyObject *cm_drafts_each(PyObject *mod, PyObject *args);
+PyObject *cm_last_rates(PyObject *mod, PyObject *args);
 
 #endif

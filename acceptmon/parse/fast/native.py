@@ -16,13 +16,12 @@ steps and takes each code from the module it loads.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
 from acceptmon.parse.derive import SPEC_DIGITS
-from acceptmon.parse.fast import compiled_derive
+from acceptmon.parse.fast import built, compiled_derive
 from acceptmon.parse.fast.model import ACCEPT, Shape, Template
 from acceptmon.parse.fast.pieces import ENVELOPE_KINDS
 from acceptmon.parse.fast.rows import (
@@ -39,8 +38,6 @@ from acceptmon.parse.fast.rows import (
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.values import PERCENT_DIGITS
 
-VERSION = 32
-"""The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 STRICT = {
     "int": "INT",
     "float": "FLOAT",
@@ -116,20 +113,10 @@ Step = tuple[str, int, tuple[bytes, ...]]
 """(name, capture group or -1, texts): the module's ``OP_<name>`` is the step's code."""
 
 
-def pure_asked() -> bool:
-    """``ACCEPTMON_PURE_PYTHON`` is set: the general parser reads every line, by request."""
-    return bool(os.environ.get("ACCEPTMON_PURE_PYTHON"))
-
-
 def load() -> ModuleType | None:
-    """The compiled module, or None (not built, another version, or pure Python asked for)."""
-    if pure_asked():
-        return None
-    try:
-        from acceptmon.parse.fast import cmatch
-    except ImportError:
-        return None
-    if getattr(cmatch, "VERSION", None) != VERSION:
+    """The compiled module, or None (not built, another version, pure Python asked for, or other recipe codes)."""
+    cmatch = built.module()
+    if cmatch is None:
         return None
     return cmatch if all(getattr(cmatch, k, None) == v for k, v in RECIPE_CODES.items()) else None
 
