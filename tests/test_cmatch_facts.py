@@ -212,3 +212,27 @@ def test_last_rates_leaves_other_types_to_python():
     assert CMATCH.last_rates([True], [[Decimal("0.5")]], [1]) is None
     assert CMATCH.last_rates([False], [[Decimal("0.5")]], [1]) == ([], [])  # (a line not warm is not read)
     assert _depth_steps([True, True], [[0.5, Decimal("0.25")], [1, math.inf]]) == ([0.25, math.inf], [10, 11], 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_VALUE, _VALUE | st.just([]) | st.just([0]))))
+def test_masked_keeps_what_the_python_keeps(pairs):
+    """A column's values where a mask entry is true (whatever its type among the lane's: a bool, a number, a text, a
+    list), else None: the same list from C as from Python."""
+    values, mask = [v for v, _ in pairs], [m for _, m in pairs]
+    with _python():
+        want = plain.masked(values, mask)
+    assert CMATCH is not None
+    got = CMATCH.masked(values, mask)
+    assert got == want and all(a is b for a, b in zip(got, want, strict=True))
+    assert want == [v if m else None for v, m in pairs]
+
+
+def test_masked_leaves_other_types_to_python():
+    assert CMATCH is not None
+    assert CMATCH.masked([1, 2], [True, Decimal(0)]) is None
+    assert plain.masked([1, 2], [True, Decimal(0)]) == [1, None]
+    with pytest.raises(ValueError):
+        CMATCH.masked([1, 2], [True])
+    with pytest.raises(ValueError):
+        plain.masked([1, 2], [True])

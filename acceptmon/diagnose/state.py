@@ -22,7 +22,7 @@ from acceptmon.measure.facts import Facts, Values
 from acceptmon.measure.figures import RunFigures
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import added, has_none, present, summed, where_each
+from acceptmon.measure.plain import added, has_none, masked, present, summed, where_each
 from acceptmon.measure.speedup import bucket_of, speculates
 from acceptmon.parse.fast import native
 from acceptmon.parse.records import LaunchConfig, Record
@@ -309,11 +309,7 @@ class RunState:
         if self.first_line is None:
             self.first_line = lines[0]
         self.last_line = lines[-1]
-        rate = (
-            values["accept_rate"]
-            if every
-            else [r if b else None for r, b in zip(values["accept_rate"], batch, strict=True)]
-        )
+        rate = values["accept_rate"] if every else masked(values["accept_rate"], batch)
         spec = [True] * n if not has_none(length) else list(map(or_, _logged(length), _logged(rate)))
         spec_lines = spec.count(True)
         spec_from = 0 if self.spec_lines else spec.index(True) if spec_lines else n  # (no launch: its first such line)
@@ -328,7 +324,9 @@ class RunState:
         self._buckets(tputs, running, length, facts.steady)
         self.running_logged = self.running_logged or any(_logged(running))
         tokens = values["num_tokens"]
-        if has_none(tokens) or has_none(running) or 0 in running:
+        if tokens.count(None) == n:  # (no line logs a token count: vLLM's)
+            seq: Sequence[float | None] = [None] * n
+        elif has_none(tokens) or has_none(running) or 0 in running:
             seq = [t / r if t is not None and r else None for t, r in zip(tokens, running, strict=True)]
         else:
             seq = list(map(truediv, tokens, running))

@@ -16,7 +16,7 @@ from itertools import accumulate, compress
 from typing import Any
 
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
-from acceptmon.measure.plain import Piece, moves_on, plain_columns
+from acceptmon.measure.plain import Piece, masked, moves_on, plain_columns
 from acceptmon.parse.fast import native
 from acceptmon.parse.unmade import Unmade
 
@@ -148,9 +148,9 @@ def plain_facts(normalizer: Normalizer, rows: Unmade) -> Facts | None:
         values = _closed(values, rows, batch, lengths, rates)
     accept = values["accept_len"]
     if not all(batch):
-        accept = [a if b else None for a, b in zip(accept, batch, strict=True)]
+        accept = masked(accept, batch)
     left = max(0, normalizer.warmup - earlier)  # batches still warming up
-    if all(batch):
+    if all(batch) or not left:
         warmup: Sequence[bool] = [True] * min(left, n) + [False] * max(0, n - left)
     else:
         counted = list(accumulate(batch))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from acceptmon.measure.mean import Mean
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import grouped, present, summed
+from acceptmon.measure.plain import grouped, masked, present, summed
 
 if TYPE_CHECKING:
     from acceptmon.measure.facts import Facts
@@ -72,11 +72,7 @@ class RunFigures:
         self.invalid_values += facts.invalid
         self.batches += len(batch) if all(batch) else sum(batch)
         summed(self.accept_len, present(facts.accept_len))  # None where the line is no batch
-        tputs = (
-            facts.gen_throughput
-            if all(facts.load)
-            else [t if ld else None for t, ld in zip(facts.gen_throughput, facts.load, strict=True)]
-        )
+        tputs = facts.gen_throughput if all(facts.load) else masked(facts.gen_throughput, facts.load)
         self.loads(facts.unit, tputs)
         return tputs
 

@@ -406,6 +406,16 @@ def grouped(keys: Sequence[K], values: Sequence[V | None]) -> dict[K, list[V]]:
     return groups
 
 
+def masked(values: Sequence[V], mask: Sequence[Any]) -> list[V | None]:
+    """``[v if m else None for v, m in zip(values, mask, strict=True)]``: the compiled module's ``masked`` where it is
+    built and every mask entry is of the lane's types."""
+    module = native.load()
+    got = None if module is None else module.masked(values, mask)
+    if got is not None:
+        return cast("list[V | None]", got)
+    return [v if m else None for v, m in zip(values, mask, strict=True)]
+
+
 def has_none(values: Sequence[Any]) -> bool:
     """``None in values``: the compiled module's ``has_none`` where it is built, which looks for None by identity in
     a list or a tuple (only None equals None among the lane's values) instead of comparing each value with it."""

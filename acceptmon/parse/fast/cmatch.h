@@ -21,7 +21,7 @@
  *   cmatch_facts.c    rows of several plans woven and unwoven, their loads carried per unit (woven, unwoven, spread,
  *                     interleaved: parse/unmade.py, measure/plain.py, measure/facts.py), and the depth inputs' and a
  *                     detector's loops over their columns (drafts_each: diagnose/depth.py; last_rates:
- *                     diagnose/detect_accept.py)
+ *                     diagnose/detect_accept.py), and a column masked (masked: measure/plain.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 33
+#define CMATCH_VERSION 34
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -325,5 +325,6 @@ PyObject *cm_spread(PyObject *mod, PyObject *args);
 PyObject *cm_interleaved(PyObject *mod, PyObject *args);
 PyObject *cm_drafts_each(PyObject *mod, PyObject *args);
 PyObject *cm_last_rates(PyObject *mod, PyObject *args);
+PyObject *cm_masked(PyObject *mod, PyObject *args);
 
 #endif

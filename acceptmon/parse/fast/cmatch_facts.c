@@ -6,6 +6,7 @@
  *   interleaved  each row's load as the normalizer carries it per unit, and whether it is steady (measure/facts.py)
  *   drafts_each  the rows whose per-position rates are weighed, with their drafts (diagnose/depth.py)
  *   last_rates   warm rows' last per-position rate, and their lines (diagnose/detect_accept.py)
+ *   masked       a column's values where a mask is true, else None (measure/plain.py)
  * Each is the Python loop beside it (kept where the module is not built), value for value. The loops that read
  * values' truth or compare them run only on values of the lane's exact types (None, bool, int, float, str, list,
  * tuple), checked before anything is changed, so that no Python code runs inside them; for other values they return
@@ -367,5 +368,32 @@ done:
     Py_XDECREF(warm);
     Py_XDECREF(rates);
     Py_XDECREF(lines);
+    return out;
+}
+
+/* masked(values, mask) -> [value if kept else None, ...], or None where a mask entry is not of the lane's types. */
+PyObject *cm_masked(PyObject *mod, PyObject *args) {
+    PyObject *values_obj, *mask_obj, *values = NULL, *mask = NULL, *out = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO", &values_obj, &mask_obj) ||
+        (values = PySequence_Fast(values_obj, "values must be a sequence")) == NULL ||
+        (mask = PySequence_Fast(mask_obj, "mask must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    if (PySequence_Fast_GET_SIZE(mask) != n) {
+        PyErr_SetString(PyExc_ValueError, "values and mask of different lengths");
+        goto done;
+    }
+    if (!all_plain(mask)) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((out = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyList_SET_ITEM(out, i,
+                        Py_NewRef(truth(PySequence_Fast_GET_ITEM(mask, i)) ? PySequence_Fast_GET_ITEM(values, i) : Py_None));
+done:
+    Py_XDECREF(values);
+    Py_XDECREF(mask);
     return out;
 }
