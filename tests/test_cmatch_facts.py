@@ -236,3 +236,28 @@ def test_masked_leaves_other_types_to_python():
         CMATCH.masked([1, 2], [True])
     with pytest.raises(ValueError):
         plain.masked([1, 2], [True])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans() | st.none() | st.integers(0, 1), _VALUE)), st.lists(_VALUE, max_size=3))
+def test_filled_replaces_what_the_python_replaces(pairs, extra):
+    """The intervals a vLLM v0 stretch closes put in place of its batches' logged values, in order: the same list from
+    C as from Python, and a fill that does not hold one value per batch left to Python."""
+    mask, values = [m for m, _ in pairs], [v for _, v in pairs]
+    fill = [("closed", i) for i in range(sum(map(bool, mask)))]
+    with _python():
+        want = facts._filled(mask, fill, values)
+    assert CMATCH is not None
+    assert CMATCH.filled(mask, fill, values) == want == facts._filled(mask, fill, values)
+    assert [v for v, m in zip(want, mask, strict=True) if m] == fill
+    if extra:  # more values than batches: Python's loop leaves the rest unread, and is the one run
+        assert CMATCH.filled(mask, fill + extra, values) is None
+        assert facts._filled(mask, fill + extra, values) == want
+
+
+def test_filled_leaves_other_types_to_python():
+    assert CMATCH is not None
+    assert CMATCH.filled([True, Decimal(1)], [1, 2], [0, 0]) is None
+    assert facts._filled([True, Decimal(1)], [1, 2], [0, 0]) == [1, 2]
+    with pytest.raises(ValueError):
+        CMATCH.filled([True], [1], [0, 0])

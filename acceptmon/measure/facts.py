@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, compress
-from typing import Any
+from operator import itemgetter
+from typing import Any, cast
 
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
 from acceptmon.measure.plain import Piece, masked, moves_on, plain_columns
@@ -144,7 +145,7 @@ def plain_facts(normalizer: Normalizer, rows: Unmade) -> Facts | None:
     closed = moves_on(normalizer, plain)
     values = Values(n, rows.column)
     if closed is not None:  # the rows that count since start: their intervals' accept length and rate
-        lengths, rates = (list(c) for c in zip(*closed, strict=True)) if closed else ([], [])
+        lengths, rates = list(map(itemgetter(0), closed)), list(map(itemgetter(1), closed))
         values = _closed(values, rows, batch, lengths, rates)
     accept = values["accept_len"]
     if not all(batch):
@@ -227,6 +228,16 @@ def _spread(order: bytes, values: Sequence[Any]) -> Sequence[Any]:
     return [values[i] for i in order] if module is None else module.spread(order, values)
 
 
+def _filled(batch: Sequence[bool], closed: list[Any], values: Sequence[Any]) -> list[Any]:
+    """``values``, a batch's replaced by the next of ``closed``: the compiled module's ``filled`` where it is built."""
+    module = native.load()
+    got = None if module is None else module.filled(batch, closed, values)
+    if got is not None:
+        return cast("list[Any]", got)
+    taken = iter(closed).__next__
+    return [taken() if b else v for b, v in zip(batch, values, strict=True)]
+
+
 def _closed(values: Values, rows: Unmade, batch: Sequence[bool], lengths: list[Any], rates: list[Any]) -> Values:
     """The rows' fields, with the accept length and rates of the intervals the rows counting since start close."""
     if all(batch):
@@ -234,8 +245,7 @@ def _closed(values: Values, rows: Unmade, batch: Sequence[bool], lengths: list[A
     else:
         swapped = {}
         for name, closed in (("accept_len", lengths), ("accept_rate", rates), ("draft_accept_rate", rates)):
-            taken = iter(closed).__next__
-            swapped[name] = [taken() if b else v for b, v in zip(batch, values[name], strict=True)]
+            swapped[name] = _filled(batch, closed, values[name])
 
     def column(name: str) -> Sequence[Any]:
         found = swapped.get(name)

@@ -399,6 +399,8 @@ static PyMethodDef module_functions[] = {
     {"last_rates", cm_last_rates, METH_VARARGS,
      "last_rates(warm, rates, lines) -> (last rates, lines) of warm rows, or None (detect_accept.py)"},
     {"masked", cm_masked, METH_VARARGS, "masked(values, mask) -> [v if m else None], or None (plain.py)"},
+    {"filled", cm_filled, METH_VARARGS,
+     "filled(mask, fill, values) -> [next fill if m else v], or None (facts.py)"},
     {"has_none", cm_has_none, METH_O, "has_none(values) -> whether a value is None (plain.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "

@@ -21,7 +21,8 @@
  *   cmatch_facts.c    rows of several plans woven and unwoven, their loads carried per unit (woven, unwoven, spread,
  *                     interleaved: parse/unmade.py, measure/plain.py, measure/facts.py), and the depth inputs' and a
  *                     detector's loops over their columns (drafts_each: diagnose/depth.py; last_rates:
- *                     diagnose/detect_accept.py), and a column masked (masked: measure/plain.py)
+ *                     diagnose/detect_accept.py), and a column masked or filled in (masked: measure/plain.py;
+ *                     filled: measure/facts.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -32,7 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 34
+#define CMATCH_VERSION 35
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -264,7 +265,8 @@ PyObject *cm_convert_value(int conv, const Cap *c);
 /* 0 if the percentage converts, else -1 with its ValueError set (cm_convert_value's, without the value) */
 int cm_percent_ok(const Cap *c);
 /* round(x, ndigits) as Python's float round gives it: the correctly rounded decimal of ndigits decimals, read back;
- * its repr in repr[0 .. *n) (a buffer of REPR_MAX) where that is the decimal's digits, *n 0 where it is not. */
+ * its repr in repr[0 .. *n) (a buffer of REPR_MAX) where that is the decimal's digits, *n 0 where it is not (repr and
+ * n NULL: the value alone). */
 int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n);
 
 /* cmatch_derive.c: a plan's compiled derive read from its tuple (-1, an error set); a row's derived cells in *cells
@@ -326,5 +328,6 @@ PyObject *cm_interleaved(PyObject *mod, PyObject *args);
 PyObject *cm_drafts_each(PyObject *mod, PyObject *args);
 PyObject *cm_last_rates(PyObject *mod, PyObject *args);
 PyObject *cm_masked(PyObject *mod, PyObject *args);
+PyObject *cm_filled(PyObject *mod, PyObject *args);
 
 #endif

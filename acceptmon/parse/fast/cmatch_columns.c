@@ -117,9 +117,7 @@ static int int_at(PyObject *seq, Py_ssize_t i, int none_ok, int64_t *x, int *non
 
 static PyObject *rounded(double x) {
     double v;
-    char repr[REPR_MAX];
-    Py_ssize_t n;
-    return cm_round(x, SPEC_DIGITS, &v, repr, &n) < 0 ? NULL : PyFloat_FromDouble(v);
+    return cm_round(x, SPEC_DIGITS, &v, NULL, NULL) < 0 ? NULL : PyFloat_FromDouble(v);
 }
 
 static int small(int64_t x) { return x <= EXACT && x >= -EXACT; }

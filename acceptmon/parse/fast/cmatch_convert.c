@@ -144,13 +144,15 @@ static int round_fast(double x, int ndigits, Decimal *d) {
 }
 
 int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n) {
-    *n = 0;
+    if (n != NULL) *n = 0;
     Decimal fast;
     if (round_fast(x, ndigits, &fast)) {
         const char *start;
         *v = (double)fast.m / POW10[fast.scale];
-        *n = digits_text(fast, repr, &start);
-        memmove(repr, start, (size_t)*n);
+        if (repr != NULL) {
+            *n = digits_text(fast, repr, &start);
+            memmove(repr, start, (size_t)*n);
+        }
         return 0;
     }
     char *s = PyOS_double_to_string(x, 'f', ndigits, 0, NULL);
@@ -159,8 +161,10 @@ int cm_round(double x, int ndigits, double *v, char *repr, Py_ssize_t *n) {
     if (d.exact) {
         const char *start;
         *v = (double)d.m / POW10[d.scale];
-        *n = digits_text(d, repr, &start);
-        memmove(repr, start, (size_t)*n);
+        if (repr != NULL) {
+            *n = digits_text(d, repr, &start);
+            memmove(repr, start, (size_t)*n);
+        }
     } else {
         *v = PyOS_string_to_double(s, NULL, PyExc_ValueError);
     }

@@ -45,8 +45,8 @@ static PyObject *float_cell(const Derive *d, double x, int *declined) {
     char repr[REPR_MAX];
     Py_ssize_t n;
     if (!isfinite(x)) return *declined = 1, NULL;
+    if (d->typed) return cm_round(x, SPEC_DIGITS, &v, NULL, NULL) < 0 ? NULL : PyFloat_FromDouble(v);
     if (cm_round(x, SPEC_DIGITS, &v, repr, &n) < 0) return NULL;
-    if (d->typed) return PyFloat_FromDouble(v);
     if (n > 0) return PyBytes_FromStringAndSize(repr, n);
     char *s = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
     if (s == NULL) return NULL;

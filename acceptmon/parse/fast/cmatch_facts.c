@@ -7,6 +7,7 @@
  *   drafts_each  the rows whose per-position rates are weighed, with their drafts (diagnose/depth.py)
  *   last_rates   warm rows' last per-position rate, and their lines (diagnose/detect_accept.py)
  *   masked       a column's values where a mask is true, else None (measure/plain.py)
+ *   filled       a column's values, those where a mask is true replaced in order (measure/facts.py)
  * Each is the Python loop beside it (kept where the module is not built), value for value. The loops that read
  * values' truth or compare them run only on values of the lane's exact types (None, bool, int, float, str, list,
  * tuple), checked before anything is changed, so that no Python code runs inside them; for other values they return
@@ -395,5 +396,39 @@ PyObject *cm_masked(PyObject *mod, PyObject *args) {
 done:
     Py_XDECREF(values);
     Py_XDECREF(mask);
+    return out;
+}
+
+/* filled(mask, fill, values) -> [next of fill if kept else value, ...], or None where a mask entry is not of the
+ * lane's types or fill does not hold one value per true entry (Python's loop then says what it says). */
+PyObject *cm_filled(PyObject *mod, PyObject *args) {
+    PyObject *mask_obj, *fill_obj, *values_obj, *mask = NULL, *fill = NULL, *values = NULL, *out = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO", &mask_obj, &fill_obj, &values_obj) ||
+        (mask = PySequence_Fast(mask_obj, "mask must be a sequence")) == NULL ||
+        (fill = PySequence_Fast(fill_obj, "fill must be a sequence")) == NULL ||
+        (values = PySequence_Fast(values_obj, "values must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(mask), kept = 0;
+    if (PySequence_Fast_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "mask and values of different lengths");
+        goto done;
+    }
+    if (!all_plain(mask)) goto python;
+    for (Py_ssize_t i = 0; i < n; i++) kept += truth(PySequence_Fast_GET_ITEM(mask, i));
+    if (kept != PySequence_Fast_GET_SIZE(fill)) goto python;
+    if ((out = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+        PyObject *v = truth(PySequence_Fast_GET_ITEM(mask, i)) ? PySequence_Fast_GET_ITEM(fill, j++)
+                                                                : PySequence_Fast_GET_ITEM(values, i);
+        PyList_SET_ITEM(out, i, Py_NewRef(v));
+    }
+    goto done;
+python:
+    out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(mask);
+    Py_XDECREF(fill);
+    Py_XDECREF(values);
     return out;
 }
