@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, compress
-from operator import itemgetter
+from itertools import accumulate, compress, repeat
+from operator import eq, itemgetter
 from typing import Any, cast
 
 from acceptmon.measure.normalize import Fact, Normalizer, RunKey
@@ -167,7 +167,7 @@ def _one_plan(piece: Piece, before: Mapping[str, tuple[bool, tuple[Any, ...]]]) 
         tput, running, queue = (piece.rows.column(name) for name in _LOAD)
     else:  # each unit's carried load, the same on each of its rows
         tput, running, queue = ([before[u][1][i] for u in units] for i in range(3))
-    steady = [q == 0 for q in queue]
+    steady = list(map(eq, queue, repeat(0)))
     groups = piece.groups or _first_rows(units)
     for unit, at in groups.items():
         if before[unit][0] and len(at):  # a unit's first line after a prefill line (or its first) is not steady

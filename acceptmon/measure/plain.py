@@ -304,7 +304,9 @@ def _distinct(rows: Unmade, name: str) -> Iterable[Any]:
     raw = rows.columns.get(name)
     if type(raw) is array and raw:
         return (min(raw), max(raw))
-    return set(rows.column(name))
+    if raw is None:  # the same on every row (or None on every one)
+        return (rows.fixed.get(name),) if rows.size else ()
+    return set(raw)
 
 
 def moves_on(normalizer: Normalizer, rows: Plain) -> list[tuple[Any, Any]] | None:
