@@ -12,14 +12,16 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acceptmon.measure import plain
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
-from acceptmon.measure.plain import plain_columns, takes_plain
+from acceptmon.measure.plain import checks, plain_columns, takes_plain
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats
 from acceptmon.parse.unmade import Unmade
@@ -288,6 +290,18 @@ def test_a_worker_ships_as_values_the_rows_plain_columns_takes(drawn, cuts):
         assert (plain_columns(item, {("f", ""): "9"}) is not None) is taken
         rows = machine(item)
         assert takes_plain(rows) is taken and (plain_columns(rows, {}) is not None) is taken
+        found = checks(rows)
+        if found is not None:  # what the worker found, shipped: the same columns, not checked again
+            assert _plain_values(plain_columns(rows.shipped(found), {})) == _plain_values(plain_columns(rows, {}))
+            with mock.patch.object(plain, "_checked", side_effect=AssertionError("checked again")):
+                assert plain_columns(rows.shipped(found), {}) is not None
+
+
+def _plain_values(got: Any) -> Any:
+    """What :func:`plain_columns` found, its pieces' rows left out (objects of their own)."""
+    assert got is not None
+    pieces = [(p.kind.name, p.columns, list(p.units), p.groups) for p in got.pieces]
+    return got.key, pieces, got.units, got.named, got.counts
 
 
 def test_the_column_fold_took_some_and_left_some():

@@ -74,7 +74,7 @@ def plain_columns(rows: Unmade, named: Mapping[tuple[str, str], str]) -> Plain |
     where one is not plain, they are not of one run of one stream, or two plans' rows log a field a figure sums
     (its sum would be taken in another order); ``named``: the engine each file and source named last before them.
     Rows that count since server start (vLLM v0) are taken where they are all one unit's."""
-    checked = _checked(rows, listed=True)
+    checked = _found(rows, rows.checks) if isinstance(rows.checks, Checks) else _checked(rows, listed=True)
     if checked is None:
         return None
     (file, source, run), kinds, valid, counting = checked
@@ -106,10 +106,48 @@ def _unwoven(order: bytes, values: Sequence[K], n: int) -> list[Sequence[K]]:
     return [list(compress(values, map(eq, order, repeat(i)))) for i in range(n)]
 
 
+class Checks(NamedTuple):
+    """What :func:`plain_columns`' checks found of rows it takes (:func:`checks`): a worker ships them with the rows
+    (:attr:`~acceptmon.parse.unmade.Unmade.checks`), so that the process that folds them does not check them again."""
+
+    valid: tuple[tuple[str, ...], ...]
+    """Each piece's fields with a value logged, each one valid."""
+    counting: int | None
+    """The piece whose rows count since start (None: none)."""
+
+
 def takes_plain(rows: Unmade) -> bool:
     """Whether :func:`plain_columns` takes ``rows`` (whatever engine was named before them): its checks alone, no
     column made (a worker's test of what it ships as values)."""
-    return _checked(rows, listed=False) is not None
+    return checks(rows) is not None
+
+
+def checks(rows: Unmade) -> Checks | None:
+    """What :func:`plain_columns`' checks find of ``rows``, or None where it does not take them (whatever engine was
+    named before them): no column made."""
+    checked = _checked(rows, listed=False)
+    if checked is None:
+        return None
+    _, _, valid, counting = checked
+    parts = rows.parts()
+    at = None if counting is None else next(i for i, p in enumerate(parts) if p is counting)
+    return Checks(tuple(tuple(columns) for columns in valid), at)
+
+
+def _found(
+    rows: Unmade, found: Checks
+) -> tuple[tuple[str, str, int], list[RecordKind], list[Columns], Unmade | None] | None:
+    """:func:`_checked`'s answer (the valid columns as lists) from what :func:`checks` found of the same rows."""
+    parts = rows.parts()
+    key = _one_run(parts)
+    if key is None or len(found.valid) != len(parts):
+        return _checked(rows, listed=True)  # (not the rows it was found of)
+    kinds = [KINDS[next(iter(p.kinds))] for p in parts]
+    valid: list[Columns] = [
+        {name: p.column(name) for name in names} for p, names in zip(parts, found.valid, strict=True)
+    ]
+    counting = None if found.counting is None else parts[found.counting]
+    return (key[0], key[1], key[2]), kinds, valid, counting
 
 
 def _checked(

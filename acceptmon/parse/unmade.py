@@ -25,7 +25,19 @@ class Unmade:
     spares the records; :meth:`made` makes them. Rows of several plans (a vLLM log's spec and throughput lines) are
     :attr:`pieces`, one plan's each, and :attr:`order` says whose each row is (:func:`joined`)."""
 
-    __slots__ = ("_gather", "_listed", "_make", "_span", "columns", "fixed", "kinds", "order", "pieces", "size")
+    __slots__ = (
+        "_gather",
+        "_listed",
+        "_make",
+        "_span",
+        "checks",
+        "columns",
+        "fixed",
+        "kinds",
+        "order",
+        "pieces",
+        "size",
+    )
 
     def __init__(
         self,
@@ -52,6 +64,10 @@ class Unmade:
         self._listed: dict[str, list[Any]] = {}
         """Machine columns (an ``array``) as :meth:`column` gives them, made once; :attr:`columns` keeps the arrays,
         which :meth:`shipped` sends as they are."""
+        self.checks: Any = None
+        """What a consumer's checks found of these rows where they were read, shipped with them (:meth:`shipped`):
+        the doctor's and the runs' folds ask it (:class:`acceptmon.measure.plain.Checks`) instead of checking the
+        same values again."""
         self._gather: Callable[[Sequence[Any]], Sequence[Any]] | None = None
         """With :attr:`pieces`: the rows in order, from the pieces' columns one after another (:meth:`column`)."""
 
@@ -106,11 +122,11 @@ class Unmade:
         """The records (made once: ask only once)."""
         return self._make(*self._span)
 
-    def shipped(self) -> Unmade:
-        """The rows' values alone, to send to another process (a worker's part, for its collect): they cannot be made
-        into records there (:meth:`made` raises)."""
+    def shipped(self, checks: Any = None) -> Unmade:
+        """The rows' values alone, to send to another process (a worker's part, for its collect), with what was found
+        of them (:attr:`checks`): they cannot be made into records there (:meth:`made` raises)."""
         out = Unmade(self.size, self.kinds, self.fixed, dict(self.columns), _unmakeable, self._span)
-        out.pieces, out.order = tuple(p.shipped() for p in self.pieces), self.order
+        out.pieces, out.order, out.checks = tuple(p.shipped() for p in self.pieces), self.order, checks
         return out
 
     def split(self, at: int) -> tuple[Unmade, Unmade]:

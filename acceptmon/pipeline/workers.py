@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 from acceptmon.errors import InputError
 from acceptmon.inputs.files import OVERSIZED, iter_blocks
 from acceptmon.measure.columns import Packed, pack, unpack
-from acceptmon.measure.plain import takes_plain
+from acceptmon.measure.plain import checks
 from acceptmon.parse import prescan
 from acceptmon.parse.grammar import GrammarSet
 from acceptmon.parse.parser import Parser, ParseState, Tally
@@ -81,13 +81,13 @@ def ship(records: Sequence[Record | Unmade], only: frozenset[str] | None = None)
     for r in records:
         if type(r) is not Unmade:
             held.append(r)
-        elif not takes_plain(r):
+        elif (found := checks(r)) is None:
             held.extend(r.made())
         else:
             if held:
                 out.append(pack(held, only))
                 held = []
-            out.append(r.shipped())
+            out.append(r.shipped(found))
     if held:
         out.append(pack(held, only))
     return out
