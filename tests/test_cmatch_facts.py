@@ -9,6 +9,7 @@ texts, lists) and compared with its Python, which runs where the module is not b
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -261,3 +262,19 @@ def test_filled_leaves_other_types_to_python():
     assert facts._filled([True, Decimal(1)], [1, 2], [0, 0]) == [1, 2]
     with pytest.raises(ValueError):
         CMATCH.filled([True], [1], [0, 0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=50))
+def test_int_extremes_are_min_and_max(values):
+    """A machine int column's least and largest, read in C: min's and max's, as ints."""
+    assert CMATCH is not None
+    column = array("q", values)
+    assert CMATCH.int_extremes(column) == (min(column), max(column))
+    assert all(type(v) is int for v in CMATCH.int_extremes(column))
+
+
+def test_int_extremes_leave_other_columns_to_python():
+    assert CMATCH is not None
+    for other in (array("q"), array("d", [1.0, math.nan]), [1, 2], b"12345678", array("i", [1, 2])):
+        assert CMATCH.int_extremes(other) is None

@@ -341,7 +341,9 @@ def _distinct(rows: Unmade, name: str) -> Iterable[Any]:
     does."""
     raw = rows.columns.get(name)
     if type(raw) is array and raw:
-        return (min(raw), max(raw))
+        module = native.load()
+        got = None if module is None else module.int_extremes(raw)  # (an int column's, read in C)
+        return got if got is not None else (min(raw), max(raw))
     if raw is None:  # the same on every row (or None on every one)
         return (rows.fixed.get(name),) if rows.size else ()
     return set(raw)

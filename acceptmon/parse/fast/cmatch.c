@@ -401,6 +401,8 @@ static PyMethodDef module_functions[] = {
     {"masked", cm_masked, METH_VARARGS, "masked(values, mask) -> [v if m else None], or None (plain.py)"},
     {"filled", cm_filled, METH_VARARGS,
      "filled(mask, fill, values) -> [next fill if m else v], or None (facts.py)"},
+    {"int_extremes", cm_int_extremes, METH_O,
+     "int_extremes(column) -> (min, max) of a non-empty array('q'), or None for another column (plain.py)"},
     {"has_none", cm_has_none, METH_O, "has_none(values) -> whether a value is None (plain.py)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "

@@ -22,7 +22,8 @@
  *                     interleaved: parse/unmade.py, measure/plain.py, measure/facts.py), and the depth inputs' and a
  *                     detector's loops over their columns (drafts_each: diagnose/depth.py; last_rates:
  *                     diagnose/detect_accept.py), and a column masked or filled in (masked: measure/plain.py;
- *                     filled: measure/facts.py)
+ *                     filled: measure/facts.py), a machine int column's least and largest (int_extremes:
+ *                     measure/plain.py)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -33,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 35
+#define CMATCH_VERSION 36
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -329,5 +330,6 @@ PyObject *cm_drafts_each(PyObject *mod, PyObject *args);
 PyObject *cm_last_rates(PyObject *mod, PyObject *args);
 PyObject *cm_masked(PyObject *mod, PyObject *args);
 PyObject *cm_filled(PyObject *mod, PyObject *args);
+PyObject *cm_int_extremes(PyObject *mod, PyObject *column);
 
 #endif

@@ -8,6 +8,7 @@
  *   last_rates   warm rows' last per-position rate, and their lines (diagnose/detect_accept.py)
  *   masked       a column's values where a mask is true, else None (measure/plain.py)
  *   filled       a column's values, those where a mask is true replaced in order (measure/facts.py)
+ *   int_extremes the least and the largest of a column of machine ints (measure/plain.py)
  * Each is the Python loop beside it (kept where the module is not built), value for value. The loops that read
  * values' truth or compare them run only on values of the lane's exact types (None, bool, int, float, str, list,
  * tuple), checked before anything is changed, so that no Python code runs inside them; for other values they return
@@ -430,5 +431,28 @@ done:
     Py_XDECREF(mask);
     Py_XDECREF(fill);
     Py_XDECREF(values);
+    return out;
+}
+
+/* int_extremes(column) -> (min(column), max(column)) of a non-empty array('q'), read as it is; None for any other
+ * column (a float's NaN makes min and max depend on the order: Python's then). */
+PyObject *cm_int_extremes(PyObject *mod, PyObject *column) {
+    Py_buffer view = {0};
+    (void)mod;
+    if (!PyObject_CheckBuffer(column) || PyBytes_Check(column) || PyByteArray_Check(column)) Py_RETURN_NONE;
+    if (PyObject_GetBuffer(column, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    PyObject *out;
+    if (!cm_eight_byte(&view, "q") || view.len < 8) {
+        out = Py_NewRef(Py_None);
+    } else {
+        const int64_t *v = (const int64_t *)view.buf;
+        int64_t low = v[0], high = v[0];
+        for (Py_ssize_t i = 1; i < view.len / 8; i++) {
+            if (v[i] < low) low = v[i];
+            if (v[i] > high) high = v[i];
+        }
+        out = Py_BuildValue("(LL)", (long long)low, (long long)high);
+    }
+    PyBuffer_Release(&view);
     return out;
 }
