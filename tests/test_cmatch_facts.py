@@ -1,4 +1,5 @@
-"""The compiled module's loops over rows of several plans (``cmatch_facts.c``) give what the Python beside each gives.
+"""The compiled module's loops over rows of several plans (``cmatch_weave.c``, ``cmatch_facts.c``) give what the
+Python beside each gives.
 
 Rows of a vLLM log's spec and throughput lines come as one piece per plan and an order; the doctor weaves their
 columns, carries each engine's load from throughput lines onto spec lines, weighs per-position rates by drafts and

@@ -1,6 +1,6 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is twelve translation units, built together into one extension (hatch_build.py):
+ * The module is thirteen translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
@@ -18,12 +18,11 @@
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
  *                     keyed_sums: diagnose/state.py), its largest KV reserve (reserve_max: detect_load.py), and
  *                     values grouped by key (grouped: measure/figures.py, measure/plain.py)
- *   cmatch_facts.c    rows of several plans woven and unwoven, their loads carried per unit (woven, unwoven, spread,
- *                     interleaved: parse/unmade.py, measure/plain.py, measure/facts.py), and the depth inputs' and a
- *                     detector's loops over their columns (drafts_each: diagnose/depth.py; last_rates:
- *                     diagnose/detect_accept.py), and a column masked or filled in (masked: measure/plain.py;
- *                     filled: measure/facts.py), a machine int column's least and largest (int_extremes:
- *                     measure/plain.py)
+ *   cmatch_weave.c    rows of several plans woven and unwoven, and their loads carried per unit (woven, unwoven,
+ *                     spread, interleaved: parse/unmade.py, measure/plain.py, measure/facts.py)
+ *   cmatch_facts.c    the doctor's loops over a stretch of lines as columns (drafts_each: diagnose/depth.py;
+ *                     last_rates: diagnose/detect_accept.py; masked, int_extremes: measure/plain.py; filled:
+ *                     measure/facts.py), and which values they read (cm_plain_value)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -321,11 +320,19 @@ PyObject *cm_keyed_sums(PyObject *mod, PyObject *args);
 PyObject *cm_reserve_max(PyObject *mod, PyObject *args);
 PyObject *cm_grouped(PyObject *mod, PyObject *args);
 
-/* cmatch_facts.c */
+/* cmatch_weave.c */
 PyObject *cm_woven(PyObject *mod, PyObject *args);
 PyObject *cm_unwoven(PyObject *mod, PyObject *args);
 PyObject *cm_spread(PyObject *mod, PyObject *args);
 PyObject *cm_interleaved(PyObject *mod, PyObject *args);
+
+/* cmatch_facts.c */
+/* a value of the lane's exact types (None, bool, int, float, str, list, tuple): its truth runs no Python code */
+int cm_plain_value(PyObject *v);
+/* whether every value of a list or tuple is cm_plain_value's */
+int cm_all_plain(PyObject *seq);
+/* bool(v) of a cm_plain_value's value */
+int cm_truth(PyObject *v);
 PyObject *cm_drafts_each(PyObject *mod, PyObject *args);
 PyObject *cm_last_rates(PyObject *mod, PyObject *args);
 PyObject *cm_masked(PyObject *mod, PyObject *args);
