@@ -1,6 +1,6 @@
 /* cmatch.h: the types and the shared functions of the fast lane's compiled matcher.
  *
- * The module is thirteen translation units, built together into one extension (hatch_build.py):
+ * The module is fourteen translation units, built together into one extension (hatch_build.py):
  *   cmatch.c          the Program type's scan (rows, counts) and the module itself
  *   cmatch_build.c    Program.__init__: the program's own copies of the steps and texts it is given
  *   cmatch_rows.c     a scan's plans (its own references, recipes checked) and the row of a matched line
@@ -13,8 +13,9 @@
  *                     block_totals_each, prefix_sums, spans: acceptmon/measure/bootstrap.py), and a float column's
  *                     values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
- *                     intervals: measure/tokens.py; every: diagnose/detector.py; log2_sums: diagnose/detect_context.py;
- *                     added, has_none: measure/plain.py; weighed: measure/positions.py)
+ *                     intervals: measure/tokens.py; added, has_none: measure/plain.py; weighed: measure/positions.py)
+ *   cmatch_masks.c    the detectors' loops over a stretch of lines (every: diagnose/detector.py; log2_sums:
+ *                     diagnose/detect_context.py)
  *   cmatch_keyed.c    the doctor's #running-req buckets of a stretch of lines, summed in one pass (kept_keys,
  *                     keyed_sums: diagnose/state.py), its largest KV reserve (reserve_max: detect_load.py), and
  *                     values grouped by key (grouped: measure/figures.py, measure/plain.py)
@@ -302,17 +303,21 @@ PyObject *cm_spans(PyObject *mod, PyObject *args);
 PyObject *cm_nans(PyObject *mod, PyObject *column);
 
 /* cmatch_columns.c */
+PyObject *cm_bounded(PyObject *mod, PyObject *args);
+/* a float, or an int within 2**53, as the double Python adds it as: 1; 0 where it is neither */
+int cm_double_at(PyObject *v, double *x);
+PyObject *cm_intervals(PyObject *mod, PyObject *args);
+PyObject *cm_added(PyObject *mod, PyObject *args);
+PyObject *cm_weighed(PyObject *mod, PyObject *args);
+PyObject *cm_has_none(PyObject *mod, PyObject *values);
+
+/* cmatch_masks.c */
 /* every's tests other than a comparison (Py_LT to Py_GE): an entry's truth, whether it is not None, is None. */
 #define TEST_TRUTH (-1)
 #define TEST_KNOWN (-2)
 #define TEST_NONE (-3)
-PyObject *cm_bounded(PyObject *mod, PyObject *args);
-PyObject *cm_intervals(PyObject *mod, PyObject *args);
 PyObject *cm_every(PyObject *mod, PyObject *args);
 PyObject *cm_log2_sums(PyObject *mod, PyObject *args);
-PyObject *cm_added(PyObject *mod, PyObject *args);
-PyObject *cm_weighed(PyObject *mod, PyObject *args);
-PyObject *cm_has_none(PyObject *mod, PyObject *values);
 
 /* cmatch_keyed.c */
 PyObject *cm_kept_keys(PyObject *mod, PyObject *args);
