@@ -66,8 +66,8 @@ class Unmade:
         which :meth:`shipped` sends as they are."""
         self.checks: Any = None
         """What a consumer's checks found of these rows where they were read, shipped with them (:meth:`shipped`):
-        the doctor's and the runs' folds ask it (:class:`acceptmon.measure.plain.Checks`) instead of checking the
-        same values again."""
+        :func:`acceptmon.measure.plain.plain_columns` takes it (a :class:`acceptmon.measure.plain.Checks`) instead
+        of checking the same values again."""
         self._gather: Callable[[Sequence[Any]], Sequence[Any]] | None = None
         """With :attr:`pieces`: the rows in order, from the pieces' columns one after another (:meth:`column`)."""
 
