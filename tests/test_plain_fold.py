@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from acceptmon.measure import plain
 from acceptmon.measure.aggregate import Stats
 from acceptmon.measure.normalize import Normalizer, plain_kinds
-from acceptmon.measure.plain import checks, plain_columns, takes_plain
+from acceptmon.measure.plain import checks, plain_columns
 from acceptmon.parse.kinds import KINDS
 from acceptmon.parse.records import DecodeStats, PrefillStats, ServerLaunch, SpecStats, ThroughputStats
 from acceptmon.parse.unmade import Unmade
@@ -280,16 +280,16 @@ COLUMN_FOLDS: set[tuple[bool, frozenset[str], bool]] = set()
     st.lists(st.integers(min_value=0, max_value=40), max_size=4),
 )
 def test_a_worker_ships_as_values_the_rows_plain_columns_takes(drawn, cuts):
-    """:func:`takes_plain` (a worker's checks alone) says what :func:`plain_columns` says of each part, whatever
+    """:func:`checks` (a worker's checks alone) says what :func:`plain_columns` says of each part, whatever
     engine was named before it, its numbers as lists or as the machine columns the compiled lane keeps."""
     for item in cut(drawn, cuts):
         if type(item) is not Unmade:
             continue
         taken = plain_columns(item, {}) is not None
-        assert takes_plain(item) is taken
+        assert (checks(item) is not None) is taken
         assert (plain_columns(item, {("f", ""): "9"}) is not None) is taken
         rows = machine(item)
-        assert takes_plain(rows) is taken and (plain_columns(rows, {}) is not None) is taken
+        assert (checks(rows) is not None) is taken and (plain_columns(rows, {}) is not None) is taken
         found = checks(rows)
         if found is not None:  # what the worker found, shipped: the same columns, not checked again
             assert _plain_values(plain_columns(rows.shipped(found), {})) == _plain_values(plain_columns(rows, {}))

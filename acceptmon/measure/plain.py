@@ -116,15 +116,9 @@ class Checks(NamedTuple):
     """The piece whose rows count since start (None: none)."""
 
 
-def takes_plain(rows: Unmade) -> bool:
-    """Whether :func:`plain_columns` takes ``rows`` (whatever engine was named before them): its checks alone, no
-    column made (a worker's test of what it ships as values)."""
-    return checks(rows) is not None
-
-
 def checks(rows: Unmade) -> Checks | None:
     """What :func:`plain_columns`' checks find of ``rows``, or None where it does not take them (whatever engine was
-    named before them): no column made."""
+    named before them): its checks alone, no column made (a worker's test of what it ships as values)."""
     checked = _checked(rows, listed=False)
     if checked is None:
         return None
@@ -140,8 +134,8 @@ def _found(
     """:func:`_checked`'s answer (the valid columns as lists) from what :func:`checks` found of the same rows."""
     parts = rows.parts()
     key = _one_run(parts)
-    if key is None or len(found.valid) != len(parts):
-        return _checked(rows, listed=True)  # (not the rows it was found of)
+    if key is None:
+        return None
     kinds = [KINDS[next(iter(p.kinds))] for p in parts]
     valid: list[Columns] = [
         {name: p.column(name) for name in names} for p, names in zip(parts, found.valid, strict=True)

@@ -35,6 +35,11 @@ int cm_truth(PyObject *v) {
     return PyObject_Size(v) > 0; /* (str, list, tuple) */
 }
 
+/* x onto a and y onto b: 0; -1 with an error set (a pair of result lists, row by row). */
+static int append_pair(PyObject *a, PyObject *x, PyObject *b, PyObject *y) {
+    return PyList_Append(a, x) < 0 ? -1 : PyList_Append(b, y);
+}
+
 /* drafts_each(rates, cumulative, batch, tokens, drafted) -> (kept, drafts), or None: diagnose/depth.py's loop, row
  * by row: a row whose rates and batch are true and cumulative false is kept, with drafts (drafted or 0) / k, k its
  * width: tokens or len(rates) (measure/tokens.py's width; its last resort, the launch's steps, is never reached by
@@ -72,7 +77,7 @@ PyObject *cm_drafts_each(PyObject *mod, PyObject *args) {
         PyObject *d = PyNumber_TrueDivide(cm_truth(drafted) ? drafted : zero, k);
         Py_DECREF(k);
         if (d == NULL) goto fail;
-        int rc = PyList_Append(kept, row) < 0 ? -1 : PyList_Append(drafts, d);
+        int rc = append_pair(kept, row, drafts, d);
         Py_DECREF(d);
         if (rc < 0) goto fail;
     }
@@ -127,7 +132,7 @@ PyObject *cm_last_rates(PyObject *mod, PyObject *args) {
         if (last == Py_None) continue;
         PyObject *f = PyNumber_Float(last);
         if (f == NULL) goto fail;
-        int rc = PyList_Append(lasts, f) < 0 ? -1 : PyList_Append(at, PySequence_Fast_GET_ITEM(lines, i));
+        int rc = append_pair(lasts, f, at, PySequence_Fast_GET_ITEM(lines, i));
         Py_DECREF(f);
         if (rc < 0) goto fail;
     }
