@@ -609,6 +609,12 @@ def test_a_callable_memo_is_called_for_every_row():
     assert got is not None and got[1] == b"7\n7\n" and calls == [b"7", b"7"]
 
 
+def _totals(draws: list[bytes], n: int, tables: list[tuple[Any, Any]]) -> list[list[tuple[float, int | None]]]:
+    """``block_totals_each`` over the tables packed as the bootstrap packs them."""
+    assert CMATCH is not None
+    return CMATCH.block_totals_each(draws, n, *CMATCH.pack_tables(tables, n))
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=1, max_size=300),
@@ -622,7 +628,7 @@ def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, dra
     sums, counts = bootstrap._block_sums(column, min(length, n))  # a block is never longer than its column
     for table in (counts, None):
         want = bootstrap.block_totals(draws, n, sums, table)
-        got = CMATCH.block_totals_each([draws, draws], n, [(sums, table)])[1][0]
+        got = _totals([draws, draws], n, [(sums, table)])[1][0]
         assert got[1] == want[1]
         assert got[0] == want[0] or (math.isnan(got[0]) and math.isnan(want[0]))
         assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
@@ -641,8 +647,8 @@ def test_block_totals_of_several_tables_are_each_one_alone(columns, counted, dra
     for column, with_counts in zip(columns, counted, strict=False):
         sums, counts = bootstrap._block_sums(array("d", column), 3)
         tables.append((sums, counts if with_counts else None))
-    together = CMATCH.block_totals_each(draws, 12, tables)
-    alone = [CMATCH.block_totals_each(draws, 12, [table]) for table in tables]
+    together = _totals(draws, 12, tables)
+    alone = [_totals(draws, 12, [table]) for table in tables]
     assert len(together) == len(draws) and all(len(row) == len(tables) for row in together)
     for j in range(len(tables)):
         for r in range(len(draws)):
@@ -693,7 +699,7 @@ def test_block_totals_refuses_what_it_cannot_read():
     """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
     assert CMATCH is not None
     sums, counts, draws = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0]), bytes(16)
-    each = CMATCH.block_totals_each
+    each = _totals
     assert each([draws], 2, [(sums, counts), (sums, None)]) == [[(1.0, 1), (1.0, None)]]  # the first of two: start 0
     assert each([], 2, [(sums, None)]) == [] and each([draws], 2, []) == [[]]
     for bad in (
@@ -711,6 +717,14 @@ def test_block_totals_refuses_what_it_cannot_read():
         each([draws], 2, [(3, None)])
     with pytest.raises(TypeError):
         each([draws], 2, [(sums,)])
+    rows, counted = CMATCH.pack_tables([(sums, counts), (sums, None)], 2)  # start by start: sum, count, sum
+    assert counted == (True, False)
+    assert rows == struct.pack("=dqddqd", 1.0, 1, 1.0, 2.0, 1, 2.0)
+    for n, says in ((3, counted), (2, (True, True))):  # rows of fewer starts, or fewer cells, than asked for
+        with pytest.raises(ValueError):
+            CMATCH.block_totals_each([draws], n, rows, says)
+    with pytest.raises(TypeError):
+        CMATCH.block_totals_each([draws], 2, rows, [True, False])
 
 
 @settings(max_examples=80, deadline=None)

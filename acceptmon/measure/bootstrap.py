@@ -6,7 +6,9 @@ replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups pe
 ``n``). Stdlib ``random``, seeded by the caller. Intervals are the percentiles of the replicates.
 
 The look-ups of a replicate are the compiled module's ``block_totals_each`` where it is built (a 1 M-batch side
-draws 20 M of them), on a thread that lets go of the GIL while this one draws the next replicates; else
+draws 20 M of them, at random starts: every column's sums at a start are packed side by side, ``pack_tables``, so a
+start is one cache line read, not one a column), on threads that let go of the GIL while this one draws the next
+replicates; else
 :func:`block_totals` here: the same additions in the same order, so the same replicates to the last bit either way;
 so are the prefix and block sums (``prefix_sums``, ``spans``).
 """
@@ -81,7 +83,9 @@ def bootstrap_means(
     if module is None:
         sums_of: Iterator[list[list[tuple[float, int | None]]]] = map(added, map(drawn, sizes))
     else:
-        sums_of = _overlapped(sizes, drawn, lambda chunk: module.block_totals_each(chunk, n, tables))
+        rows, counted = module.pack_tables(tables, n)  # (each start's sums side by side: one cache line read)
+        tables.clear()
+        sums_of = _overlapped(sizes, drawn, lambda chunk: module.block_totals_each(chunk, n, rows, counted))
     for chunk_sums in sums_of:
         for replicate in chunk_sums:
             for (total, count), part in zip(replicate, parts, strict=True):

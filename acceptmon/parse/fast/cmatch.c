@@ -362,8 +362,10 @@ static PyTypeObject ProgramType = {
 static PyMethodDef module_functions[] = {
     {"find_any", cm_find_any, METH_VARARGS, "find_any(buf, start, end, words) -> first offset of any word, or -1"},
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
+    {"pack_tables", cm_pack_tables, METH_VARARGS,
+     "pack_tables(tables, n) -> (rows, counted): the (sums, counts) tables interleaved start by start"},
     {"block_totals_each", cm_block_totals_each, METH_VARARGS,
-     "block_totals_each(draws, n, tables) -> block_totals of each replicate over each table, without the GIL"},
+     "block_totals_each(draws, n, rows, counted) -> block_totals of each replicate over each table, without the GIL"},
     {"random_bytes", cm_random_bytes, METH_VARARGS,
      "random_bytes(state, k, size) -> (k random.Random.randbytes(size) from getstate()[1], the state after)"},
     {"prefix_sums", cm_prefix_sums, METH_VARARGS,

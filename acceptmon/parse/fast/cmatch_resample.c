@@ -32,31 +32,36 @@ static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const cha
     return 0;
 }
 
-/* The full blocks of one replicate over each of ncol tables: the first k - 1 of the k little-endian 64-bit draws in
- * raw[0, len) are block starts (draw mod n, worked out once for every table), added in the order drawn from 0.0
- * (sums[j]), and counted (counts[j], where not NULL). Reads only the memory it is given: callers let go of the GIL
- * around it. */
-static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, Py_ssize_t ncol, const double *const *s,
-                         const int64_t *const *c, double *total_out, int64_t *count_out) {
+/* The full blocks of one replicate over the ncol tables packed in rows of width 8-byte cells (pack_tables): the
+ * first k - 1 of the k little-endian 64-bit draws in raw[0, len) are block starts (draw mod n, worked out once for
+ * every table), added in the order drawn from 0.0 (sums[j]), and counted (counts[j], where counted[j]). Reads only
+ * the memory it is given: callers let go of the GIL around it. */
+static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, const uint8_t *rows, Py_ssize_t width,
+                         Py_ssize_t ncol, const char *counted, double *total_out, int64_t *count_out) {
     for (Py_ssize_t j = 0; j < ncol; j++) total_out[j] = 0.0, count_out[j] = 0;
     Py_ssize_t full = len / 8 - 1; /* the last draw is the cut-short block's, which Python adds */
-    size_t ring[AHEAD] = {0};      /* the starts of the next AHEAD blocks, their sums asked for ahead */
+    size_t ring[AHEAD] = {0};      /* the starts of the next AHEAD blocks, their rows asked for ahead */
+    size_t stride = (size_t)width * 8;
     for (Py_ssize_t k = 0; k < full + AHEAD; k++) {
         if (k >= AHEAD) { /* the block drawn AHEAD before, added in the order drawn, before its slot is reused */
-            size_t start = ring[k % AHEAD];
+            const uint8_t *row = rows + ring[k % AHEAD] * stride;
             for (Py_ssize_t j = 0; j < ncol; j++) {
-                total_out[j] += s[j][start];
-                if (c[j] != NULL) count_out[j] += c[j][start];
+                double sum;
+                memcpy(&sum, row, 8), row += 8;
+                total_out[j] += sum;
+                if (counted[j]) {
+                    int64_t count;
+                    memcpy(&count, row, 8), row += 8;
+                    count_out[j] += count;
+                }
             }
         }
         if (k < full) {
             uint64_t draw = 0;
             for (int b = 7; b >= 0; b--) draw = draw << 8 | raw[8 * k + b];
             size_t start = (size_t)(draw % (uint64_t)n);
-            for (Py_ssize_t j = 0; j < ncol; j++) {
-                PREFETCH(s[j] + start);
-                if (c[j] != NULL) PREFETCH(c[j] + start);
-            }
+            PREFETCH(rows + start * stride);
+            PREFETCH(rows + start * stride + stride - 1); /* (a row may cross into the next cache line) */
             ring[k % AHEAD] = start;
         }
     }
@@ -70,36 +75,96 @@ static int tables_of(PyObject *sums_obj, PyObject *counts_obj, Py_ssize_t n, Py_
     return counts_obj != Py_None ? items_of(counts, "q", n, "counts") : 0;
 }
 
+/* Fills rows (n rows of width cells) with the tables: table j's sum at each start, then its count where it has one. */
+static void packed_into(uint8_t *rows, Py_ssize_t n, Py_ssize_t width, Py_ssize_t ncol, const Py_buffer *sums,
+                        const Py_buffer *counts) {
+    Py_ssize_t cell = 0;
+    for (Py_ssize_t j = 0; j < ncol; j++) {
+        const uint8_t *from[2] = {(const uint8_t *)sums[j].buf, counts[j].obj ? (const uint8_t *)counts[j].buf : NULL};
+        for (int t = 0; t < 2; t++) {
+            if (from[t] == NULL) continue;
+            for (Py_ssize_t i = 0; i < n; i++) memcpy(rows + ((size_t)i * (size_t)width + (size_t)cell) * 8, from[t] + 8 * i, 8);
+            cell++;
+        }
+    }
+}
+
+/* pack_tables(tables, n) -> (rows, counted): each (sums, counts) of tables (sums an array('d'), counts an array('q')
+ * or None), at least n long, packed start by start for block_totals_each: row i holds each table's sum at i and,
+ * where it has counts, its count at i, 8 bytes each, in the tables' order; counted says which tables have counts. A
+ * replicate reads its blocks at random starts, and one start's values of every table then share a cache line. */
+PyObject *cm_pack_tables(PyObject *mod, PyObject *args) {
+    PyObject *tables, *out = NULL, *rows = NULL, *counted = NULL;
+    Py_ssize_t n, ncol, width = 0, got = 0;
+    Py_buffer *sums = NULL, *counts = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &tables, &n)) return NULL;
+    ncol = PyList_GET_SIZE(tables);
+    if (n <= 0) {
+        PyErr_SetString(PyExc_ValueError, "n must be positive");
+        return NULL;
+    }
+    sums = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
+    counts = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
+    if (sums == NULL || counts == NULL || (counted = PyTuple_New(ncol)) == NULL) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < ncol; got++) {
+        PyObject *sums_obj, *counts_obj, *t = PyList_GET_ITEM(tables, got);
+        if (!PyArg_ParseTuple(t, "OO", &sums_obj, &counts_obj)) goto done;
+        if (tables_of(sums_obj, counts_obj, n, &sums[got], &counts[got]) < 0) {
+            got++; /* (its buffers, if any, released below) */
+            goto done;
+        }
+        width += counts[got].obj ? 2 : 1;
+        PyTuple_SET_ITEM(counted, got, Py_NewRef(counts[got].obj ? Py_True : Py_False));
+    }
+    if (width > 0 && n > PY_SSIZE_T_MAX / 8 / width) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if ((rows = PyBytes_FromStringAndSize(NULL, n * width * 8)) == NULL) goto done;
+    packed_into((uint8_t *)PyBytes_AS_STRING(rows), n, width, ncol, sums, counts);
+    out = PyTuple_Pack(2, rows, counted);
+done:
+    for (Py_ssize_t j = 0; j < got && sums != NULL && counts != NULL; j++) {
+        if (sums[j].obj != NULL) PyBuffer_Release(&sums[j]);
+        if (counts[j].obj != NULL) PyBuffer_Release(&counts[j]);
+    }
+    PyMem_Free(sums), PyMem_Free(counts);
+    Py_XDECREF(rows);
+    Py_XDECREF(counted);
+    return out;
+}
+
 static PyObject *totals_value(double total, int64_t count, int have_counts) {
     return have_counts ? Py_BuildValue("(dL)", total, (long long)count) : Py_BuildValue("(dO)", total, Py_None);
 }
 
-/* block_totals_each(draws, n, tables) -> [[(total, count) per table] per replicate]: each replicate's draws (a list
- * of bytes, each 8 * k bytes: k little-endian 64-bit draws, of which the first k - 1 are block starts, draw mod n)
- * over each (sums, counts) of tables: total adds sums[start] over them, count counts[start] (None without counts).
- * The GIL is let go while it adds: another thread draws the next replicates meanwhile. */
+/* block_totals_each(draws, n, rows, counted) -> [[(total, count) per table] per replicate]: each replicate's draws (a
+ * list of bytes, each 8 * k bytes: k little-endian 64-bit draws, of which the first k - 1 are block starts, draw mod
+ * n) over each table packed in rows (pack_tables, with its counted): total adds the table's sums[start] over them,
+ * count its counts[start] (None without counts). The GIL is let go while it adds: another thread draws the next
+ * replicates meanwhile. */
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
-    PyObject *draws_list, *tables, *out = NULL, **held = NULL;
-    Py_ssize_t n, nrep = 0, ncol = 0, got = 0;
-    Py_buffer *sums = NULL, *counts = NULL;
+    PyObject *draws_list, *rows_obj, *counted_obj, *out = NULL, **held = NULL;
+    Py_ssize_t n, nrep = 0, ncol = 0, got = 0, width = 0;
+    Py_buffer rows = {0};
     double *totals = NULL;
-    int64_t *counted = NULL;
-    const double **sum_at = NULL;
-    const int64_t **count_at = NULL;
+    int64_t *counts = NULL;
+    char *counted = NULL;
     (void)mod;
-    if (!PyArg_ParseTuple(args, "O!nO!", &PyList_Type, &draws_list, &n, &PyList_Type, &tables)) return NULL;
-    nrep = PyList_GET_SIZE(draws_list), ncol = PyList_GET_SIZE(tables);
+    if (!PyArg_ParseTuple(args, "O!nOO!", &PyList_Type, &draws_list, &n, &rows_obj, &PyTuple_Type, &counted_obj))
+        return NULL;
+    nrep = PyList_GET_SIZE(draws_list), ncol = PyTuple_GET_SIZE(counted_obj);
     if (ncol > 0 && nrep > PY_SSIZE_T_MAX / ncol / 8) return PyErr_NoMemory();
     Py_ssize_t cells = nrep * ncol > 0 ? nrep * ncol : 1;
     held = PyMem_Calloc((size_t)(nrep ? nrep : 1), sizeof(PyObject *));
-    sums = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
-    counts = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
     totals = PyMem_Calloc((size_t)cells, sizeof(double));
-    counted = PyMem_Calloc((size_t)cells, sizeof(int64_t));
-    sum_at = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(double *));
-    count_at = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(int64_t *));
-    if (held == NULL || sums == NULL || counts == NULL || totals == NULL || counted == NULL || sum_at == NULL ||
-        count_at == NULL) {
+    counts = PyMem_Calloc((size_t)cells, sizeof(int64_t));
+    counted = PyMem_Calloc((size_t)(ncol ? ncol : 1), 1);
+    if (held == NULL || totals == NULL || counts == NULL || counted == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -108,9 +173,14 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t j = 0; j < ncol; j++) {
-        PyObject *sums_obj, *counts_obj, *t = PyList_GET_ITEM(tables, j);
-        if (!PyArg_ParseTuple(t, "OO", &sums_obj, &counts_obj)) goto done;
-        if (tables_of(sums_obj, counts_obj, n, &sums[j], &counts[j]) < 0) goto done;
+        int truth = PyObject_IsTrue(PyTuple_GET_ITEM(counted_obj, j));
+        if (truth < 0) goto done;
+        counted[j] = (char)truth, width += 1 + truth;
+    }
+    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_SIMPLE) < 0) goto done;
+    if (width > 0 && (n > PY_SSIZE_T_MAX / 8 / width || rows.len < n * width * 8)) {
+        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of the tables counted says (pack_tables)");
+        goto done;
     }
     for (; got < nrep; got++) { /* the list may change once the GIL is let go: each draws object held here */
         PyObject *d = PyList_GET_ITEM(draws_list, got);
@@ -120,20 +190,16 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
         }
         held[got] = Py_NewRef(d);
     }
-    for (Py_ssize_t j = 0; j < ncol; j++) {
-        sum_at[j] = (const double *)sums[j].buf;
-        count_at[j] = counts[j].obj ? (const int64_t *)counts[j].buf : NULL;
-    }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < nrep; r++)
-        blocks_added((const uint8_t *)PyBytes_AS_STRING(held[r]), PyBytes_GET_SIZE(held[r]), n, ncol, sum_at, count_at,
-                     &totals[r * ncol], &counted[r * ncol]);
+    for (Py_ssize_t r = 0; r < nrep && ncol > 0; r++)
+        blocks_added((const uint8_t *)PyBytes_AS_STRING(held[r]), PyBytes_GET_SIZE(held[r]), n,
+                     (const uint8_t *)rows.buf, width, ncol, counted, &totals[r * ncol], &counts[r * ncol]);
     Py_END_ALLOW_THREADS
     out = PyList_New(nrep);
     for (Py_ssize_t r = 0; out != NULL && r < nrep; r++) {
         PyObject *row = PyList_New(ncol);
         for (Py_ssize_t j = 0; row != NULL && j < ncol; j++) {
-            PyObject *v = totals_value(totals[r * ncol + j], counted[r * ncol + j], counts[j].obj != NULL);
+            PyObject *v = totals_value(totals[r * ncol + j], counts[r * ncol + j], counted[j]);
             if (v == NULL) Py_CLEAR(row);
             else PyList_SET_ITEM(row, j, v);
         }
@@ -142,12 +208,8 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
     }
 done:
     for (Py_ssize_t r = 0; held != NULL && r < got; r++) Py_DECREF(held[r]);
-    for (Py_ssize_t j = 0; j < ncol && sums != NULL && counts != NULL; j++) {
-        if (sums[j].obj != NULL) PyBuffer_Release(&sums[j]);
-        if (counts[j].obj != NULL) PyBuffer_Release(&counts[j]);
-    }
-    PyMem_Free(held), PyMem_Free(sums), PyMem_Free(counts), PyMem_Free(totals), PyMem_Free(counted);
-    PyMem_Free(sum_at), PyMem_Free(count_at);
+    if (rows.obj != NULL) PyBuffer_Release(&rows);
+    PyMem_Free(held), PyMem_Free(totals), PyMem_Free(counts), PyMem_Free(counted);
     return out;
 }
 
