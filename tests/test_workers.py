@@ -8,6 +8,7 @@ year-less timestamp's year came from is the same with workers as without.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import signal
@@ -16,6 +17,7 @@ import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -312,3 +314,23 @@ def test_the_launch_grammars_are_compiled_before_the_workers_fork(name, monkeypa
 
 
 STATS = ("sglang_decode", "sglang_prefill", "vllm_spec", "vllm_throughput")
+
+
+def test_the_results_pipe_holds_a_whole_range(small_ranges, tmp_path):
+    """``widen`` sizes a pipe to 1 MiB, or to as much as the system lets a user have; ``-j`` sizes the pipe of the
+    workers' results so (a range's results are about 1 MB)."""
+
+    most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    read, write = os.pipe()
+    try:
+        assert fcntl.fcntl(read, fcntl.F_GETPIPE_SZ) == 65536
+        assert workers.widen(lambda: read) == min(workers.PIPE_BYTES, most)
+        assert fcntl.fcntl(write, fcntl.F_GETPIPE_SZ) == min(workers.PIPE_BYTES, most)
+    finally:
+        os.close(read), os.close(write)
+    assert workers.widen(None) is None
+    sizes: list[int | None] = []
+    real = workers.widen
+    with mock.patch.object(workers, "widen", lambda fileno: sizes.append(real(fileno)) or sizes[-1]):
+        assert main(["parse", str(SEED), "-o", str(tmp_path / "out.csv"), "-j", "2"]) == 0
+    assert sizes == [min(workers.PIPE_BYTES, most)]

@@ -9,6 +9,7 @@ that dies ends the run with one line instead of a wait without end.
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
 import signal
@@ -42,6 +43,8 @@ QUEUED = 2
 """Ranges given to each worker ahead of its results being collected. A job whose collecting takes as long as reading
 (the doctor's detectors) queues more (its ``queued``): this process, busy collecting, gives out ranges only between
 two collects, and a worker that finished its queue meanwhile waits."""
+PIPE_BYTES = 1 << 20
+"""What the pipe of the workers' results is made to hold (:func:`widen`)."""
 Collect = Callable[[int, tuple[list[Any], Tally]], bool]
 """Takes a range's results in order; False (nothing taken) if the job needs the range read again in this process
 (:meth:`acceptmon.pipeline.batch.Job.ready`)."""
@@ -109,6 +112,7 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
         _WORKER.update(setup, source=_reopenable(path, held.fileno()))
         pool = ProcessPoolExecutor(max(1, jobs - 1), mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
         try:
+            widen(getattr(getattr(getattr(pool, "_result_queue", None), "_reader", None), "fileno", None))
             _start(pool)
             _run(path, ranges, jobs, pool, collect)
         except BrokenProcessPool:
@@ -118,6 +122,25 @@ def run(path: str, ranges: list[tuple[int, int]], jobs: int, setup: dict[str, An
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             _WORKER.clear()
+
+
+def widen(fileno: Callable[[], int] | None) -> int | None:
+    """The pipe the workers' results come through, made to hold :data:`PIPE_BYTES` (Linux; as much as the system lets
+    a user have): its size after, or None where it cannot be sized (another system, or another executor's inside).
+
+    A range's results are about 1 MB; through the 64 KiB a pipe holds by default, a worker wrote one in some 16
+    pieces, each waiting for this process to read the one before. 256 MiB ``doctor``, ``-j 2``, alternating, 6 runs
+    each, median (fastest): DP-attention Ascend 3.31 (3.07) → 2.99 (2.94) s, vLLM 0.10 DP 2.99 (2.81) → 2.90
+    (2.84) s."""
+    size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if fileno is None or size is None:
+        return None
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            most = int(f.read())
+        return fcntl.fcntl(fileno(), size, min(PIPE_BYTES, most))
+    except (OSError, ValueError):
+        return None
 
 
 def _start(pool: ProcessPoolExecutor) -> None:
