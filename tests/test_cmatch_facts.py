@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from acceptmon.diagnose import depth
 from acceptmon.diagnose.detect_accept import Depth, DepthParams
 from acceptmon.diagnose.state import Steps
-from acceptmon.measure import facts, plain
+from acceptmon.measure import columns, facts, plain
 from acceptmon.measure.plain import Piece
 from acceptmon.parse.fast import built, native
 from acceptmon.parse.kinds import KINDS
@@ -279,3 +279,32 @@ def test_int_extremes_leave_other_columns_to_python():
     assert CMATCH is not None
     for other in (array("q"), array("d", [1.0, math.nan]), [1, 2], b"12345678", array("i", [1, 2])):
         assert CMATCH.int_extremes(other) is None
+
+
+FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.just(-0.0) | st.none()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(FLOATS, max_size=60), st.sampled_from([list, tuple]), st.lists(st.floats(-9, 9), max_size=3))
+def test_extend_floats_appends_what_python_appends(values, kind, before):
+    """``extend_floats`` appends each float as it is (-0.0, a NaN's bits) and NaN for None, compiled or not."""
+    assert CMATCH is not None
+    got, want = array("d", before), array("d", before)
+    columns.extend_floats(got, kind(values))
+    with _python():
+        columns.extend_floats(want, kind(values))
+    assert got.tobytes() == want.tobytes()
+    assert [None if v != v else v for v in got[len(before) :]] == [None if v is None or v != v else v for v in values]
+    assert CMATCH.doubles(kind(values)) == array("d", [math.nan if v is None else v for v in values]).tobytes()
+
+
+def test_doubles_leave_any_other_value_to_python():
+    """An int, a bool or a string among the values, or a column that is no list or tuple: None (Python converts)."""
+    assert CMATCH is not None
+    for values in ([1.0, 2], [True], [1.0, "x"], array("d", [1.0]), iter([1.0])):
+        assert CMATCH.doubles(values) is None
+    got = array("d")
+    columns.extend_floats(got, [1.0, 2, None, True])
+    assert got.tolist()[:2] == [1.0, 2.0] and math.isnan(got[2]) and got[3] == 1.0
+    columns.extend_floats(got, array("d", [5.0]))
+    assert got[-1] == 5.0

@@ -377,6 +377,17 @@ def test_large_batch_wasteful():
     assert found is not None and det.wasteful.count == 6
 
 
+@pytest.mark.parametrize(("draft", "verify", "wasteful"), [(4, 100, [11, 12]), (4, 101, [12]), (-2, -5, [10, 11])])
+def test_large_batch_verifies_b_times_n_tokens_at_the_bound(draft, verify, wasteful):
+    """``B·N >= V`` at its bound: N = 4, V = 100 holds from B = 25 on, V = 101 from B = 26; a negative N (as a launch
+    line may give it) turns it over, B <= 2 for N = -2, V = -5."""
+    rows = [{"accept_len": 0.5, "running_req": b} for b in ((24, 25, 26) if draft > 0 else (1, 2, 3))]
+    launch = LaunchConfig(spec_algorithm="EAGLE", spec_num_draft_tokens=draft)
+    params = {"verify_tokens_at_least": verify, "efficiency_below": 2.0 if draft > 0 else -0.1}
+    found, det = both("large_batch", [steps_of(rows)], RunState("f", 1, launch=launch), params)
+    assert det.wasteful.lines == wasteful and det.wasteful.count == len(wasteful)
+
+
 def test_graph_off_logged_and_by_captured_size():
     rows = [{"running_req": r} for r in (4, 8, 16, 20, 24, 30, 32)]
     found, det = both(

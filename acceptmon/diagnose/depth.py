@@ -21,12 +21,12 @@ from typing import Any, cast
 from acceptmon.diagnose.breakeven import Buckets, matched
 from acceptmon.diagnose.engine import Doctor, RunReport
 from acceptmon.diagnose.state import RunState
-from acceptmon.measure.columns import NONE_INT, Batches
+from acceptmon.measure.columns import NONE_INT, Batches, extend_floats
 from acceptmon.measure.compare import RESAMPLES, Side, intervals
 from acceptmon.measure.depth import LeftOut, Point, Recommendation, plan, position_rows
 from acceptmon.measure.facts import Facts
 from acceptmon.measure.normalize import Fact
-from acceptmon.measure.plain import has_none, present
+from acceptmon.measure.plain import present
 from acceptmon.measure.positions import Positions, from_lengths
 from acceptmon.measure.tokens import counters, width
 from acceptmon.parse.fast import native
@@ -142,8 +142,8 @@ class DepthInputs:
         every = all(batch)
         lengths = facts.accept_len if every else list(compress(facts.accept_len, batch))
         tputs = tput if every else list(compress(tput, batch))
-        got.accept.extend(_nan_for_none(lengths))
-        got.batch_tok_s.extend(_nan_for_none(tputs))
+        extend_floats(got.accept, lengths)
+        extend_floats(got.batch_tok_s, tputs)
         rates = facts.values["position_accept_rates"]
         if any(rates):
             since = facts.values["cumulative"]
@@ -293,8 +293,3 @@ def _positions_from(points: Sequence[Point]) -> str:
         return f"per-position figures of run {runs}"
     depths = ", ".join(f"{p.depth} (run {p.run})" for p in points)
     return f"the sweep's accept lengths at depths {depths}"
-
-
-def _nan_for_none(values: Sequence[float | None]) -> Iterable[float]:
-    """The values, NaN for one not logged (None): the column itself where none is (an ``array('d')`` takes it in C)."""
-    return cast("Sequence[float]", values) if not has_none(values) else (math.nan if v is None else v for v in values)

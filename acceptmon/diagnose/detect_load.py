@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import chain, compress, repeat
-from operator import ge, gt, is_not, lt, mul, truediv
+from operator import ge, gt, is_not, le, lt, mul, truediv
 
 from pydantic import Field
 
 from acceptmon.diagnose.breakeven import BreakEven, label, tree_note
-from acceptmon.diagnose.detector import Context, Detector, Lines, Params, compared, every, hit, known, r6
+from acceptmon.diagnose.detector import (
+    Context,
+    Detector,
+    Lines,
+    Params,
+    compared,
+    every,
+    hit,
+    known,
+    picked,
+    r6,
+    tested,
+)
 from acceptmon.diagnose.model import Hit, plural
 from acceptmon.diagnose.state import RunState, Step, Steps
 from acceptmon.measure.speedup import LOSES_BELOW, MARGINAL_BELOW
@@ -151,14 +163,14 @@ class LargeBatch(Detector[BatchParams]):
         n = run.spec_params()[1]
         if not n:
             return
-        judged = every(steps.warm, known(steps.accept_len), steps.running_req)
-        verified = map(mul, compress(steps.running_req, judged), repeat(n))
-        big = list(map(ge, verified, repeat(self.verify_at_least)))
+        verify = self.verify_at_least  # B·N >= V, of ints: B >= ceil(V / N) where N > 0, B <= floor(V / N) where N < 0
+        enough = tested(steps.running_req, ge, -(-verify // n)) if n > 0 else tested(steps.running_req, le, verify // n)
+        big = every(steps.warm, known(steps.accept_len), steps.running_req, enough)
         if True not in big:
             return
-        lengths = compress(compress(steps.accept_len, judged), big)
+        lengths = picked(steps.accept_len, big)
         kept = map(lt, map(round, map(truediv, lengths, repeat(n)), repeat(6)), repeat(self.efficiency_below))
-        self.wasteful.extend(compress(compress(compress(steps.line, judged), big), kept))  # r6(L / N) < bound
+        self.wasteful.extend(compress(picked(steps.line, big), kept))  # r6(L / N) < bound
 
     def hit(self, run: RunState, ctx: Context) -> Hit | None:
         if not run.speculative:

@@ -130,21 +130,24 @@ class GraphOff(Detector[GraphParams]):
         running = [r or 0 for r in given] if has_none(given) else cast(Sequence[int], given)
         column = steps.values.get("cuda_graph")
         graph = None if column is None else column[start:]
-        unlogged = None if graph is None else list(map(is_, graph, repeat(None)))
+        unlogged = list(map(is_, graph, repeat(None))) if graph is not None and has_none(graph) else None  # None: none
         if unlogged is not None and False not in unlogged:  # no line logs the field
             graph = unlogged = None
-        if unlogged is None or True in unlogged:
-            old = lines if unlogged is None else list(compress(lines, unlogged))
+        if graph is None or (unlogged is not None and True in unlogged):
+            old = lines if graph is None else list(compress(lines, cast(list[bool], unlogged)))
             self.stats_lines += len(old)
             cap = self._captured(run)
             if cap is not None:
-                old_running = running if unlogged is None else compress(running, unlogged)
+                old_running = running if graph is None else compress(running, cast(list[bool], unlogged))
                 self.above.extend(compress(old, map(gt, old_running, repeat(cap))))
-        if graph is None or unlogged is None:
+        if graph is None:
             return
-        self.total += unlogged.count(False)
+        self.total += len(graph) if unlogged is None else unlogged.count(False)
+        if False not in graph:  # graphs on every line that logs them: no line without
+            self.max_on = max(chain((self.max_on,), running if unlogged is None else compress(running, graph)))
+            return
         self.max_on = max(chain((self.max_on,), compress(running, graph)))
-        off = list(map(and_, map(not_, graph), map(not_, unlogged)))
+        off = list(map(not_, graph)) if unlogged is None else list(map(and_, map(not_, graph), map(not_, unlogged)))
         off_running = list(compress(running, off))
         if off_running:
             self.off.extend(compress(lines, off))

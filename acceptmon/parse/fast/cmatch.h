@@ -23,7 +23,7 @@
  *                     spread, interleaved: parse/unmade.py, measure/plain.py, measure/facts.py)
  *   cmatch_facts.c    the doctor's loops over a stretch of lines as columns (drafts_each: diagnose/depth.py;
  *                     last_rates: diagnose/detect_accept.py; masked, int_extremes: measure/plain.py; filled:
- *                     measure/facts.py), and which values they read (cm_plain_value)
+ *                     measure/facts.py; doubles: measure/columns.py), and which values they read (cm_plain_value)
  * The numbers below are the protocol with acceptmon/parse/fast/native.py and rows.py: the module
  * exports each of them (OP_LIT, SLOT, ...) and native.py reads them from it.
  */
@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 37
+#define CMATCH_VERSION 38
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -344,5 +344,6 @@ PyObject *cm_last_rates(PyObject *mod, PyObject *args);
 PyObject *cm_masked(PyObject *mod, PyObject *args);
 PyObject *cm_filled(PyObject *mod, PyObject *args);
 PyObject *cm_int_extremes(PyObject *mod, PyObject *column);
+PyObject *cm_doubles(PyObject *mod, PyObject *values);
 
 #endif

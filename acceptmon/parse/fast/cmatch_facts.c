@@ -4,6 +4,7 @@
  *   masked       a column's values where a mask is true, else None (measure/plain.py)
  *   filled       a column's values, those where a mask is true replaced in order (measure/facts.py)
  *   int_extremes the least and the largest of a column of machine ints (measure/plain.py)
+ *   doubles      a column of floats as an array('d') holds them, NaN where not logged (measure/columns.py)
  * Each is the Python loop beside it (kept where the module is not built), value for value. The loops that read
  * values' truth or compare them run only on values of the lane's exact types (None, bool, int, float, str, list,
  * tuple: cm_plain_value), checked before anything is changed, so that no Python code runs inside them; for other
@@ -233,5 +234,26 @@ PyObject *cm_int_extremes(PyObject *mod, PyObject *column) {
         out = Py_BuildValue("(LL)", (long long)low, (long long)high);
     }
     PyBuffer_Release(&view);
+    return out;
+}
+
+/* doubles(values) -> bytes: a list's (or tuple's) floats as an array('d') holds them, 8 bytes each in the machine's
+ * order, NaN for a None (not logged): what array('d').extend of them with NaN for None appends; None for a column
+ * of other values (an int among them: Python converts them). */
+PyObject *cm_doubles(PyObject *mod, PyObject *values) {
+    (void)mod;
+    if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    PyObject **v = PySequence_Fast_ITEMS(values);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (v[i] != Py_None && !PyFloat_CheckExact(v[i])) Py_RETURN_NONE;
+    if (n > PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (out == NULL) return NULL;
+    char *at = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double d = v[i] == Py_None ? Py_NAN : PyFloat_AS_DOUBLE(v[i]);
+        memcpy(at + 8 * i, &d, 8);
+    }
     return out;
 }
