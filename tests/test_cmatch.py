@@ -612,7 +612,13 @@ def test_a_callable_memo_is_called_for_every_row():
 def _totals(draws: list[bytes], n: int, tables: list[tuple[Any, Any]]) -> list[list[tuple[float, int | None]]]:
     """``block_totals_each`` over the tables packed as the bootstrap packs them."""
     assert CMATCH is not None
-    return CMATCH.block_totals_each(draws, n, *CMATCH.pack_tables(tables, n))
+    counted = tuple(counts is not None for _, counts in tables)
+    width, cell = len(tables) + sum(counted), 0
+    rows = bytearray(8 * n * width)
+    for sums, counts in tables:
+        CMATCH.pack_table(rows, width, cell, sums, counts, n)
+        cell += 1 + (counts is not None)
+    return CMATCH.block_totals_each(draws, n, rows, counted)
 
 
 @settings(max_examples=60, deadline=None)
@@ -715,11 +721,13 @@ def test_block_totals_refuses_what_it_cannot_read():
             each([bad[0]], bad[1], [(bad[2], bad[3])])
     with pytest.raises(TypeError):
         each([draws], 2, [(3, None)])
-    with pytest.raises(TypeError):
-        each([draws], 2, [(sums,)])
-    rows, counted = CMATCH.pack_tables([(sums, counts), (sums, None)], 2)  # start by start: sum, count, sum
-    assert counted == (True, False)
+    rows, counted = bytearray(48), (True, False)
+    CMATCH.pack_table(rows, 3, 0, sums, counts, 2)  # start by start: sum, count, sum
+    CMATCH.pack_table(rows, 3, 2, sums, None, 2)
     assert rows == struct.pack("=dqddqd", 1.0, 1, 1.0, 2.0, 1, 2.0)
+    for bad in ((rows, 3, 2, sums, counts, 2), (rows, 3, 0, sums, None, 3), (bytes(48), 3, 0, sums, None, 2)):
+        with pytest.raises((ValueError, BufferError)):  # a count past the row, a short rows, rows not writable
+            CMATCH.pack_table(*bad)
     for n, says in ((3, counted), (2, (True, True))):  # rows of fewer starts, or fewer cells, than asked for
         with pytest.raises(ValueError):
             CMATCH.block_totals_each([draws], n, rows, says)

@@ -384,7 +384,7 @@ def test_large_batch_verifies_b_times_n_tokens_at_the_bound(draft, verify, waste
     rows = [{"accept_len": 0.5, "running_req": b} for b in ((24, 25, 26) if draft > 0 else (1, 2, 3))]
     launch = LaunchConfig(spec_algorithm="EAGLE", spec_num_draft_tokens=draft)
     params = {"verify_tokens_at_least": verify, "efficiency_below": 2.0 if draft > 0 else -0.1}
-    found, det = both("large_batch", [steps_of(rows)], RunState("f", 1, launch=launch), params)
+    _, det = both("large_batch", [steps_of(rows)], RunState("f", 1, launch=launch), params)
     assert det.wasteful.lines == wasteful and det.wasteful.count == len(wasteful)
 
 

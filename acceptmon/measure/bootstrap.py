@@ -6,7 +6,7 @@ replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups pe
 ``n``). Stdlib ``random``, seeded by the caller. Intervals are the percentiles of the replicates.
 
 The look-ups of a replicate are the compiled module's ``block_totals_each`` where it is built (a 1 M-batch side
-draws 20 M of them, at random starts: every column's sums at a start are packed side by side, ``pack_tables``, so a
+draws 20 M of them, at random starts: every column's sums at a start are packed side by side, :func:`packed`, so a
 start is one cache line read, not one a column), on threads that let go of the GIL while this one draws the next
 replicates; else
 :func:`block_totals` here: the same additions in the same order, so the same replicates to the last bit either way;
@@ -65,7 +65,8 @@ def bootstrap_means(
     blocks = -(-n // length)
     tail = n - (blocks - 1) * length
     floats = [_floats(col) for col in columns]
-    tables = [_block_sums(col, length) for col in floats]
+    module = native.load()
+    tables = [] if module is not None else [_block_sums(col, length) for col in floats]
     lasts: list[int] = []
     parts: list[list[tuple[float, int]]] = [[] for _ in columns]
 
@@ -79,12 +80,10 @@ def bootstrap_means(
         return [[block_totals(draws, n, sums, counts) for sums, counts in tables] for draws in chunk]
 
     sizes = [min(DRAWN_AHEAD, resamples - i) for i in range(0, resamples, DRAWN_AHEAD)]
-    module = native.load()
     if module is None:
         sums_of: Iterator[list[list[tuple[float, int | None]]]] = map(added, map(drawn, sizes))
     else:
-        rows, counted = module.pack_tables(tables, n)  # (each start's sums side by side: one cache line read)
-        tables.clear()
+        rows, counted = packed(floats, length)
         sums_of = _overlapped(sizes, drawn, lambda chunk: module.block_totals_each(chunk, n, rows, counted))
     for chunk_sums in sums_of:
         for replicate in chunk_sums:
@@ -102,6 +101,24 @@ def bootstrap_means(
             means.append(total / count if count else None)
         out.append(means)
     return out
+
+
+def packed(columns: Sequence[array[float]], length: int) -> tuple[bytearray, tuple[bool, ...]]:
+    """The columns' block sums (:func:`_block_sums`) as the compiled ``block_totals_each`` reads them, and which
+    columns have counts: row by row (a start), each column's sum and, where some of its values are missing, its count,
+    8 bytes each (``pack_table``). Made one column at a time: one column's tables at most are held beside the rows."""
+    module = native.load()
+    assert module is not None
+    n = len(columns[0])
+    counted = tuple(missing(col) > 0 for col in columns)
+    width = len(columns) + sum(counted)
+    rows = bytearray(8 * n * width)
+    cell = 0
+    for col, has in zip(columns, counted, strict=True):
+        sums, counts = _block_sums(col, length)
+        module.pack_table(rows, width, cell, sums, counts, n)
+        cell += 1 + has
+    return rows, counted
 
 
 def _overlapped(

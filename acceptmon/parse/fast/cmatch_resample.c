@@ -32,7 +32,7 @@ static int items_of(Py_buffer *view, const char *format, Py_ssize_t n, const cha
     return 0;
 }
 
-/* The full blocks of one replicate over the ncol tables packed in rows of width 8-byte cells (pack_tables): the
+/* The full blocks of one replicate over the ncol tables packed in rows of width 8-byte cells (pack_table): the
  * first k - 1 of the k little-endian 64-bit draws in raw[0, len) are block starts (draw mod n, worked out once for
  * every table), added in the order drawn from 0.0 (sums[j]), and counted (counts[j], where counted[j]). Reads only
  * the memory it is given: callers let go of the GIL around it. */
@@ -75,66 +75,37 @@ static int tables_of(PyObject *sums_obj, PyObject *counts_obj, Py_ssize_t n, Py_
     return counts_obj != Py_None ? items_of(counts, "q", n, "counts") : 0;
 }
 
-/* Fills rows (n rows of width cells) with the tables: table j's sum at each start, then its count where it has one. */
-static void packed_into(uint8_t *rows, Py_ssize_t n, Py_ssize_t width, Py_ssize_t ncol, const Py_buffer *sums,
-                        const Py_buffer *counts) {
-    Py_ssize_t cell = 0;
-    for (Py_ssize_t j = 0; j < ncol; j++) {
-        const uint8_t *from[2] = {(const uint8_t *)sums[j].buf, counts[j].obj ? (const uint8_t *)counts[j].buf : NULL};
-        for (int t = 0; t < 2; t++) {
-            if (from[t] == NULL) continue;
-            for (Py_ssize_t i = 0; i < n; i++) memcpy(rows + ((size_t)i * (size_t)width + (size_t)cell) * 8, from[t] + 8 * i, 8);
-            cell++;
-        }
-    }
-}
-
-/* pack_tables(tables, n) -> (rows, counted): each (sums, counts) of tables (sums an array('d'), counts an array('q')
- * or None), at least n long, packed start by start for block_totals_each: row i holds each table's sum at i and,
- * where it has counts, its count at i, 8 bytes each, in the tables' order; counted says which tables have counts. A
- * replicate reads its blocks at random starts, and one start's values of every table then share a cache line. */
-PyObject *cm_pack_tables(PyObject *mod, PyObject *args) {
-    PyObject *tables, *out = NULL, *rows = NULL, *counted = NULL;
-    Py_ssize_t n, ncol, width = 0, got = 0;
-    Py_buffer *sums = NULL, *counts = NULL;
+/* pack_table(rows, width, cell, sums, counts, n): one column's tables into rows (a writable buffer of n rows of width
+ * 8-byte cells) for block_totals_each: its sum at each start i < n (sums an array('d')) in cell `cell` of row i and,
+ * where it has counts (an array('q'), or None), its count in the next cell. A replicate reads its blocks at random
+ * starts, and one start's values of every column then share a cache line. */
+PyObject *cm_pack_table(PyObject *mod, PyObject *args) {
+    PyObject *rows_obj, *sums_obj, *counts_obj, *out = NULL;
+    Py_ssize_t width, cell, n;
+    Py_buffer rows = {0}, sums = {0}, counts = {0};
     (void)mod;
-    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &tables, &n)) return NULL;
-    ncol = PyList_GET_SIZE(tables);
-    if (n <= 0) {
-        PyErr_SetString(PyExc_ValueError, "n must be positive");
+    if (!PyArg_ParseTuple(args, "OnnOOn", &rows_obj, &width, &cell, &sums_obj, &counts_obj, &n)) return NULL;
+    int have_counts = counts_obj != Py_None;
+    if (n <= 0 || cell < 0 || width <= cell + have_counts || width > PY_SSIZE_T_MAX / 8 / n) {
+        PyErr_SetString(PyExc_ValueError, "n must be positive, and the table's cells within the row's width");
         return NULL;
     }
-    sums = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
-    counts = PyMem_Calloc((size_t)(ncol ? ncol : 1), sizeof(Py_buffer));
-    if (sums == NULL || counts == NULL || (counted = PyTuple_New(ncol)) == NULL) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
+    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_WRITABLE) < 0) goto done;
+    if (tables_of(sums_obj, counts_obj, n, &sums, &counts) < 0) goto done;
+    if (rows.len < n * width * 8) {
+        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of width cells");
         goto done;
     }
-    for (; got < ncol; got++) {
-        PyObject *sums_obj, *counts_obj, *t = PyList_GET_ITEM(tables, got);
-        if (!PyArg_ParseTuple(t, "OO", &sums_obj, &counts_obj)) goto done;
-        if (tables_of(sums_obj, counts_obj, n, &sums[got], &counts[got]) < 0) {
-            got++; /* (its buffers, if any, released below) */
-            goto done;
-        }
-        width += counts[got].obj ? 2 : 1;
-        PyTuple_SET_ITEM(counted, got, Py_NewRef(counts[got].obj ? Py_True : Py_False));
-    }
-    if (width > 0 && n > PY_SSIZE_T_MAX / 8 / width) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if ((rows = PyBytes_FromStringAndSize(NULL, n * width * 8)) == NULL) goto done;
-    packed_into((uint8_t *)PyBytes_AS_STRING(rows), n, width, ncol, sums, counts);
-    out = PyTuple_Pack(2, rows, counted);
+    uint8_t *at = (uint8_t *)rows.buf + 8 * cell;
+    size_t stride = (size_t)width * 8;
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(at + (size_t)i * stride, (const uint8_t *)sums.buf + 8 * i, 8);
+    for (Py_ssize_t i = 0; have_counts && i < n; i++)
+        memcpy(at + 8 + (size_t)i * stride, (const uint8_t *)counts.buf + 8 * i, 8);
+    out = Py_NewRef(Py_None);
 done:
-    for (Py_ssize_t j = 0; j < got && sums != NULL && counts != NULL; j++) {
-        if (sums[j].obj != NULL) PyBuffer_Release(&sums[j]);
-        if (counts[j].obj != NULL) PyBuffer_Release(&counts[j]);
-    }
-    PyMem_Free(sums), PyMem_Free(counts);
-    Py_XDECREF(rows);
-    Py_XDECREF(counted);
+    if (rows.obj != NULL) PyBuffer_Release(&rows);
+    if (sums.obj != NULL) PyBuffer_Release(&sums);
+    if (counts.obj != NULL) PyBuffer_Release(&counts);
     return out;
 }
 
@@ -144,7 +115,7 @@ static PyObject *totals_value(double total, int64_t count, int have_counts) {
 
 /* block_totals_each(draws, n, rows, counted) -> [[(total, count) per table] per replicate]: each replicate's draws (a
  * list of bytes, each 8 * k bytes: k little-endian 64-bit draws, of which the first k - 1 are block starts, draw mod
- * n) over each table packed in rows (pack_tables, with its counted): total adds the table's sums[start] over them,
+ * n) over each table packed in rows (pack_table, with counted: which tables have counts): total adds the table's sums[start] over them,
  * count its counts[start] (None without counts). The GIL is let go while it adds: another thread draws the next
  * replicates meanwhile. */
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
@@ -179,7 +150,7 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
     }
     if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_SIMPLE) < 0) goto done;
     if (width > 0 && (n > PY_SSIZE_T_MAX / 8 / width || rows.len < n * width * 8)) {
-        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of the tables counted says (pack_tables)");
+        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of the tables counted says (pack_table)");
         goto done;
     }
     for (; got < nrep; got++) { /* the list may change once the GIL is let go: each draws object held here */
