@@ -640,6 +640,23 @@ def test_block_totals_adds_what_the_bootstrap_adds_in_python(values, length, dra
         assert struct.pack("d", got[0]) == struct.pack("d", want[0])  # -0.0, and a NaN's bits, alike
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 300),
+    st.lists(st.integers(0, 2**64 - 1) | st.sampled_from(["0", "-1", "n", "n-1", "top"]), min_size=2),
+)
+def test_block_starts_are_each_draw_mod_n_at_the_edges(n, picks):
+    """The compiled loop's draw mod n (no division where the compiler has 128-bit integers) is Python's ``%``, at the
+    edges too: multiples of n and one short of them, 2**64 - 1, and the largest multiple of n below 2**64."""
+    top = (2**64 - 1) // n * n
+    edge = {"0": 0, "-1": 2**64 - 1, "n": 7 * n, "n-1": 7 * n - 1, "top": top}
+    values = [edge[p] if isinstance(p, str) else p for p in picks]
+    draws = b"".join(v.to_bytes(8, "little") for v in values)
+    sums = array("d", [float(2**i % 1000003) for i in range(n)] + [0.0])  # each start's own sum; a 0 pad, as made
+    got = _totals([draws], n, [(sums, None)])[0][0][0]
+    assert got == sum((sums[v % n] for v in values[:-1]), 0.0) == bootstrap.block_totals(draws, n, sums, None)[0]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.lists(st.floats(-1e6, 1e6) | st.just(math.nan), min_size=12, max_size=12), min_size=1, max_size=3),
