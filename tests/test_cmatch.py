@@ -609,16 +609,20 @@ def test_a_callable_memo_is_called_for_every_row():
     assert got is not None and got[1] == b"7\n7\n" and calls == [b"7", b"7"]
 
 
+def _rows(tables: list[tuple[Any, Any]], n: int) -> tuple[bytearray, tuple[bool, ...]]:
+    """The tables laid out as ``block_totals_each`` reads them (:func:`bootstrap.packed`'s layout): start by start, each
+    table's sum and, where it has counts, its count, 8 bytes each."""
+    rows = bytearray()
+    for i in range(n):
+        for sums, counts in tables:
+            rows += struct.pack("=d", sums[i]) + (b"" if counts is None else struct.pack("=q", counts[i]))
+    return rows, tuple(counts is not None for _, counts in tables)
+
+
 def _totals(draws: list[bytes], n: int, tables: list[tuple[Any, Any]]) -> list[list[tuple[float, int | None]]]:
-    """``block_totals_each`` over the tables packed as the bootstrap packs them."""
+    """``block_totals_each`` over the tables laid out as the bootstrap packs them."""
     assert CMATCH is not None
-    counted = tuple(counts is not None for _, counts in tables)
-    width, cell = len(tables) + sum(counted), 0
-    rows = bytearray(8 * n * width)
-    for sums, counts in tables:
-        CMATCH.pack_table(rows, width, cell, sums, counts, n)
-        cell += 1 + (counts is not None)
-    return CMATCH.block_totals_each(draws, n, rows, counted)
+    return CMATCH.block_totals_each(draws, n, *_rows(tables, n))
 
 
 @settings(max_examples=60, deadline=None)
@@ -719,37 +723,64 @@ def _second(seed: int, size: int) -> bytes:
 
 
 def test_block_totals_refuses_what_it_cannot_read():
-    """A wrong array type, a table shorter than n, a ragged draw or n <= 0: a ValueError, never a read past the end."""
+    """A ragged or empty draw, n <= 0, rows shorter than n starts of the cells counted says: a ValueError, never a read
+    past the end; and pack_spans refuses a prefix of another type or too short, cells past a row, rows it cannot
+    write."""
     assert CMATCH is not None
     sums, counts, draws = array("d", [1.0, 2.0, 0.0]), array("q", [1, 1, 0]), bytes(16)
-    each = _totals
-    assert each([draws], 2, [(sums, counts), (sums, None)]) == [[(1.0, 1), (1.0, None)]]  # the first of two: start 0
-    assert each([], 2, [(sums, None)]) == [] and each([draws], 2, []) == [[]]
+    rows, counted = _rows([(sums, counts), (sums, None)], 2)
+    assert CMATCH.block_totals_each([draws], 2, rows, counted) == [[(1.0, 1), (1.0, None)]]  # the first of two: 0
+    assert CMATCH.block_totals_each([], 2, rows, counted) == [] and CMATCH.block_totals_each([draws], 2, b"", ()) == [
+        []
+    ]
     for bad in (
-        (draws, 4, sums, counts),
-        (draws, 2, array("f", [1.0, 2.0]), None),
-        (draws, 2, sums, array("i", [1, 1])),
-        (bytes(15), 2, sums, None),
-        (b"", 2, sums, None),
-        (draws, 0, sums, None),
-        (draws, 2, b"\0" * 24, None),
+        ([bytes(15)], 2, rows, counted),
+        ([b""], 2, rows, counted),
+        ([draws], 0, rows, counted),
+        ([draws], 3, rows, counted),  # rows of fewer starts than n
+        ([draws], 2, rows, (True, True)),  # or fewer cells than counted says
     ):
         with pytest.raises(ValueError):
-            each([bad[0]], bad[1], [(bad[2], bad[3])])
-    with pytest.raises(TypeError):
-        each([draws], 2, [(3, None)])
-    rows, counted = bytearray(48), (True, False)
-    CMATCH.pack_table(rows, 3, 0, sums, counts, 2)  # start by start: sum, count, sum
-    CMATCH.pack_table(rows, 3, 2, sums, None, 2)
-    assert rows == struct.pack("=dqddqd", 1.0, 1, 1.0, 2.0, 1, 2.0)
-    for bad in ((rows, 3, 2, sums, counts, 2), (rows, 3, 0, sums, None, 3), (bytes(48), 3, 0, sums, None, 2)):
-        with pytest.raises((ValueError, BufferError)):  # a count past the row, a short rows, rows not writable
-            CMATCH.pack_table(*bad)
-    for n, says in ((3, counted), (2, (True, True))):  # rows of fewer starts, or fewer cells, than asked for
-        with pytest.raises(ValueError):
-            CMATCH.block_totals_each([draws], n, rows, says)
+            CMATCH.block_totals_each(*bad)
     with pytest.raises(TypeError):
         CMATCH.block_totals_each([draws], 2, rows, [True, False])
+    prefix, cprefix = array("d", [0.0, 1.0, 3.0]), array("q", [0, 1, 2])  # the column [1.0, 2.0], blocks of 1
+    packed = bytearray(48)
+    CMATCH.pack_spans(packed, 3, 0, prefix, cprefix, 2, 1)  # start by start: sum, count, sum
+    CMATCH.pack_spans(packed, 3, 2, prefix, None, 2, 1)
+    assert packed == struct.pack("=dqddqd", 1.0, 1, 1.0, 2.0, 1, 2.0) == rows
+    for wrong in (
+        (packed, 3, 2, prefix, cprefix, 2, 1),  # a count past the row
+        (packed, 3, 0, prefix, None, 3, 1),  # a prefix too short for n
+        (packed, 3, 0, prefix, None, 2, 2),  # or for the blocks' length
+        (packed, 3, 0, array("f", [0.0, 1.0, 3.0]), None, 2, 1),
+        (packed, 3, 0, prefix, array("i", [0, 1, 2]), 2, 1),
+        (packed, 3, 0, prefix, None, 0, 1),
+        (bytearray(40), 3, 0, prefix, None, 2, 1),  # rows too short
+        (bytes(48), 3, 0, prefix, None, 2, 1),  # rows not writable
+    ):
+        with pytest.raises((ValueError, BufferError)):
+            CMATCH.pack_spans(*wrong)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.just(-0.0), min_size=8, max_size=8),
+        min_size=1,
+        max_size=3,
+    ),
+    st.integers(1, 8),
+)
+def test_packed_rows_hold_the_block_sums_python_makes(columns, length):
+    """bootstrap.packed's rows (made in place from prefix sums) hold bootstrap.py's own block sums and counts, bit for
+    bit, laid out start by start."""
+    floats = [array("d", column) for column in columns]
+    rows, counted = bootstrap.packed(floats, length)
+    with mock.patch.object(native, "load", lambda: None):  # bootstrap.py's own additions
+        tables = [bootstrap._block_sums(column, length) for column in floats]
+    want, says = _rows(tables, 8)
+    assert bytes(rows) == bytes(want) and counted == says
 
 
 @settings(max_examples=80, deadline=None)

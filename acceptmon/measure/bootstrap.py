@@ -106,7 +106,7 @@ def bootstrap_means(
 def packed(columns: Sequence[array[float]], length: int) -> tuple[bytearray, tuple[bool, ...]]:
     """The columns' block sums (:func:`_block_sums`) as the compiled ``block_totals_each`` reads them, and which
     columns have counts: row by row (a start), each column's sum and, where some of its values are missing, its count,
-    8 bytes each (``pack_table``). Made one column at a time: one column's tables at most are held beside the rows."""
+    8 bytes each, made in place from the column's prefix sums (``pack_spans``): no column's tables are made."""
     module = native.load()
     assert module is not None
     n = len(columns[0])
@@ -115,9 +115,10 @@ def packed(columns: Sequence[array[float]], length: int) -> tuple[bytearray, tup
     rows = bytearray(8 * n * width)
     cell = 0
     for col, has in zip(columns, counted, strict=True):
-        sums, counts = _block_sums(col, length)
-        module.pack_table(rows, width, cell, sums, counts, n)
+        prefix, counts = _prefixes(col, n + length)  # (counts: None where none is missing, as counted says)
+        module.pack_spans(rows, width, cell, prefix, counts, n, length)
         cell += 1 + has
+        del prefix, counts
     return rows, counted
 
 

@@ -362,8 +362,8 @@ static PyTypeObject ProgramType = {
 static PyMethodDef module_functions[] = {
     {"find_any", cm_find_any, METH_VARARGS, "find_any(buf, start, end, words) -> first offset of any word, or -1"},
     {"newlines", cm_newlines, METH_VARARGS, "newlines(buf, start, end) -> the number of newlines in buf[start:end]"},
-    {"pack_table", cm_pack_table, METH_VARARGS,
-     "pack_table(rows, width, cell, sums, counts, n): a column's block sums into rows, start by start"},
+    {"pack_spans", cm_pack_spans, METH_VARARGS,
+     "pack_spans(rows, width, cell, prefix, counts, n, length): a column's block sums into rows, start by start"},
     {"block_totals_each", cm_block_totals_each, METH_VARARGS,
      "block_totals_each(draws, n, rows, counted) -> block_totals of each replicate over each table, without the GIL"},
     {"random_bytes", cm_random_bytes, METH_VARARGS,

@@ -10,7 +10,7 @@
  *   cmatch_match.c    one line against the envelope and a template's steps
  *   cmatch_prescan.c  the parallel pre-scan's searches (find_any, newlines)
  *   cmatch_resample.c the block bootstrap's draws and sums of replicates, prefix sums and block sums (random_bytes,
- *                     pack_table, block_totals_each, prefix_sums, spans: acceptmon/measure/bootstrap.py), and a
+ *                     pack_spans, block_totals_each, prefix_sums, spans: acceptmon/measure/bootstrap.py), and a
  *                     float column's values not logged (nans: acceptmon/measure/columns.py)
  *   cmatch_columns.c  the runs' and the doctor's loops over the lane's columns (bounded: measure/plain.py;
  *                     intervals: measure/tokens.py; added, has_none: measure/plain.py; weighed: measure/positions.py)
@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 39
+#define CMATCH_VERSION 40
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -294,7 +294,7 @@ const uint8_t *cm_float_value(const uint8_t *p, const uint8_t *end, Cap *cap);
 /* cmatch_prescan.c */
 PyObject *cm_find_any(PyObject *mod, PyObject *args);
 PyObject *cm_newlines(PyObject *mod, PyObject *args);
-PyObject *cm_pack_table(PyObject *mod, PyObject *args);
+PyObject *cm_pack_spans(PyObject *mod, PyObject *args);
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args);
 PyObject *cm_random_bytes(PyObject *mod, PyObject *args);
 /* Whether a buffer holds 8-byte items of the format wanted ('d' or 'q'). */

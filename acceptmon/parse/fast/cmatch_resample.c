@@ -49,7 +49,7 @@ static Magic magic_of(uint64_t n) { return n; }
 static inline uint64_t reduced(uint64_t draw, Magic magic, uint64_t n) { return (void)magic, draw % n; }
 #endif
 
-/* The full blocks of one replicate over the ncol tables packed in rows of width 8-byte cells (pack_table): the
+/* The full blocks of one replicate over the ncol tables packed in rows of width 8-byte cells (pack_spans): the
  * first k - 1 of the k little-endian 64-bit draws in raw[0, len) are block starts (draw mod n, worked out once for
  * every table), added in the order drawn from 0.0 (sums[j]), and counted (counts[j], where counted[j]). Reads only
  * the memory it is given: callers let go of the GIL around it. */
@@ -85,44 +85,50 @@ static void blocks_added(const uint8_t *raw, Py_ssize_t len, Py_ssize_t n, const
     }
 }
 
-/* A column's tables as buffers: sums ('d') and counts ('q', or none: counts_obj None), each at least n long. */
-static int tables_of(PyObject *sums_obj, PyObject *counts_obj, Py_ssize_t n, Py_buffer *sums, Py_buffer *counts) {
-    if (PyObject_GetBuffer(sums_obj, sums, PyBUF_FORMAT) < 0) return -1;
-    if (counts_obj != Py_None && PyObject_GetBuffer(counts_obj, counts, PyBUF_FORMAT) < 0) return -1;
-    if (items_of(sums, "d", n, "sums") < 0) return -1;
-    return counts_obj != Py_None ? items_of(counts, "q", n, "counts") : 0;
-}
-
-/* pack_table(rows, width, cell, sums, counts, n): one column's tables into rows (a writable buffer of n rows of width
- * 8-byte cells) for block_totals_each: its sum at each start i < n (sums an array('d')) in cell `cell` of row i and,
- * where it has counts (an array('q'), or None), its count in the next cell. A replicate reads its blocks at random
- * starts, and one start's values of every column then share a cache line. */
-PyObject *cm_pack_table(PyObject *mod, PyObject *args) {
-    PyObject *rows_obj, *sums_obj, *counts_obj, *out = NULL;
-    Py_ssize_t width, cell, n;
-    Py_buffer rows = {0}, sums = {0}, counts = {0};
+/* pack_spans(rows, width, cell, prefix, counts, n, length): one column's block sums into rows (a writable buffer of n
+ * rows of width 8-byte cells) for block_totals_each: the sum of the block of `length` from each start i < n,
+ * prefix[i + length] - prefix[i] (prefix an array('d') of the column's prefix sums, bootstrap.py's _prefixes), in cell
+ * `cell` of row i and, where the column has counts (an array('q') of their prefix sums, or None), its count so in
+ * the next cell: bootstrap.py's _block_sums, made in place. A replicate reads its blocks at random starts, and one
+ * start's values of every column then share a cache line. */
+PyObject *cm_pack_spans(PyObject *mod, PyObject *args) {
+    PyObject *rows_obj, *prefix_obj, *counts_obj, *out = NULL;
+    Py_ssize_t width, cell, n, length;
+    Py_buffer rows = {0}, prefix = {0}, counts = {0};
     (void)mod;
-    if (!PyArg_ParseTuple(args, "OnnOOn", &rows_obj, &width, &cell, &sums_obj, &counts_obj, &n)) return NULL;
+    if (!PyArg_ParseTuple(args, "OnnOOnn", &rows_obj, &width, &cell, &prefix_obj, &counts_obj, &n, &length))
+        return NULL;
     int have_counts = counts_obj != Py_None;
-    if (n <= 0 || cell < 0 || width <= cell + have_counts || width > PY_SSIZE_T_MAX / 8 / n) {
-        PyErr_SetString(PyExc_ValueError, "n must be positive, and the table's cells within the row's width");
+    if (n <= 0 || length < 0 || length > PY_SSIZE_T_MAX - n || cell < 0 || width <= cell + have_counts ||
+        width > PY_SSIZE_T_MAX / 8 / n) {
+        PyErr_SetString(PyExc_ValueError, "n must be positive, and the column's cells within the row's width");
         return NULL;
     }
     if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_WRITABLE) < 0) goto done;
-    if (tables_of(sums_obj, counts_obj, n, &sums, &counts) < 0) goto done;
+    if (PyObject_GetBuffer(prefix_obj, &prefix, PyBUF_FORMAT) < 0) goto done;
+    if (have_counts && PyObject_GetBuffer(counts_obj, &counts, PyBUF_FORMAT) < 0) goto done;
+    if (items_of(&prefix, "d", n + length, "prefix") < 0 || (have_counts && items_of(&counts, "q", n + length, "counts") < 0))
+        goto done;
     if (rows.len < n * width * 8) {
         PyErr_SetString(PyExc_ValueError, "rows must hold n rows of width cells");
         goto done;
     }
     uint8_t *at = (uint8_t *)rows.buf + 8 * cell;
     size_t stride = (size_t)width * 8;
-    for (Py_ssize_t i = 0; i < n; i++) memcpy(at + (size_t)i * stride, (const uint8_t *)sums.buf + 8 * i, 8);
-    for (Py_ssize_t i = 0; have_counts && i < n; i++)
-        memcpy(at + 8 + (size_t)i * stride, (const uint8_t *)counts.buf + 8 * i, 8);
+    const double *p = (const double *)prefix.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double sum = p[i + length] - p[i];
+        memcpy(at + (size_t)i * stride, &sum, 8);
+    }
+    const int64_t *c = have_counts ? (const int64_t *)counts.buf : NULL;
+    for (Py_ssize_t i = 0; c != NULL && i < n; i++) {
+        int64_t count = c[i + length] - c[i];
+        memcpy(at + 8 + (size_t)i * stride, &count, 8);
+    }
     out = Py_NewRef(Py_None);
 done:
     if (rows.obj != NULL) PyBuffer_Release(&rows);
-    if (sums.obj != NULL) PyBuffer_Release(&sums);
+    if (prefix.obj != NULL) PyBuffer_Release(&prefix);
     if (counts.obj != NULL) PyBuffer_Release(&counts);
     return out;
 }
@@ -133,7 +139,7 @@ static PyObject *totals_value(double total, int64_t count, int have_counts) {
 
 /* block_totals_each(draws, n, rows, counted) -> [[(total, count) per table] per replicate]: each replicate's draws (a
  * list of bytes, each 8 * k bytes: k little-endian 64-bit draws, of which the first k - 1 are block starts, draw mod
- * n) over each table packed in rows (pack_table, with counted: which tables have counts): total adds the table's sums[start] over them,
+ * n) over each table packed in rows (pack_spans, with counted: which tables have counts): total adds the table's sums[start] over them,
  * count its counts[start] (None without counts). The GIL is let go while it adds: another thread draws the next
  * replicates meanwhile. */
 PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
@@ -168,7 +174,7 @@ PyObject *cm_block_totals_each(PyObject *mod, PyObject *args) {
     }
     if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_SIMPLE) < 0) goto done;
     if (width > 0 && (n > PY_SSIZE_T_MAX / 8 / width || rows.len < n * width * 8)) {
-        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of the tables counted says (pack_table)");
+        PyErr_SetString(PyExc_ValueError, "rows must hold n rows of the tables counted says (pack_spans)");
         goto done;
     }
     for (; got < nrep; got++) { /* the list may change once the GIL is let go: each draws object held here */
