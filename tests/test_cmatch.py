@@ -609,6 +609,32 @@ def test_a_callable_memo_is_called_for_every_row():
     assert got is not None and got[1] == b"7\n7\n" and calls == [b"7", b"7"]
 
 
+def test_a_dict_memo_is_read_as_its_brackets_read_it():
+    """A dict memo's entries are looked up in C (no Python call a row), a miss goes to its ``__missing__``; a dict
+    whose ``__getitem__`` is its own is asked through it, every row."""
+    missed: list[Any] = []
+    asked: list[Any] = []
+
+    class Missing(dict):
+        def __missing__(self, key):
+            missed.append(key)
+            self[key] = (b"m" + key,)
+            return self[key]
+
+    class Own(dict):
+        def __getitem__(self, key):
+            asked.append(key)
+            return (b"o" + key,)
+
+    program = _program([("LIT", -1, (b"n: ",)), ("INT", 0, ())])
+    buf = b"\n" + STAMP + b"n: 7\n" + STAMP + b"n: 8\n" + STAMP + b"n: 7\n"
+    memo = Missing({b"8": (b"k8",)})
+    got = program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (0,), memo)])
+    assert got is not None and got[1] == b"m7\nk8\nm7\n" and missed == [b"7"]
+    got = program.scan(buf, 1, len(buf), 0, [((-1, b"\n"), (0,), Own({b"7": (b"never",)}))])
+    assert got is not None and got[1] == b"o7\no8\no7\n" and asked == [b"7", b"8", b"7"]
+
+
 def _rows(tables: list[tuple[Any, Any]], n: int) -> tuple[bytearray, tuple[bool, ...]]:
     """The tables laid out as ``block_totals_each`` reads them (:func:`bootstrap.packed`'s layout): start by start, each
     table's sum and, where it has counts, its count, 8 bytes each."""

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 40
+#define CMATCH_VERSION 41
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -184,6 +184,7 @@ typedef struct {
                          template is only counted */
     PyObject *memo; /* a strong reference to the derived cells by dependencies (typed: their values): a mapping, or
                        a callable that gives them */
+    int dict_memo; /* memo is a dict whose [] is dict's own (a subclass's __missing__ at most): looked up in C */
     Cell *cells; /* the recipe in C, checked against the template */
     Py_ssize_t ncells;
     int dep[MAX_DEPS]; /* groups */

@@ -65,6 +65,15 @@ static int memo_of(const Tmpl *t, PyObject *memo, Plan *pl) {
         memo = fallback;
     }
     pl->memo = Py_NewRef(memo);
+    pl->dict_memo = 0;
+    if (PyDict_Check(memo) && !PyCallable_Check(memo)) { /* a subclass's [] may be its own: then Python asks it */
+        PyObject *own = PyObject_GetAttrString((PyObject *)Py_TYPE(memo), "__getitem__");
+        PyObject *dicts = own ? PyObject_GetAttrString((PyObject *)&PyDict_Type, "__getitem__") : NULL;
+        pl->dict_memo = own != NULL && own == dicts;
+        Py_XDECREF(own);
+        Py_XDECREF(dicts);
+        if (PyErr_Occurred()) return -1;
+    }
     return 0;
 }
 
@@ -317,8 +326,13 @@ PyObject *cm_derived(const Plan *pl, const Cap *caps) {
         }
     }
     if (key == NULL) return NULL;
-    /* a mapping's item, or a callable's result (a plan that remembers nothing): either may run any Python code */
-    PyObject *cells = PyCallable_Check(pl->memo) ? PyObject_CallOneArg(pl->memo, key) : PyObject_GetItem(pl->memo, key);
+    /* a mapping's item, or a callable's result (a plan that remembers nothing): either may run any Python code; a
+     * dict's item found in C, as its [] finds it (a miss is its [] again: a subclass's __missing__) */
+    PyObject *cells = pl->dict_memo ? PyDict_GetItemWithError(pl->memo, key) : NULL;
+    if (cells != NULL) Py_INCREF(cells);
+    else if (PyErr_Occurred()) cells = NULL;
+    else if (PyCallable_Check(pl->memo)) cells = PyObject_CallOneArg(pl->memo, key);
+    else cells = PyObject_GetItem(pl->memo, key);
     Py_DECREF(key);
     if (cells != NULL && !PyTuple_Check(cells)) {
         Py_DECREF(cells);
