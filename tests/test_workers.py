@@ -9,6 +9,7 @@ year-less timestamp's year came from is the same with workers as without.
 from __future__ import annotations
 
 import fcntl
+import gc
 import io
 import os
 import signal
@@ -23,7 +24,7 @@ import pytest
 
 from acceptmon.cli import main
 from acceptmon.errors import InputError
-from acceptmon.pipeline import batch, workers
+from acceptmon.pipeline import batch, inplace, workers
 from acceptmon.sinks.table import TableJob
 from tests.conftest import ROOT, SAMPLES
 
@@ -377,3 +378,28 @@ def test_one_worker_for_a_job_that_holds_nothing_ahead_reads_on_from_its_last_ra
     batch.run([str(log)], grammars, Job("csv", out), jobs=2, fast="csv")
     assert len(log.read_bytes()) > 4 * (8 << 10) and len(refusals) > 4  # several ranges, each from the worker
     assert out.getvalue() == _parse(grammars, log, 1)
+
+
+def test_this_process_collects_a_workers_results_with_fewer_collections(grammars, small_ranges):
+    """While ``-j`` collects the workers' results, the collector starts every ``FEWER`` allocations (not 700): their
+    many small containers were walked again and again. The threshold is put back after, even when a collect fails."""
+    seen: list[int] = []
+
+    class Job(TableJob):
+        def collect(self, part):
+            seen.append(gc.get_threshold()[0])
+            super().collect(part)
+
+    before = gc.get_threshold()
+    out = io.BytesIO()
+    batch.run([str(SEED)], grammars, Job("csv", out), jobs=2, fast="csv")
+    assert len(seen) > 4 and set(seen) == {inplace.FEWER} and gc.get_threshold() == before
+    assert out.getvalue() == _parse(grammars, SEED, 1)
+
+    class Failing(TableJob):
+        def collect(self, part):
+            raise RuntimeError("no room")
+
+    with pytest.raises(RuntimeError):
+        batch.run([str(SEED)], grammars, Failing("csv", io.BytesIO()), jobs=2, fast="csv")
+    assert gc.get_threshold() == before

@@ -250,7 +250,9 @@ def _run_parallel(
 
     tally = Tally()
     setup = {"grammars": grammars, "job": job, "lane": lane, "finder": finder(), "parts": _parts, "block": FAST_BLOCK}
-    workers.run(path, ranges, jobs, setup, partial(_collect, job=job, tally=tally, progress=(progress, on_progress)))
+    collect = partial(_collect, job=job, tally=tally, progress=(progress, on_progress))
+    with inplace.fewer_collections():
+        workers.run(path, ranges, jobs, setup, collect)
     return tally
 
 

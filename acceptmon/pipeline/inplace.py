@@ -85,6 +85,27 @@ def collected_per_block() -> Iterator[Callable[[], None]]:
             gc.enable()
 
 
+FEWER = 50_000
+"""Container allocations between two automatic collections of the youngest generation while ``-j`` collects the
+workers' results (:func:`fewer_collections`; Python's default is 700)."""
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cyclic collector started every :data:`FEWER` allocations, not 700, while this process collects the
+    workers' results: they arrive as many small containers (vLLM's per-position rates a list each), and each
+    collection walked them and the younger objects again. 256 MiB vLLM 0.10 DP doctor: 744 collections, 0.42 s, and
+    unpickling 0.63 s (holding the interpreter) → 1 collection, 0.02 s, and 0.18 s; the same peak memory (100 MB).
+    A collection per range instead (:func:`collected_per_block`'s) took 0.15 s on DP-attention Ascend, against
+    0.02 s."""
+    was = gc.get_threshold()
+    gc.set_threshold(FEWER, *was[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*was)
+
+
 def _collect_young() -> None:
     gc.collect(0)
 
