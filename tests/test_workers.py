@@ -337,49 +337,6 @@ def test_the_results_pipe_holds_a_whole_range(small_ranges, tmp_path):
     assert sizes == [min(workers.PIPE_BYTES, most)]
 
 
-def _new_years_log(tmp_path: Path) -> Path:
-    """A vLLM log of year-less lines across two New Years, dated by the file's time (2028-03-02)."""
-    spec = ("(APIServer pid=7) INFO {} [metrics.py:96] SpecDecoding metrics: Draft acceptance rate: 57.3%, "
-            "Accepted: 4125 tokens, Drafted: 7200 tokens\n")  # fmt: skip
-    stamp, lines = datetime(2026, 12, 31, 12), []
-    while stamp < datetime(2028, 3, 1):
-        lines.append(spec.format(stamp.strftime("%m-%d %H:%M:%S")))
-        stamp += timedelta(hours=20)
-    log = tmp_path / "vllm.log"
-    log.write_text("".join(lines))
-    os.utime(log, (datetime(2028, 3, 2).timestamp(),) * 2)
-    return log
-
-
-@pytest.mark.parametrize("name", ["seed_eagle3_moe.log", "request_0.5.23.log", "vllm_v1_0.10.2_dp.log", "new years"])
-@pytest.mark.parametrize("refused", [False, True])
-def test_one_worker_for_a_job_that_holds_nothing_ahead_reads_on_from_its_last_range(
-    grammars, small_ranges, monkeypatch, tmp_path, name, refused
-):
-    """``-j 2`` for a job with ``ahead = 0`` (the doctor's): the one worker reads every range in order from where it
-    ended the one before, as one reader does, so nothing is pre-scanned; a range whose parts the job refuses is read
-    again here from where the worker's read of it started. The rows are those of ``-j 1``: runs numbered across
-    launch lines in different ranges, year-less dates across two New Years."""
-    log = _new_years_log(tmp_path) if name == "new years" else SAMPLES / name
-    refusals: list[int] = []
-
-    class Job(TableJob):
-        ahead = 0
-
-        def ready(self, parts):
-            refusals.append(len(refusals))
-            return not refused or len(refusals) % 3 != 1  # (every third range's, from the first)
-
-    def no_prescan(*args):
-        raise AssertionError("pre-scanned")
-
-    monkeypatch.setattr(workers, "_scan_all", no_prescan)
-    out = io.BytesIO()
-    batch.run([str(log)], grammars, Job("csv", out), jobs=2, fast="csv")
-    assert len(log.read_bytes()) > 4 * (8 << 10) and len(refusals) > 4  # several ranges, each from the worker
-    assert out.getvalue() == _parse(grammars, log, 1)
-
-
 def test_this_process_collects_a_workers_results_with_fewer_collections(grammars, small_ranges):
     """While ``-j`` collects the workers' results, the collector starts every ``FEWER`` allocations (not 700): their
     many small containers were walked again and again. The threshold is put back after, even when a collect fails."""

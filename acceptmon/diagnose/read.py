@@ -41,12 +41,11 @@ class DoctorJob:
     """Reads no record's ``extra``: the fast lane's records do (:class:`acceptmon.pipeline.batch.Job`)."""
     ahead = 0
     """Ranges' results ``-j`` holds ahead (:data:`acceptmon.pipeline.workers.AHEAD` is for CSV bytes): none, so this
-    process never reads a range itself while a worker's is pending (and with ``-j 2`` the one worker reads on from
-    range to range, nothing pre-scanned: :func:`acceptmon.pipeline.workers._chained`). Collecting (the engine) is the
-    slower half here: one worker read all 128 ranges of 256 MiB in 2.5 s while this process collected; a range read
-    here delayed the collecting by as much. 256 MiB, ``-j 2``, against 2, alternating: SGLang 0.5.23 4.85–4.98 →
-    4.47–4.66 s, SGLang ``Decode batch.`` 5.12–5.28 → 4.44–4.76 s, vLLM 15 positions 5.29–5.35 → 4.49–4.50 s, vLLM v0
-    5.14–5.23 → 4.54–4.84 s, vLLM DP 5.25–6.21 → 4.93–5.55 s; this process's peak RSS 137 → 120 MiB (SGLang)."""
+    process never reads a range itself while a worker's is pending. Collecting (the engine) is the slower half here:
+    one worker read all 128 ranges of 256 MiB in 2.5 s while this process collected; a range read here delayed the
+    collecting by as much. 256 MiB, ``-j 2``, against 2, alternating: SGLang 0.5.23 4.85–4.98 → 4.47–4.66 s, SGLang
+    ``Decode batch.`` 5.12–5.28 → 4.44–4.76 s, vLLM 15 positions 5.29–5.35 → 4.49–4.50 s, vLLM v0 5.14–5.23 →
+    4.54–4.84 s, vLLM DP 5.25–6.21 → 4.93–5.55 s; this process's peak RSS 137 → 120 MiB (SGLang)."""
     queued = 8
     """Ranges each worker has queued (:data:`acceptmon.pipeline.workers.QUEUED`): collecting a range (the detectors)
     takes about as long as reading one, and with 2 a worker was idle half the time. 256 MiB, ``-j 2``, alternating

@@ -1,9 +1,7 @@
 """``-j N``: byte ranges of one file parsed on N - 1 worker processes and this one, collected in order.
 
 Each range is first pre-scanned (:mod:`acceptmon.parse.prescan`) for the parser state at its end; the
-states, chained, are where every worker's parser starts, so the output is what one reader writes. Where one
-worker reads every range and this process only collects (``-j 2``, a job that holds no range ahead: the doctor's),
-the worker goes on from where its last range ended instead, and nothing is pre-scanned (:func:`_chained`).
+states, chained, are where every worker's parser starts, so the output is what one reader writes.
 The workers read the file through a descriptor this process holds: a log renamed, replaced or
 deleted meanwhile is still read whole. They ignore Ctrl-C (this process answers it), and a worker
 that dies ends the run with one line instead of a wait without end.
@@ -15,7 +13,6 @@ import fcntl
 import multiprocessing
 import os
 import signal
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -51,10 +48,9 @@ PIPE_BYTES = 1 << 20
 Collect = Callable[[int, tuple[list[Any], Tally]], bool]
 """Takes a range's results in order; False (nothing taken) if the job needs the range read again in this process
 (:meth:`acceptmon.pipeline.batch.Job.ready`)."""
-Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None], ParseState]
+Result = tuple[list[Any], Tally, dict[str, int], tuple[int, int] | None, tuple[int | None, int | None]]
 """A range's chunk results, its tally, the years its year-less timestamps got, the (month, year) its
-first one was given with no year to go on (:attr:`Parser.guess`), its (year, month) at the end, and the state its
-read started from."""
+first one was given with no year to go on (:attr:`Parser.guess`), and its (year, month) at the end."""
 
 
 def in_worker() -> bool:
@@ -160,9 +156,6 @@ def _start(pool: ProcessPoolExecutor) -> None:
 def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolExecutor, collect: Collect) -> None:
     """``jobs - 1`` workers and this process: this one takes a range whenever the next result it
     must collect is not ready yet (so the workers never wait for it to take their results)."""
-    if jobs == 2 and getattr(_WORKER["job"], "ahead", AHEAD) == 0:
-        _chained(path, ranges, pool, collect)
-        return
     scans = _scan_all(pool, [(path, s, e) for s, e in ranges], jobs)
     states, state = [], ParseState()
     for scan in scans:  # each range scanned from ParseState(): chained, they number runs like one reader
@@ -189,30 +182,11 @@ def _run(path: str, ranges: list[tuple[int, int]], jobs: int, pool: ProcessPoolE
         here = (*task[:3], replace(task[3], year=known[0], month=known[1]))  # the range, its year known
         if not year_holds(result[3], known):  # the range's first year was guessed wrong: read it again, knowing
             result = _parse_range(here)
-        parts, tally, years, _, end, _ = result
+        parts, tally, years, _, end = result
         known = end if end[0] is not None else known
         _note_years(years)
         if not collect(task[2] - task[1], (parts, tally)):  # a worker's parts the job cannot take: read it here
             if not collect(task[2] - task[1], _parse_range(here)[:2]):
-                raise AssertionError("a job refused the parts of a range read in the main process")
-
-
-def _chained(path: str, ranges: list[tuple[int, int]], pool: ProcessPoolExecutor, collect: Collect) -> None:
-    """One worker reads every range, in order, and this process only collects (a job that holds no range ahead): the
-    worker goes on from the parser's state where the range before it ended, as one reader does, so no range is
-    pre-scanned (the pre-scan finds that state for readers that start mid-file). A range whose parts the job cannot
-    take is read again here, from the state its read started from."""
-    queued = getattr(_WORKER["job"], "queued", QUEUED)
-    pending: deque[Future[Result]] = deque()
-    given = 0
-    for start, end in ranges:
-        while given < len(ranges) and len(pending) < queued:
-            pending.append(pool.submit(_parse_range, (path, *ranges[given], None)))
-            given += 1
-        parts, tally, years, _, _, began = pending.popleft().result()
-        _note_years(years)
-        if not collect(end - start, (parts, tally)):
-            if not collect(end - start, _parse_range((path, start, end, began))[:2]):
                 raise AssertionError("a job refused the parts of a range read in the main process")
 
 
@@ -289,11 +263,8 @@ def scan_range(
     return parser.state
 
 
-def _parse_range(task: tuple[str, int, int, ParseState | None]) -> Result:
-    """A range's results, read from the task's state; None: from where this worker's previous range ended (its
-    first: from the file's start), a chained read (:func:`_chained`)."""
-    path, start, end, given = task
-    state = given if given is not None else _WORKER.get("carried", ParseState())
+def _parse_range(task: tuple[str, int, int, ParseState]) -> Result:
+    path, start, end, state = task
     job, lane = _WORKER["job"], _WORKER["lane"]
     parser = Parser(_WORKER["grammars"], path, state, records=job.records_wanted)
     parts: list[Any] = []
@@ -304,6 +275,4 @@ def _parse_range(task: tuple[str, int, int, ParseState | None]) -> Result:
             parts += got
             collect()
     years = dict(getattr(_WORKER["grammars"].year_for, "used", {}))
-    if given is None:
-        _WORKER["carried"] = parser.state
-    return parts, parser.tally, years, parser.guess, (parser.year, parser.month), state
+    return parts, parser.tally, years, parser.guess, (parser.year, parser.month)
