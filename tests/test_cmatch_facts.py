@@ -10,6 +10,7 @@ texts, lists) and compared with its Python, which runs where the module is not b
 from __future__ import annotations
 
 import math
+import pickle
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +29,7 @@ from acceptmon.measure import columns, facts, plain
 from acceptmon.measure.plain import Piece
 from acceptmon.parse.fast import built, native
 from acceptmon.parse.kinds import KINDS
-from acceptmon.parse.unmade import Unmade, joined
+from acceptmon.parse.unmade import Coded, Unmade, joined
 
 CMATCH = native.load()
 _VALUE = (
@@ -308,3 +309,27 @@ def test_doubles_leave_any_other_value_to_python():
     assert got.tolist()[:2] == [1.0, 2.0] and math.isnan(got[2]) and got[3] == 1.0
     columns.extend_floats(got, array("d", [5.0]))
     assert got[-1] == 5.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["DP0 TP0", "DP1 TP1", None, True, 2.5, "EAGLE"]), max_size=80), st.booleans())
+def test_a_shipped_list_column_is_its_values_again(picks, fresh):
+    """A list column of few distinct objects ships as them and each row's code (Coded); unpickled, it reads back as
+    the list, value for value, each row's text the object the rows that had it before share; a list with more
+    distinct objects than half its rows, or when the module is not built, ships as it is."""
+    assert CMATCH is not None
+    column = [("x" + p)[1:] if fresh and type(p) is str else p for p in picks]  # equal texts, distinct objects
+    coded = Coded.of(column)
+    ids = {id(v) for v in column}
+    assert (type(coded) is Coded) is (2 * len(ids) <= len(column) and len(ids) <= 65535 and bool(column))
+    back = pickle.loads(pickle.dumps(coded))
+    listed = back.listed() if type(back) is Coded else back
+    assert listed == column and len(back) == len(column) and list(back) == column
+    if type(coded) is Coded:  # rows that held one text object hold one again
+        firsts = {id(v): i for i, v in reversed(list(enumerate(column)))}
+        assert [firsts[id(v)] for v in column] == [next(i for i, w in enumerate(listed) if w is v) for v in listed]
+    if type(coded) is Coded:
+        assert coded[1:3].listed() == column[1:3] and coded[0] == column[0]
+    with _python():
+        assert Coded.of(column) is column
+    assert CMATCH.codes(tuple(column)) is None and CMATCH.codes(["a", "b"]) is None

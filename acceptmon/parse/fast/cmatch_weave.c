@@ -228,3 +228,41 @@ done:
     if (order.obj != NULL) PyBuffer_Release(&order);
     return out;
 }
+
+/* codes(values) -> (distinct, codes) | None: a list's values as its distinct objects (a tuple, in order of first
+ * appearance) and each value's place among them (uint16, in the machine's order: an array('H')'s bytes), objects
+ * told apart by identity (as a pickle's memo does); None for a list of more distinct objects than half its length
+ * or than 65535 (nothing to gain), or for anything but a list with a value. parse/unmade.py's Coded. */
+PyObject *cm_codes(PyObject *mod, PyObject *values) {
+    (void)mod;
+    if (!PyList_CheckExact(values) || PyList_GET_SIZE(values) == 0) Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(values), most = n / 2 < 65535 ? n / 2 : 65535, size = 64, ndistinct = 0;
+    while (size < 2 * most + 2) size *= 2;
+    PyObject **keys = PyMem_Calloc((size_t)size, sizeof(PyObject *));
+    uint16_t *slot_code = PyMem_Calloc((size_t)size, sizeof(uint16_t));
+    PyObject *distinct = PyList_New(0), *codes = PyBytes_FromStringAndSize(NULL, 2 * n), *out = NULL;
+    if (keys == NULL || slot_code == NULL) PyErr_NoMemory();
+    if (keys == NULL || slot_code == NULL || distinct == NULL || codes == NULL) goto done;
+    uint16_t *at = (uint16_t *)PyBytes_AS_STRING(codes);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        size_t h = ((size_t)(uintptr_t)v >> 4) * 0x9E3779B97F4A7C15u, k = h & (size_t)(size - 1);
+        while (keys[k] != NULL && keys[k] != v) k = (k + 1) & (size_t)(size - 1);
+        if (keys[k] == NULL) {
+            if (ndistinct >= most) { /* too many: the list as it is */
+                out = Py_NewRef(Py_None);
+                goto done;
+            }
+            if (PyList_Append(distinct, v) < 0) goto done;
+            keys[k] = v, slot_code[k] = (uint16_t)ndistinct++;
+        }
+        at[i] = slot_code[k];
+    }
+    PyObject *tuple = PyList_AsTuple(distinct);
+    if (tuple != NULL) out = Py_BuildValue("(NO)", tuple, codes);
+done:
+    PyMem_Free(keys), PyMem_Free(slot_code);
+    Py_XDECREF(distinct);
+    Py_XDECREF(codes);
+    return out;
+}
