@@ -332,4 +332,15 @@ def test_a_shipped_list_column_is_its_values_again(picks, fresh):
         assert coded[1:3].listed() == column[1:3] and coded[0] == column[0]
     with _python():
         assert Coded.of(column) is column
+        if type(coded) is Coded:  # read back by Python's own look-ups: the same list
+            assert coded.listed() == column
     assert CMATCH.codes(tuple(column)) is None and CMATCH.codes(["a", "b"]) is None
+
+
+def test_decoded_refuses_codes_it_cannot_read():
+    """A code past the values, or codes that are not an array('H'): a ValueError, never a read past the end."""
+    assert CMATCH is not None
+    assert CMATCH.decoded(("a", "b"), array("H", [1, 0, 1])) == ["b", "a", "b"]
+    for codes in (array("H", [2]), array("B", [0]), array("h", [0]), b"\0\0"):
+        with pytest.raises(ValueError):
+            CMATCH.decoded(("a", "b"), codes)

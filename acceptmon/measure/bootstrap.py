@@ -8,9 +8,8 @@ replicate has ``n`` batches; block sums come from prefix sums (``k`` look-ups pe
 The look-ups of a replicate are the compiled module's ``block_totals_each`` where it is built (a 1 M-batch side
 draws 20 M of them, at random starts: every column's sums at a start are packed side by side, :func:`packed`, so a
 start is one cache line read, not one a column), on threads that let go of the GIL while this one draws the next
-replicates; else
-:func:`block_totals` here: the same additions in the same order, so the same replicates to the last bit either way;
-so are the prefix and block sums (``prefix_sums``, ``spans``).
+replicates; else :func:`block_totals` here: the same additions in the same order, so the same replicates to the
+last bit either way; so are the prefix and block sums (``prefix_sums``, ``spans``, ``pack_spans``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-VERSION = 42
+VERSION = 43
 """The protocol this code speaks: a module of another ``cmatch.VERSION`` (an old build) is not used."""
 
 

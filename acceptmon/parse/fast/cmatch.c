@@ -407,6 +407,7 @@ static PyMethodDef module_functions[] = {
      "int_extremes(column) -> (min, max) of a non-empty array('q'), or None for another column (plain.py)"},
     {"has_none", cm_has_none, METH_O, "has_none(values) -> whether a value is None (plain.py)"},
     {"codes", cm_codes, METH_O, "codes(values) -> (distinct, uint16 codes) of a list, or None (unmade.py's Coded)"},
+    {"decoded", cm_decoded, METH_VARARGS, "decoded(values, codes) -> the list codes() coded (unmade.py's Coded)"},
     {"doubles", cm_doubles, METH_O, "doubles(values) -> a float column's bytes as array('d') holds them (NaN: None)"},
     {"weighed", cm_weighed, METH_VARARGS,
      "weighed(rates, drafts, totals) -> the totals with each position's rates times drafts added, or None "

@@ -21,7 +21,7 @@
  *                     values grouped by key (grouped: measure/figures.py, measure/plain.py)
  *   cmatch_weave.c    rows of several plans woven and unwoven, and their loads carried per unit (woven, unwoven,
  *                     spread, interleaved: parse/unmade.py, measure/plain.py, measure/facts.py); a list as its
- *                     distinct values and codes (codes: parse/unmade.py)
+ *                     distinct values and codes, and back (codes, decoded: parse/unmade.py)
  *   cmatch_facts.c    the doctor's loops over a stretch of lines as columns (drafts_each: diagnose/depth.py;
  *                     last_rates: diagnose/detect_accept.py; masked, int_extremes: measure/plain.py; filled:
  *                     measure/facts.py; doubles: measure/columns.py), and which values they read (cm_plain_value)
@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define CMATCH_VERSION 42
+#define CMATCH_VERSION 43
 #define SLOT 16 /* recipe code of group 0; SLOT + i prints group i as captured */
 #define MAX_SLOTS 256 /* groups a template may capture */
 #define BOOL_SLOT (SLOT + MAX_SLOTS) /* BOOL_SLOT + i prints group i (True/False) as JSON's true/false */
@@ -348,5 +348,6 @@ PyObject *cm_filled(PyObject *mod, PyObject *args);
 PyObject *cm_int_extremes(PyObject *mod, PyObject *column);
 PyObject *cm_doubles(PyObject *mod, PyObject *values);
 PyObject *cm_codes(PyObject *mod, PyObject *values);
+PyObject *cm_decoded(PyObject *mod, PyObject *args);
 
 #endif

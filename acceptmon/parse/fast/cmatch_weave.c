@@ -266,3 +266,31 @@ done:
     Py_XDECREF(codes);
     return out;
 }
+
+/* decoded(values, codes) -> list: codes' inverse, each code (uint16 items of a buffer, an array('H')) the value at its
+ * place in the tuple values; ValueError for a code past its end. */
+PyObject *cm_decoded(PyObject *mod, PyObject *args) {
+    PyObject *values, *codes_obj, *out = NULL;
+    Py_buffer codes = {0};
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "O!O", &PyTuple_Type, &values, &codes_obj)) return NULL;
+    if (PyObject_GetBuffer(codes_obj, &codes, PyBUF_FORMAT) < 0) return NULL;
+    const char *format = codes.format == NULL ? "B" : codes.format;
+    if (format[0] == '@' || format[0] == '=') format++;
+    if (codes.itemsize != 2 || strcmp(format, "H") != 0) {
+        PyErr_SetString(PyExc_ValueError, "codes must be an array('H')");
+        goto done;
+    }
+    Py_ssize_t n = codes.len / 2, nvalues = PyTuple_GET_SIZE(values);
+    const uint16_t *at = (const uint16_t *)codes.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (at[i] >= nvalues) {
+            PyErr_SetString(PyExc_ValueError, "a code past the values");
+            goto done;
+        }
+    if ((out = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) PyList_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(values, at[i])));
+done:
+    PyBuffer_Release(&codes);
+    return out;
+}
